@@ -1,0 +1,30 @@
+"""Sessions: `tests` (everything, slow and docker tests included), `lint`, `reproduce`, `bench`."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+PYTHON = "3.11"
+EXAMPLE = "manifests/results/rocq-example.jsonl"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole suite; pass `-m "not slow"` for the quick part."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff==0.17.6")
+    session.run("ruff", "check", "runner", "tests", "noxfile.py")
+
+
+@nox.session(python=PYTHON)
+def reproduce(session: nox.Session) -> None:
+    """Replay a published result (default: the bundled Rocq example) and print what matches."""
+    session.install("-e", ".")
+    session.run("prooflock", "replay", *(session.posargs or [EXAMPLE]))

@@ -1,0 +1,109 @@
+"""Where checks execute. A backend hands out sandboxes; a sandbox runs commands in a private work dir.
+
+Adapters only see `Sandbox` and `Channel`, so the same adapter code runs as a local process or
+inside a hardened container.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Output beyond this is dropped (and flagged): a hostile artifact must not exhaust the kit's memory.
+OUTPUT_CAP_BYTES = 4 * 1024 * 1024
+
+
+class BackendUnavailable(RuntimeError):
+    """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: int
+    memory_mb: int
+    pids: int = 512
+    cpus: int = 1
+    tmpfs_mb: int = 512
+
+
+@dataclass
+class Completed:
+    """A finished (or killed) command."""
+
+    argv: Sequence[str]
+    exit_code: int | None  # None when it was killed for the timeout
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    out_of_memory: bool = False
+    signal: int | None = None
+    wall_ms: int = 0
+    cpu_ms: int | None = None
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.out_of_memory
+
+    @property
+    def text(self) -> str:
+        """stdout then stderr, decoded leniently: prover messages land in either."""
+        return (self.stdout + self.stderr).decode("utf-8", errors="replace")
+
+
+class Channel(Protocol):
+    """A long-lived process with a byte pipe each way (for warm workers such as forkservers)."""
+
+    def send(self, data: bytes) -> None: ...
+
+    def read_until(self, marker: bytes, timeout_s: float) -> bytes:
+        """Bytes up to and including `marker`; raises TimeoutError or EOFError."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+class Sandbox(Protocol):
+    """A private, empty work directory and a way to run commands in it."""
+
+    backend: str
+    isolation: str
+
+    def write_file(self, relpath: str, data: bytes) -> None: ...
+
+    def read_file(self, relpath: str) -> bytes: ...
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> Completed: ...
+
+    def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Channel: ...
+
+
+@dataclass
+class BackendInfo:
+    name: str
+    isolation: str
+    tools: dict[str, str] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    info: BackendInfo
+
+    def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
+        """What identifies the prover install for the environment key (versions, or an image ID)."""
+        ...
+
+    def sandbox(self, image: str, limits: Limits) -> AbstractContextManager[Sandbox]: ...
+
+    def close(self) -> None: ...
+

@@ -1,0 +1,48 @@
+"""Content-addressed result cache: (environment key, request digest) → result."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from runner.models import CheckResult, Verdict
+
+# Results that say something about the machine, not the artifact, are never reused.
+UNCACHEABLE = {Verdict.INFRA_ERROR}
+
+
+class ResultCache:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _path(self, env_key: str, request_digest: str) -> Path:
+        return self.root / env_key[:2] / env_key / f"{request_digest}.json"
+
+    def get(self, env_key: str, request_digest: str) -> CheckResult | None:
+        path = self._path(env_key, request_digest)
+        try:
+            result = CheckResult.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError, ValueError):
+            return None  # absent or unreadable: a cache miss, never an error
+        if result.env_key != env_key or result.request_digest != request_digest:
+            return None
+        return result
+
+    def put(self, result: CheckResult) -> None:
+        if result.verdict in UNCACHEABLE or result.provenance.cached:
+            return
+        path = self._path(result.env_key, result.request_digest)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(orjson.dumps(result.model_dump(mode="json")))
+            os.replace(tmp, path)  # atomic: readers see the old file or the whole new one
+        except OSError:
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(tmp)

@@ -1,0 +1,193 @@
+"""Append-only, hash-chained, crash-safe run records (JSON lines).
+
+Each line is one record `{seq, prev, kind, body, digest}`: `prev` is the previous record's digest
+and `digest` covers the record itself, so an edited, removed or reordered record breaks the chain.
+A record is one `write` to an O_APPEND file; fsync follows every `fsync_every` records (group
+commit). A crash can leave only a torn last line, which opening for writing cuts off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from runner.canonical import NotCanonical, canonical_bytes, digest
+from runner.errors import UserError
+
+GENESIS = "0" * 64
+FORMAT = "prooflock-checkpoint/1"
+
+
+class CheckpointError(UserError):
+    """The checkpoint cannot be used: unreadable, tampered, locked, or the disk refused a write."""
+
+
+@dataclass
+class ChainReport:
+    path: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    torn_tail: bytes = b""  # bytes after the last complete record (a crash mid-write)
+    valid_bytes: int = 0  # length of the prefix that holds whole, verified records
+    broken_at: int | None = None  # 1-based line number where the chain breaks
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.broken_at is None
+
+    def describe(self) -> str:
+        if self.ok:
+            tail = f"; a torn last line of {len(self.torn_tail)} bytes will be cut" if self.torn_tail else ""
+            return f"{self.path}: chain intact, {len(self.records)} records{tail}"
+        return f"{self.path}: chain broken at line {self.broken_at}: {self.problem}"
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    return digest({k: record[k] for k in ("seq", "prev", "kind", "body")})
+
+
+def inspect_chain(path: Path) -> ChainReport:
+    """Read and verify a checkpoint without changing it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {path} does not exist") from None
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror}") from None
+    return verify_bytes(path, data)
+
+
+def verify_bytes(path: Path, data: bytes) -> ChainReport:
+    report = ChainReport(path)
+    lines = data.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]  # after the final newline: "" or a torn write
+    prev, offset = GENESIS, 0
+    for number, raw in enumerate(complete, start=1):
+        problem = _check_line(raw, number - 1, prev)
+        if problem is not None:
+            if number == len(complete) and not tail:
+                # The last record is unreadable (say, zero-filled by a crash): treat it as torn.
+                report.torn_tail = raw + b"\n"
+                report.valid_bytes = offset
+                return report
+            report.broken_at, report.problem = number, problem
+            return report
+        record = orjson.loads(raw)
+        report.records.append(record)
+        prev = record["digest"]
+        offset += len(raw) + 1
+    report.valid_bytes = offset
+    report.torn_tail = tail
+    return report
+
+
+def _check_line(raw: bytes, seq: int, prev: str) -> str | None:
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return "not valid JSON"
+    if not isinstance(record, dict) or set(record) != {"seq", "prev", "kind", "body", "digest"}:
+        return "not a checkpoint record"
+    if record["seq"] != seq:
+        return f"sequence number {record['seq']!r}, expected {seq} (a record was removed or moved)"
+    if record["prev"] != prev:
+        return "does not follow the previous record (a record before it was changed or removed)"
+    try:
+        if record_digest(record) != record["digest"]:
+            return "its content does not match its digest (the record was edited)"
+    except NotCanonical:
+        return "holds a value that cannot be hashed (the record was edited)"
+    return None
+
+
+class CheckpointLog:
+    """The single writer of one checkpoint file (held with an exclusive lock until closed)."""
+
+    def __init__(self, path: Path, *, fsync_every: int = 1):
+        self.path = path
+        self.fsync_every = fsync_every
+        self._unsynced = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise CheckpointError(f"cannot open checkpoint {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise CheckpointError(f"checkpoint {path} is being written by another prooflock run") from None
+        try:
+            self._load()
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _load(self) -> None:
+        data = b""
+        while chunk := os.pread(self._fd, 1 << 20, len(data)):
+            data += chunk
+        report = verify_bytes(self.path, data)
+        if not report.ok:
+            raise CheckpointError(report.describe())
+        if report.torn_tail:
+            os.ftruncate(self._fd, report.valid_bytes)  # the crash's half-written record
+            os.fsync(self._fd)
+        self.records = report.records
+        self.repaired_bytes = len(report.torn_tail)
+        self._size = report.valid_bytes
+
+    @property
+    def last_digest(self) -> str:
+        return self.records[-1]["digest"] if self.records else GENESIS
+
+    def append(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        record = {"seq": len(self.records), "prev": self.last_digest, "kind": kind, "body": body}
+        record["digest"] = record_digest(record)
+        line = canonical_bytes(record) + b"\n"
+        try:
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + " (short write)")
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)  # never leave half a record behind
+            raise CheckpointError(
+                f"could not append to checkpoint {self.path}: {exc.strerror}; "
+                "the records written so far are intact, re-run the same command to resume"
+            ) from None
+        self._size += len(line)
+        self.records.append(record)
+        self._unsynced += 1
+        if self._unsynced >= self.fsync_every:
+            self.sync()
+        return record
+
+    def sync(self) -> None:
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                self.sync()
+            os.close(self._fd)  # closing releases the lock
+            self._fd = -1
+
+    def __enter__(self) -> CheckpointLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def of_kind(self, kind: str) -> Iterator[dict[str, Any]]:
+        return (r["body"] for r in self.records if r["kind"] == kind)

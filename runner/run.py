@@ -1,0 +1,135 @@
+"""Resumable runs: a requests file checked into a checkpoint log, skipping what is already recorded."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from runner.canonical import digest
+from runner.checker import Checker, kit_version
+from runner.checkpoint import FORMAT, CheckpointError, CheckpointLog
+from runner.errors import UserError, explain
+from runner.models import CheckRequest, CheckResult, Verdict
+
+
+@dataclass
+class RunSummary:
+    checkpoint: Path
+    total: int
+    resumed: int = 0  # requests already recorded before this invocation
+    checked: int = 0
+    verdicts: Counter[str] = field(default_factory=Counter)
+    repaired_bytes: int = 0
+
+    @property
+    def infra_errors(self) -> int:
+        return self.verdicts.get(Verdict.INFRA_ERROR.value, 0)
+
+
+def load_requests(path: Path) -> list[CheckRequest]:
+    """Parse a JSON-lines requests file; any bad line is a UserError naming its line number."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"requests file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read requests file {path}: {exc}") from None
+    requests = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            requests.append(CheckRequest.model_validate(orjson.loads(line)))
+        except orjson.JSONDecodeError as exc:
+            raise UserError(f"{path} line {number}: not valid JSON ({exc})") from None
+        except ValidationError as exc:
+            raise UserError(f"{path} line {number}: {explain(exc)}") from None
+    if not requests:
+        raise UserError(f"requests file {path} holds no requests")
+    return requests
+
+
+def latest_results(log: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Result records by request index; a later record (a retried infra error) supersedes."""
+    return {body["index"]: body for body in log}
+
+
+def run_requests(
+    requests: list[CheckRequest],
+    checkpoint: Path,
+    checker: Checker,
+    *,
+    source: str,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> RunSummary:
+    """Check `requests` into `checkpoint`, resuming from what it already holds."""
+    resolved = []
+    for number, request in enumerate(requests, start=1):
+        try:
+            resolved.append(checker.resolve(request))
+        except UserError as exc:
+            raise UserError(f"{source} request {number}: {exc}") from None
+    run_digest = digest([r.digest() for r in resolved])
+    summary = RunSummary(checkpoint=checkpoint, total=len(resolved))
+    with CheckpointLog(checkpoint, fsync_every=checker.settings.fsync_every) as log:
+        summary.repaired_bytes = log.repaired_bytes
+        headers = list(log.of_kind("header"))
+        if not headers:
+            log.append("header", _header(run_digest, source, len(resolved)))
+        elif headers[0]["requests"] != run_digest:
+            raise CheckpointError(
+                f"checkpoint {checkpoint} was made from other requests (or other limits) than "
+                f"{source}; use a new checkpoint path"
+            )
+        done = {
+            index: body
+            for index, body in latest_results(log.of_kind("result")).items()
+            if body["result"]["verdict"] != Verdict.INFRA_ERROR.value
+        }
+        summary.resumed = len(done)
+        todo = [(i, r) for i, r in enumerate(resolved) if i not in done]
+        for (index, request), result in zip(todo, checker.map(r for _, r in todo), strict=True):
+            log.append("result", _result_body(index, request, result))
+            summary.checked += 1
+            if on_result is not None:
+                on_result(result)
+        final = latest_results(log.of_kind("result"))
+    summary.verdicts.update(body["result"]["verdict"] for body in final.values())
+    return summary
+
+
+def _header(run_digest: str, source: str, count: int) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "requests": run_digest,
+        "source": source,
+        "count": count,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "prooflock": kit_version(),
+    }
+
+
+def _result_body(index: int, request: CheckRequest, result: CheckResult) -> dict[str, Any]:
+    return {
+        "index": index,
+        "request": request.model_dump(mode="json"),
+        "result": result.model_dump(mode="json"),
+    }
+
+
+def recorded_runs(records: Iterable[dict[str, Any]]) -> Iterator[tuple[CheckRequest, CheckResult]]:
+    """(request, result) pairs of a checkpoint's final results, in request order."""
+    latest = latest_results(r["body"] for r in records if r["kind"] == "result")
+    for index in sorted(latest):
+        body = latest[index]
+        try:
+            yield CheckRequest.model_validate(body["request"]), CheckResult.model_validate(body["result"])
+        except (ValidationError, KeyError) as exc:
+            raise UserError(f"checkpoint result {index} is not a valid record: {exc}") from None

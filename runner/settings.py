@@ -1,0 +1,27 @@
+"""Settings from the environment (`PROOFLOCK_*`), overridable by CLI flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROOFLOCK_", extra="ignore")
+
+    checkpoint_dir: Path = Path("checkpoints")
+    cache_dir: Path = Path.home() / ".cache" / "prooflock"
+    cache: bool = True
+    backend: Literal["auto", "docker", "local"] = "auto"
+    isolation: Literal["strict", "warm"] = "strict"
+    timeout: int = Field(default=60, ge=1, description="seconds per check")
+    memory_mb: int = Field(default=4096, ge=64)
+    pids: int = Field(default=512, ge=16)
+    cpus: int = Field(default=1, ge=1)
+    workers: int = Field(default=1, ge=1)
+    retries: int = Field(default=2, ge=0, description="extra attempts after an infra_error")
+    fsync_every: int = Field(default=1, ge=1, description="group commit: fsync once per N records")
+    images_lock: Path = Path("manifests") / "images.lock.json"

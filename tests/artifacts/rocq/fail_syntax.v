@@ -1,0 +1,4 @@
+Theorem broken : True.
+Proof.
+  exact (I.
+Qed.

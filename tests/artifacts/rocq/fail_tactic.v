@@ -1,0 +1,4 @@
+Theorem wrong : 1 + 1 = 3.
+Proof.
+  reflexivity.
+Qed.

@@ -1,0 +1,3 @@
+Theorem unfinished : forall n : nat, n = n.
+Proof.
+  intro n.

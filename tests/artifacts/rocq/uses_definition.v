@@ -1,0 +1,2 @@
+Theorem uses_secret : secret_constant = 42.
+Proof. reflexivity. Qed.

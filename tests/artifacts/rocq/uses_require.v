@@ -1,0 +1,2 @@
+Theorem needs_lia : forall n : nat, n + 1 > n.
+Proof. intros; lia. Qed.

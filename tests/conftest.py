@@ -1,0 +1,55 @@
+"""Shared fixtures: real provers, real files, settings isolated per test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.settings import Settings
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def artifact(prover: str, name: str) -> str:
+    return (ARTIFACTS / prover / name).read_text()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        backend="local",
+        cache_dir=tmp_path / "cache",
+        checkpoint_dir=tmp_path / "checkpoints",
+        timeout=30,
+        retries=0,
+    )
+
+
+@pytest.fixture
+def cli(tmp_path: Path):
+    """Run `prooflock ...` as a user would, in tmp_path, with a private cache."""
+
+    def run(*args: str, env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+        full_env = {
+            **os.environ,
+            "PROOFLOCK_CACHE_DIR": str(tmp_path / "cache"),
+            "PROOFLOCK_BACKEND": "local",
+            **(env or {}),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "runner.cli", *args],
+            cwd=tmp_path,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if check:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    return run
