@@ -76,7 +76,7 @@ class Checker:
         use_cache = self.settings.cache if use_cache is None else use_cache
         self.cache = ResultCache(self.settings.cache_dir) if use_cache else None
         self._installs: dict[str, dict[str, JsonValue]] = {}
-        self._idle_workers: dict[tuple[str, Limits], queue.SimpleQueue[Worker]] = {}
+        self._idle_workers: dict[tuple[str, str, Limits, str], queue.SimpleQueue[Worker]] = {}
         self._lock = threading.Lock()
         self.host = socket.gethostname()
 
@@ -103,14 +103,14 @@ class Checker:
         limits = self.limits(request)
         return request.model_copy(update={"timeout": limits.timeout_s, "memory_mb": limits.memory_mb})
 
-    def install(self, adapter: ProverAdapter) -> dict[str, JsonValue]:
-        """What identifies the prover install on this backend; probed once per checker."""
+    def install(self, adapter: ProverAdapter, image: str) -> dict[str, JsonValue]:
+        """What identifies the prover install (image) on this backend; probed once per checker."""
         with self._lock:
-            known = self._installs.get(adapter.NAME)
+            known = self._installs.get(image)
         if known is None:
-            known = self.backend.environment(adapter.IMAGE, adapter.probe())
+            known = self.backend.environment(image, adapter.probe(image))
             with self._lock:
-                self._installs[adapter.NAME] = known
+                self._installs[image] = known
         return known
 
     def environment(self, adapter: ProverAdapter, request: CheckRequest) -> dict[str, JsonValue]:
@@ -118,7 +118,7 @@ class Checker:
         return {
             "prover": adapter.NAME,
             "adapter_version": adapter.VERSION,
-            "install": self.install(adapter),
+            "install": self.install(adapter, adapter.image(request)),
             "mode": request.mode,
             "limits": {"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb, "pids": limits.pids},
             "options": adapter.environment_options(request),
@@ -158,10 +158,12 @@ class Checker:
 
     def _attempt(self, adapter: ProverAdapter, request: CheckRequest) -> tuple[Outcome, str]:
         limits = self.limits(request)
+        image = adapter.image(request)
+        pool = (adapter.NAME, image, limits, adapter.worker_key(request))
         try:
-            worker = self._checkout_worker(adapter, limits)
+            worker = self._checkout_worker(adapter, pool, request)
             if worker is None:
-                with self.backend.sandbox(adapter.IMAGE, limits) as sandbox:
+                with self.backend.sandbox(image, limits) as sandbox:
                     return adapter.check(request, sandbox), "cold"
             try:
                 outcome = worker.check(request)
@@ -171,20 +173,22 @@ class Checker:
             if outcome.verdict is Verdict.INFRA_ERROR:
                 worker.close()  # a worker that failed us is not trusted with the next check
             else:
-                self._idle_workers[(adapter.NAME, limits)].put(worker)
+                self._idle_workers[pool].put(worker)
             return outcome.model_copy(update={"worker": {**worker.info(), **outcome.worker}}), worker.kind
         except BackendUnavailable as exc:
             return _infra_error(str(exc)), "none"
         except Exception as exc:  # an adapter or backend bug must not kill a whole run
             return _infra_error(f"{type(exc).__name__}: {exc}"), "none"
 
-    def _checkout_worker(self, adapter: ProverAdapter, limits: Limits) -> Worker | None:
+    def _checkout_worker(
+        self, adapter: ProverAdapter, pool: tuple[str, str, Limits, str], request: CheckRequest
+    ) -> Worker | None:
         with self._lock:
-            idle = self._idle_workers.setdefault((adapter.NAME, limits), queue.SimpleQueue())
+            idle = self._idle_workers.setdefault(pool, queue.SimpleQueue())
         try:
             return idle.get_nowait()
         except queue.Empty:
-            return adapter.open_worker(self.backend, limits)
+            return adapter.open_worker(self.backend, pool[2], request)
 
     def _result(
         self,

@@ -4,12 +4,14 @@ An adapter module provides:
 
     NAME: str                 registry name (`--prover NAME`)
     VERSION: str              bump when verdict logic changes; part of every environment key
-    IMAGE: str                its directory under images/ (the docker backend runs it there)
+    IMAGE: str                its default image: a directory under images/
     MODES: tuple[str, ...]    accepted modes; the first is the default
     SUFFIXES: tuple[str, ...] file endings it expects (advisory, for messages)
     CLI_OPTIONS: tuple[OptionSpec, ...]  extra `prooflock check` flags, stored in request.options
 
-    probe() -> dict[str, list[str]]
+    image(request) -> str
+        The image (directory under images/) a request runs in; most adapters: always IMAGE.
+    probe(image) -> dict[str, list[str]]
         Commands whose output identifies a local install (versions); the local backend runs them
         and the outputs become environment-key inputs. (The docker backend uses the image ID.)
     split(name, content) -> list[tuple[str, str]]
@@ -18,15 +20,20 @@ An adapter module provides:
         Request options that select a different environment (e.g. an engine), for the key.
     check(request, sandbox) -> Outcome
         Check one artifact cold: fresh process(es) in a fresh, empty sandbox.
-    open_worker(backend, limits) -> Worker | None
+    open_worker(backend, limits, request) -> Worker | None
         A warm worker that serves many checks, each observationally equivalent to `check` in a
-        fresh sandbox; None when the adapter has none (the core then calls `check`).
+        fresh sandbox; None when the adapter has none (the core then calls `check`). The core
+        pools workers by (image, limits, worker_key(request)) and only hands a worker requests
+        with the same pool key as the one it was opened for.
+    worker_key(request) -> str
+        What else a warm worker is specific to (e.g. a preloaded library set); default "".
 
 `base` supplies defaults for the optional parts; see `defaults` below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -65,7 +72,9 @@ class ProverAdapter(Protocol):
     SUFFIXES: tuple[str, ...]
     CLI_OPTIONS: tuple[OptionSpec, ...]
 
-    def probe(self) -> dict[str, list[str]]: ...
+    def image(self, request: CheckRequest) -> str: ...
+
+    def probe(self, image: str) -> dict[str, list[str]]: ...
 
     def split(self, name: str, content: str) -> list[tuple[str, str]]: ...
 
@@ -73,7 +82,9 @@ class ProverAdapter(Protocol):
 
     def check(self, request: CheckRequest, sandbox: Sandbox) -> Outcome: ...
 
-    def open_worker(self, backend: Backend, limits: Limits) -> Worker | None: ...
+    def open_worker(self, backend: Backend, limits: Limits, request: CheckRequest) -> Worker | None: ...
+
+    def worker_key(self, request: CheckRequest) -> str: ...
 
 
 class defaults:  # noqa: N801 - a namespace of default protocol parts, imported by adapters
@@ -90,5 +101,18 @@ class defaults:  # noqa: N801 - a namespace of default protocol parts, imported 
         return {}
 
     @staticmethod
-    def open_worker(backend: Backend, limits: Limits) -> Worker | None:
+    def open_worker(backend: Backend, limits: Limits, request: CheckRequest) -> Worker | None:
         return None
+
+    @staticmethod
+    def worker_key(request: CheckRequest) -> str:
+        return ""
+
+
+def fixed_image(name: str) -> Callable[[CheckRequest], str]:
+    """`image` for adapters that always run in the same image."""
+
+    def image(request: CheckRequest) -> str:
+        return name
+
+    return image

@@ -12,7 +12,7 @@ import re
 
 from runner.backends.base import Completed, Sandbox
 from runner.models import CheckRequest, Diagnostic, Outcome, Verdict
-from runner.provers.base import defaults
+from runner.provers.base import defaults, fixed_image
 from runner.provers.text import axiom_allowed, strip_nested_comments
 
 NAME = "rocq"
@@ -24,6 +24,8 @@ CLI_OPTIONS = defaults.CLI_OPTIONS
 split = defaults.split
 environment_options = defaults.environment_options
 open_worker = defaults.open_worker
+worker_key = defaults.worker_key
+image = fixed_image(IMAGE)
 
 MODULE = "Artifact"
 SOURCE = f"{MODULE}.v"
@@ -35,7 +37,7 @@ SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:$")
 MESSAGE = re.compile(r"^(Error|Warning|Anomaly)\b:?\s*(.*)$", re.DOTALL)
 
 
-def probe() -> dict[str, list[str]]:
+def probe(image: str) -> dict[str, list[str]]:
     packages = "dpkg-query -W -f '${Package}=${Version}\\n' coq 'libcoq-*' 2>/dev/null || true"
     return {"coqc": ["coqc", "--version"], "packages": ["sh", "-c", packages]}
 
