@@ -178,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             source=str(args.requests),
             on_result=lambda r: progress.advance(f"{r.artifact}: {r.verdict.value}"),
         )
-    console = Console()
+    console = _console()
     if summary.repaired_bytes:
         console.print(f"repaired a torn last record ({summary.repaired_bytes} bytes) in {checkpoint}")
     table = Table(title=f"{checkpoint}: {summary.total} requests")
@@ -208,7 +208,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         report = replay(
             args.log, checker, on_row=lambda row: progress.advance(f"{row.artifact}: {row.status}"), runs=runs
         )
-    console = Console()
+    console = _console()
     table = Table(title=f"replay of {args.log}")
     for column in ("#", "artifact", "recorded", "replayed", "status"):
         table.add_column(column)
@@ -223,6 +223,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for line in changed:
             console.print(f"  {line}", markup=False)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _console() -> Console:
+    # Off a terminal, a wide console keeps table rows on one line for grep and logs.
+    return Console() if sys.stdout.isatty() else Console(width=200)
 
 
 def cmd_verify_log(args: argparse.Namespace) -> int:

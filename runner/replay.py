@@ -10,7 +10,8 @@ from typing import Any
 from runner.checker import Checker
 from runner.checkpoint import inspect_chain
 from runner.errors import UserError
-from runner.models import CheckRequest, CheckResult
+from runner.canonical import digest
+from runner.models import CheckRequest, CheckResult, Outcome, result_digest
 from runner.run import recorded_runs
 
 MATCH = "match"
@@ -74,14 +75,27 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def self_consistent(recorded: CheckResult) -> bool:
+    """Whether a record's digests match its own content (a hand-edited record does not)."""
+    outcome = Outcome(
+        verdict=recorded.verdict,
+        diagnostics=recorded.diagnostics,
+        assumptions=recorded.assumptions,
+        details=recorded.details,
+    )
+    return recorded.result_digest == result_digest(outcome) and recorded.env_key == digest(
+        recorded.environment
+    )
+
+
 def compare(index: int, recorded: CheckResult, replayed: CheckResult) -> ReplayRow:
-    differences = []
+    differences = [] if self_consistent(recorded) else ["record inconsistent"]
     if recorded.verdict != replayed.verdict:
         differences.append("verdict differs")
     elif recorded.result_digest != replayed.result_digest:
         differences.append("result differs")
     changed: list[str] = []
-    if recorded.env_key != replayed.env_key:
+    if recorded.env_key != replayed.env_key or recorded.environment != replayed.environment:
         differences.append("environment changed")
         changed = changed_inputs(recorded.environment, replayed.environment)
     return ReplayRow(

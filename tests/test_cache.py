@@ -1,0 +1,38 @@
+"""The result cache: a hit for the same request and environment, a miss when either changes."""
+
+from __future__ import annotations
+
+from runner import Checker, CheckRequest
+from runner.provers import rocq
+from tests.conftest import artifact
+
+
+def request(timeout: int = 30) -> CheckRequest:
+    return CheckRequest(prover="rocq", name="pass_arith.v", content=artifact("rocq", "pass_arith.v"), timeout=timeout)
+
+
+def test_identical_request_and_environment_hit_the_cache(settings):
+    with Checker(settings) as checker:
+        first = checker.check_one(request())
+        second = checker.check_one(request())
+    assert not first.provenance.cached and second.provenance.cached
+    assert second.result_digest == first.result_digest and second.env_key == first.env_key
+
+
+def test_a_cache_hit_survives_a_new_process(settings):
+    with Checker(settings) as checker:
+        checker.check_one(request())
+    with Checker(settings) as checker:
+        assert checker.check_one(request()).provenance.cached
+
+
+def test_changing_an_environment_input_misses(settings, monkeypatch):
+    with Checker(settings) as checker:
+        original = checker.check_one(request())
+        other_limit = checker.check_one(request(timeout=31))
+    assert not other_limit.provenance.cached and other_limit.env_key != original.env_key
+    monkeypatch.setattr(rocq, "VERSION", rocq.VERSION + "-changed")
+    with Checker(settings) as checker:
+        new_adapter = checker.check_one(request())
+    assert not new_adapter.provenance.cached
+    assert new_adapter.environment["adapter_version"].endswith("-changed")

@@ -1,0 +1,72 @@
+"""Bad input gets one line naming the problem and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import ARTIFACTS
+
+
+def assert_user_error(done, *fragments: str) -> None:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_missing_file(cli):
+    assert_user_error(cli("check", "--prover", "rocq", "nope.v"), "nope.v", "no such file")
+
+
+def test_unknown_prover_and_mode(cli, tmp_path):
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
+    assert_user_error(cli("check", "--prover", "coq9", "a.v"), "unknown prover 'coq9'")
+    assert_user_error(cli("check", "--prover", "rocq", "--mode", "sketch", "a.v"), "no mode 'sketch'")
+
+
+def test_malformed_jsonl_line_is_named(cli, tmp_path):
+    good = json.dumps({"prover": "rocq", "name": "a.v", "content": "Lemma a : True. exact I. Qed."})
+    (tmp_path / "r.jsonl").write_text(good + "\n" + '{"prover": "rocq", "name": \n')
+    assert_user_error(cli("run", "r.jsonl"), "r.jsonl line 2", "not valid JSON")
+    (tmp_path / "r.jsonl").write_text(good + "\n" + json.dumps({"prover": "rocq", "name": "b.v"}) + "\n")
+    assert_user_error(cli("run", "r.jsonl"), "line 2", "content")
+    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "b", "content": "", "timeout": -1}) + "\n")
+    assert_user_error(cli("run", "r.jsonl"), "line 1", "timeout")
+    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "lean9", "name": "b", "content": ""}) + "\n")
+    assert_user_error(cli("run", "r.jsonl"), "request 1", "unknown prover")
+
+
+def test_non_utf8_artifact_and_directory(cli, tmp_path):
+    (tmp_path / "bin.v").write_bytes(b"\xff\xfe\x00junk")
+    assert_user_error(cli("check", "--prover", "rocq", "bin.v"), "bin.v", "UTF-8")
+    (tmp_path / "dir.v").mkdir()
+    assert_user_error(cli("check", "--prover", "rocq", "dir.v"), "is a directory")
+
+
+@pytest.mark.parametrize("setting", ["PROOFLOCK_TIMEOUT=abc", "PROOFLOCK_BACKEND=cloud"])
+def test_bad_setting(cli, tmp_path, setting):
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
+    key, value = setting.split("=")
+    assert_user_error(cli("check", "--prover", "rocq", "a.v", env={key: value}), key.removeprefix("PROOFLOCK_").lower())
+
+
+def test_checkpoint_from_other_requests_is_refused(cli, tmp_path):
+    content = (ARTIFACTS / "rocq" / "pass_arith.v").read_text()
+    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "a.v", "content": content}) + "\n")
+    cli("run", "r.jsonl", "--checkpoint", "ck.jsonl", check=True)
+    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "b.v", "content": content}) + "\n")
+    assert_user_error(cli("run", "r.jsonl", "--checkpoint", "ck.jsonl"), "other requests")
+
+
+def test_check_prints_the_json_contract(cli, tmp_path):
+    (tmp_path / "a.v").write_text((ARTIFACTS / "rocq" / "fail_tactic.v").read_text())
+    done = cli("check", "--prover", "rocq", "a.v")
+    assert done.returncode == 1  # ran fine, the artifact did not pass
+    [line] = [json.loads(text) for text in done.stdout.splitlines()]
+    for key in ("artifact", "verdict", "diagnostics", "assumptions", "env_key", "request_digest", "result_digest"):
+        assert key in line
+    assert line["artifact"] == "a.v" and line["verdict"] == "fail"

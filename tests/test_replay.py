@@ -1,0 +1,81 @@
+"""Replay: the same environment matches 100%; an edited record or a changed environment is reported."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+
+from runner.canonical import digest
+from tests.conftest import ARTIFACTS
+from tests.test_checkpoint import rewrite
+
+
+def make_run(cli, tmp_path) -> None:
+    lines = [
+        json.dumps({"prover": "rocq", "name": name, "content": (ARTIFACTS / "rocq" / name).read_text()})
+        for name in ("pass_arith.v", "fail_tactic.v", "admitted.v")
+    ]
+    (tmp_path / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", check=True)
+
+
+def test_replay_in_the_same_environment_matches_every_record(cli, tmp_path):
+    make_run(cli, tmp_path)
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "3/3 records match" in done.stdout
+
+
+def test_an_edited_verdict_is_reported_even_with_a_resealed_chain(cli, tmp_path):
+    make_run(cli, tmp_path)
+
+    def claim_pass(records):
+        records[2]["body"]["result"]["verdict"] = "pass"  # fail_tactic.v
+
+    rewrite(tmp_path / "run.jsonl", claim_pass)
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 1
+    assert "2/3 records match" in done.stdout and "verdict differs" in done.stdout
+
+
+def test_a_changed_environment_names_the_input_that_changed(cli, tmp_path):
+    make_run(cli, tmp_path)
+
+    def older_coq(records):
+        for record in records[1:]:
+            result = record["body"]["result"]
+            install = result["environment"]["install"]
+            install["coqc"] = install["coqc"].replace("8.16.1", "8.15.0")
+            result["env_key"] = digest(result["environment"])  # as a real older run would have
+
+    rewrite(tmp_path / "run.jsonl", older_coq)
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 1
+    assert "environment changed" in done.stdout
+    assert "install.coqc" in done.stdout and "8.15.0" in done.stdout
+    assert "record inconsistent" not in done.stdout
+
+
+def test_a_record_whose_digest_does_not_match_its_content_is_flagged(cli, tmp_path):
+    make_run(cli, tmp_path)
+
+    def edit_diagnostic(records):
+        records[2]["body"]["result"]["diagnostics"][0]["message"] = "forged"
+
+    rewrite(tmp_path / "run.jsonl", edit_diagnostic)
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 1 and "record inconsistent" in done.stdout
+
+
+def test_a_tampered_log_is_refused_with_one_line(cli, tmp_path):
+    make_run(cli, tmp_path)
+    path = tmp_path / "run.jsonl"
+    lines = path.read_bytes().splitlines()
+    record = orjson.loads(lines[2])  # fail_tactic.v
+    record["body"]["result"]["verdict"] = "pass"
+    lines[2] = orjson.dumps(record)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 2
+    assert "line 3" in done.stderr and "Traceback" not in done.stderr
