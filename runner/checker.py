@@ -127,28 +127,33 @@ class Checker:
     # -- checking ----------------------------------------------------------------------------
 
     def check_one(self, request: CheckRequest) -> CheckResult:
-        """Check one request (resolved or not). Never raises for artifact or machine trouble."""
+        """Check one request (resolved or not). Never raises for artifact or machine trouble.
+
+        An infra error (backend unreachable, worker died) is retried `settings.retries` times
+        with a short backoff; the environment is probed again on each attempt.
+        """
         adapter = validate(request)
         request = self.resolve(request)
         request_digest = request.digest()
         started, clock = _now(), time.monotonic()
-        try:
-            environment = self.environment(adapter, request)
-        except BackendUnavailable as exc:
-            environment = {"prover": adapter.NAME, "unavailable": str(exc)}
-            outcome = _infra_error(str(exc))
-            return self._result(adapter, request, request_digest, environment, outcome, started, clock, 1, "none")
-        env_key = digest(environment)
-        if self.cache is not None and (hit := self.cache.get(env_key, request_digest)) is not None:
-            return self._from_cache(hit, request)
-
-        attempts, outcome, worker_kind = 0, _infra_error("not run"), "cold"
-        while attempts <= self.settings.retries:
+        attempts, worker_kind = 0, "none"
+        environment: dict[str, JsonValue] = {"prover": adapter.NAME}
+        while True:
             attempts += 1
-            outcome, worker_kind = self._attempt(adapter, request)
-            if outcome.verdict is not Verdict.INFRA_ERROR:
+            try:
+                environment = self.environment(adapter, request)
+            except BackendUnavailable as exc:
+                environment = {"prover": adapter.NAME, "unavailable": str(exc)}
+                outcome = _infra_error(str(exc))
+            else:
+                if attempts == 1 and self.cache is not None:
+                    hit = self.cache.get(digest(environment), request_digest)
+                    if hit is not None:
+                        return self._from_cache(hit, request)
+                outcome, worker_kind = self._attempt(adapter, request)
+            if outcome.verdict is not Verdict.INFRA_ERROR or attempts > self.settings.retries:
                 break
-            time.sleep(min(2.0**attempts, 10.0) if attempts <= self.settings.retries else 0)
+            time.sleep(min(0.5 * 2**attempts, 5.0))
         result = self._result(
             adapter, request, request_digest, environment, outcome, started, clock, attempts, worker_kind
         )

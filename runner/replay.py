@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.canonical import digest
 from runner.checker import Checker
 from runner.checkpoint import inspect_chain
 from runner.errors import UserError
-from runner.canonical import digest
 from runner.models import CheckRequest, CheckResult, Outcome, result_digest
 from runner.run import recorded_runs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.backends.base import Backend, BackendUnavailable
+from runner.backends.docker import DockerBackend
 from runner.backends.local import LocalBackend
 from runner.settings import Settings
 
@@ -10,12 +11,6 @@ from runner.settings import Settings
 def open_backend(settings: Settings) -> Backend:
     """The backend the settings ask for; `auto` is docker when a daemon answers, else local."""
     if settings.backend == "local":
-        return LocalBackend()
-    try:
-        from runner.backends.docker import DockerBackend
-    except ImportError:  # the docker backend has not landed in this checkout
-        if settings.backend == "docker":
-            raise BackendUnavailable("the docker backend is not available in this build") from None
         return LocalBackend()
     if settings.backend == "docker":
         return DockerBackend(settings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Protocol
 
 # Output beyond this is dropped (and flagged): a hostile artifact must not exhaust the kit's memory.
@@ -17,6 +18,14 @@ OUTPUT_CAP_BYTES = 4 * 1024 * 1024
 
 class BackendUnavailable(RuntimeError):
     """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
+
+
+def checked_relpath(relpath: str) -> PurePosixPath:
+    """`relpath` as a path inside the work dir; absolute paths and `..` are refused."""
+    candidate = PurePosixPath(relpath)
+    if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
+        raise ValueError(f"unsafe file name {relpath!r}")
+    return candidate
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from runner.backends.base import BackendInfo, BackendUnavailable, Completed, Limits
+from runner.backends.base import BackendInfo, BackendUnavailable, Completed, Limits, checked_relpath
 from runner.backends.stream import StreamBuffer, pump
 
 # How runtimes word a failed allocation (OCaml, C, Python, C++).
@@ -29,11 +29,7 @@ BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 
 
 def safe_join(root: Path, relpath: str) -> Path:
-    """`root/relpath`, refusing absolute paths and `..` so a name cannot escape the work dir."""
-    candidate = Path(relpath)
-    if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
-        raise ValueError(f"unsafe file name {relpath!r}")
-    return root / candidate
+    return root / checked_relpath(relpath)
 
 
 def _limit_address_space(memory_mb: int) -> None:
