@@ -53,10 +53,17 @@ def validate(request: CheckRequest) -> ProverAdapter:
         adapter = provers.get(request.prover)
     except provers.UnknownProver as exc:
         raise BadRequest(str(exc)) from None
-    if request.mode not in adapter.MODES:
+    if request.mode is not None and request.mode not in adapter.MODES:
         raise BadRequest(
             f"prover {adapter.NAME!r} has no mode {request.mode!r} (modes: {', '.join(adapter.MODES)})"
         )
+    for spec in adapter.CLI_OPTIONS:
+        value = request.options.get(spec.key)
+        if value is not None and spec.choices and value not in spec.choices:
+            raise BadRequest(
+                f"option {spec.key!r} of {adapter.NAME} must be one of {', '.join(spec.choices)}, "
+                f"not {value!r}"
+            )
     return adapter
 
 
@@ -99,9 +106,15 @@ class Checker:
 
     def resolve(self, request: CheckRequest) -> CheckRequest:
         """The request with defaults filled in, so its digest says exactly what was checked."""
-        validate(request)
+        adapter = validate(request)
         limits = self.limits(request)
-        return request.model_copy(update={"timeout": limits.timeout_s, "memory_mb": limits.memory_mb})
+        return request.model_copy(
+            update={
+                "mode": request.mode or adapter.MODES[0],
+                "timeout": limits.timeout_s,
+                "memory_mb": limits.memory_mb,
+            }
+        )
 
     def install(self, adapter: ProverAdapter, image: str) -> dict[str, JsonValue]:
         """What identifies the prover install (image) on this backend; probed once per checker."""
@@ -302,7 +315,7 @@ def run_itp(
     content: str,
     *,
     name: str = "artifact",
-    mode: str = "proof",
+    mode: str | None = None,
     timeout: int | None = None,
     allowed_axioms: Iterable[str] = (),
     options: dict[str, JsonValue] | None = None,

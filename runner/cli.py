@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check files; one JSON line per artifact on stdout")
     check.add_argument("--prover", required=True, help=f"one of: {', '.join(provers.names())}")
-    check.add_argument("--mode", help="proof (default) or statement")
+    check.add_argument("--mode", help="the prover's mode (default: its first, e.g. proof)")
     check.add_argument("--timeout", type=int, help="seconds per check")
     check.add_argument("--memory", type=int, dest="memory_mb", help="MiB per check")
     check.add_argument("--allow-axiom", action="append", default=[], dest="allowed_axioms")

@@ -33,7 +33,7 @@ class CheckRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prover: str = Field(min_length=1)
-    mode: str = "proof"
+    mode: str | None = None  # None: the prover's default mode (its first)
     name: str = Field(min_length=1)
     content: str
     timeout: int | None = Field(default=None, ge=1, description="seconds")
