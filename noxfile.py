@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["tests"]
@@ -21,6 +23,16 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     session.install("ruff==0.17.6")
     session.run("ruff", "check", "runner", "tests", "noxfile.py")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Speed ratios measured side by side: `nox -s bench -- core asymptote` picks benchmarks."""
+    session.install("-e", ".[test]")
+    chosen = session.posargs or sorted(p.stem for p in Path("benchmarks").glob("*.py"))
+    for name in chosen:
+        session.log(f"benchmark: {name}")
+        session.run("python", f"benchmarks/{name}.py")
 
 
 @nox.session(python=PYTHON)
