@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 
@@ -177,7 +178,9 @@ class Checker:
     def _attempt(self, adapter: ProverAdapter, request: CheckRequest) -> tuple[Outcome, str]:
         limits = self.limits(request)
         image = adapter.image(request)
-        pool = (adapter.NAME, image, limits, adapter.worker_key(request))
+        # Workers enforce each request's own timeout, so the timeout does not split the pool
+        # (a HOL Light worker costs minutes to boot).
+        pool = (adapter.NAME, image, replace(limits, timeout_s=0), adapter.worker_key(request))
         try:
             worker = self._checkout_worker(adapter, pool, request)
             if worker is None:

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import docker
@@ -318,20 +319,21 @@ class DockerBackend:
 
     @contextlib.contextmanager
     def sandbox(self, image: str, limits: Limits) -> Iterator[DockerSandbox]:
-        box = self._take_warm(image, limits) if self.settings.isolation == "warm" else None
+        pool = (image, replace(limits, timeout_s=0))  # commands carry their own timeouts
+        box = self._take_warm(pool) if self.settings.isolation == "warm" else None
         box = box or self._create(image, limits)
         try:
             yield box
         finally:
             if self.settings.isolation == "warm" and box.reset():
                 with self._lock:
-                    self._warm.setdefault((image, limits), []).append(box)
+                    self._warm.setdefault(pool, []).append(box)
             else:
                 self._remove(box)
 
-    def _take_warm(self, image: str, limits: Limits) -> DockerSandbox | None:
+    def _take_warm(self, pool: tuple[str, Limits]) -> DockerSandbox | None:
         with self._lock:
-            idle = self._warm.get((image, limits), [])
+            idle = self._warm.get(pool, [])
             return idle.pop() if idle else None
 
     def _remove_orphans(self) -> None:

@@ -8,6 +8,7 @@ from runner.provers.base import ProverAdapter
 
 ADAPTER_MODULES = {
     "rocq": "runner.provers.rocq",
+    "hol-light": "runner.provers.hol_light",
     "asymptote": "runner.provers.asymptote",
 }
 

@@ -1,0 +1,3 @@
+let HARD = prove (`!n. n + 0 = n`, CHEAT_TAC);;
+
+let SNEAKY = new_axiom `1 = 2`;;

@@ -1,0 +1,3 @@
+let rec spin n = spin (n + 1);;
+
+spin 0;;

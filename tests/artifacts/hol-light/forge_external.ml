@@ -1,0 +1,3 @@
+external cast : 'a -> 'b = "%identity";;
+
+let FORGED : thm = cast (Some ([], `F`));;

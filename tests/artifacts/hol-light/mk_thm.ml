@@ -1,0 +1,1 @@
+let FORGED = mk_thm([], `1 = 2`);;
