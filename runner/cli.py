@@ -150,16 +150,33 @@ def _check_requests(args: argparse.Namespace) -> list[CheckRequest]:
 def cmd_check(args: argparse.Namespace) -> int:
     requests = _check_requests(args)
     worst = EXIT_OK
-    with Checker(load_settings(args)) as checker:
+    results: list[CheckResult] = []
+    batch = len(requests) > 1  # progress and a summary only when there is a batch to follow
+    with (
+        Checker(load_settings(args)) as checker,
+        ProgressReporter(len(requests), "checking", enabled=batch) as progress,
+    ):
         for result in checker.map(requests):
             sys.stdout.buffer.write(orjson.dumps(result.summary_line()) + b"\n")
             sys.stdout.flush()
+            results.append(result)
+            progress.advance(f"{result.artifact}: {result.verdict.value}")
             if result.verdict is Verdict.INFRA_ERROR:
                 worst = EXIT_INFRA
                 print(f"prooflock: {result.artifact}: infra error: {_first_message(result)}", file=sys.stderr)
             elif result.verdict is not Verdict.PASS and worst == EXIT_OK:
                 worst = EXIT_FAILED
+    if batch:
+        print_summaries(results, Console(file=sys.stderr, width=None if sys.stderr.isatty() else 200))
     return worst
+
+
+def print_summaries(results: list[CheckResult], console: Console) -> None:
+    """Each prover's own batch summary (e.g. AlphaGeometry's categories), where it has one."""
+    for name in sorted({result.prover for result in results}):
+        table = provers.get(name).summary([r for r in results if r.prover == name])
+        if table is not None:
+            console.print(table)
 
 
 def _first_message(result: CheckResult) -> str:
@@ -188,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if summary.verdicts.get(verdict.value):
             table.add_row(verdict.value, str(summary.verdicts[verdict.value]))
     console.print(table)
+    print_summaries(summary.results, console)
     console.print(f"resumed with {summary.resumed} already recorded; checked {summary.checked} now")
     if summary.infra_errors:
         console.print(

@@ -28,13 +28,16 @@ class RateColumn(ProgressColumn):
 class ProgressReporter:
     """`advance(label)` once per finished item. Writes to stderr so stdout stays machine-readable."""
 
-    def __init__(self, total: int, description: str, stream: TextIO | None = None):
+    def __init__(
+        self, total: int, description: str, stream: TextIO | None = None, *, enabled: bool = True
+    ):
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
+        self.enabled = enabled
         self._bar: Progress | None = None
-        if self.stream.isatty():
+        if enabled and self.stream.isatty():
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -51,6 +54,8 @@ class ProgressReporter:
 
     def advance(self, label: str) -> None:
         self.done += 1
+        if not self.enabled:
+            return
         if self._bar is not None:
             self._bar.update(self._task, advance=1, last=label)
             return

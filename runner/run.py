@@ -26,6 +26,7 @@ class RunSummary:
     resumed: int = 0  # requests already recorded before this invocation
     checked: int = 0
     verdicts: Counter[str] = field(default_factory=Counter)
+    results: list[CheckResult] = field(default_factory=list)  # the final one per request
     repaired_bytes: int = 0
 
     @property
@@ -100,8 +101,8 @@ def run_requests(
             summary.checked += 1
             if on_result is not None:
                 on_result(result)
-        final = latest_results(log.of_kind("result"))
-    summary.verdicts.update(body["result"]["verdict"] for body in final.values())
+        summary.results = [result for _, result in recorded_runs(log.records)]
+    summary.verdicts.update(result.verdict.value for result in summary.results)
     return summary
 
 

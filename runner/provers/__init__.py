@@ -9,6 +9,7 @@ from runner.provers.base import ProverAdapter
 ADAPTER_MODULES = {
     "rocq": "runner.provers.rocq",
     "hol-light": "runner.provers.hol_light",
+    "alphageometry": "runner.provers.alphageometry",
     "asymptote": "runner.provers.asymptote",
 }
 

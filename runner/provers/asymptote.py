@@ -40,6 +40,7 @@ CLI_OPTIONS = (
                reads_file=True),
 )
 split = defaults.split
+summary = defaults.summary
 environment_options = defaults.environment_options
 open_worker = defaults.open_worker
 worker_key = defaults.worker_key

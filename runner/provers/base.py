@@ -27,6 +27,9 @@ An adapter module provides:
         with the same pool key as the one it was opened for.
     worker_key(request) -> str
         What else a warm worker is specific to (e.g. a preloaded library set); default "".
+    summary(results) -> rich Table | None
+        A batch's summary in the prover's own categories (shown after multi-artifact checks and
+        runs); default None: the core's verdict counts say enough.
 
 `base` supplies defaults for the optional parts; see `defaults` below.
 """
@@ -37,8 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from rich.table import Table
+
 from runner.backends.base import Backend, Limits, Sandbox
-from runner.models import CheckRequest, JsonValue, Outcome
+from runner.models import CheckRequest, CheckResult, JsonValue, Outcome
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class ProverAdapter(Protocol):
 
     def worker_key(self, request: CheckRequest) -> str: ...
 
+    def summary(self, results: list[CheckResult]) -> Table | None: ...
+
 
 class defaults:  # noqa: N801 - a namespace of default protocol parts, imported by adapters
     """Adapters that need nothing special re-export these."""
@@ -107,6 +114,10 @@ class defaults:  # noqa: N801 - a namespace of default protocol parts, imported 
     @staticmethod
     def worker_key(request: CheckRequest) -> str:
         return ""
+
+    @staticmethod
+    def summary(results: list[CheckResult]) -> Table | None:
+        return None
 
 
 def fixed_image(name: str) -> Callable[[CheckRequest], str]:

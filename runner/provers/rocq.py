@@ -22,6 +22,7 @@ MODES = ("proof", "statement")
 SUFFIXES = (".v",)
 CLI_OPTIONS = defaults.CLI_OPTIONS
 split = defaults.split
+summary = defaults.summary
 environment_options = defaults.environment_options
 open_worker = defaults.open_worker
 worker_key = defaults.worker_key

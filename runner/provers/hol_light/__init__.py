@@ -40,6 +40,7 @@ CLI_OPTIONS = (
     ),
 )
 split = defaults.split
+summary = defaults.summary
 environment_options = defaults.environment_options
 image = fixed_image(IMAGE)
 

@@ -1,0 +1,110 @@
+"""Running an engine driver in the sandbox: its files, the command, the report it prints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from runner.backends.base import Completed, Sandbox
+from runner.provers.alphageometry import definitions
+from runner.provers.alphageometry.problems import Problem
+
+ENGINES = ("newclid", "ag4masses")
+REPORT_MARK = b"PROOFLOCK-AG-REPORT "
+COMMON = "sandbox_common.py"
+SERVER = "sandbox_server.py"
+# Fixed so that diagram sampling (numpy's generators) and set iteration order repeat exactly.
+SEED = 0
+PYTHONHASHSEED = "0"
+# One BLAS/OpenMP thread: a forkserver must not fork a threaded BLAS, and a fixed thread count keeps
+# floating-point reductions in one order.
+ENV = {
+    "PYTHONHASHSEED": PYTHONHASHSEED,
+    "MPLBACKEND": "Agg",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+# Seconds kept back from the request's timeout so the driver reports before it is killed.
+REPORT_MARGIN_S = 3
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How logic errors are decided: `fast` (bounded sampling) or `paper` (NL2AGBench's rule)."""
+
+    logic_errors: str = "fast"
+    max_samples: int = 5000
+    budget_s: int = 20
+    window_s: int = 300
+
+    def key(self) -> dict[str, object]:
+        if self.logic_errors == "paper":
+            return {"logic_errors": "paper", "silence_s": self.window_s}
+        return {"logic_errors": "fast", "max_samples": self.max_samples, "budget_s": self.budget_s}
+
+
+@dataclass
+class Run:
+    """What one driver run said, or how it failed to say anything."""
+
+    report: dict[str, object] | None
+    completed: Completed
+    wall_ms: int = 0
+    stderr_tail: str = field(default="")
+
+
+def driver_name(engine: str) -> str:
+    return f"sandbox_{engine}.py"
+
+
+def install(sandbox: Sandbox, engine: str, *, server: bool = False) -> None:
+    """Write the driver scripts and AlphaGeometry's defs.txt and rules.txt into the sandbox."""
+    scripts = [COMMON, driver_name(engine), *([SERVER] if server else [])]
+    for name in scripts:
+        sandbox.write_file(name, definitions.PACKAGE.joinpath(name).read_bytes())
+    for name in (definitions.DEFS_FILE, definitions.RULES_FILE):
+        sandbox.write_file(name, definitions.data_bytes(name))
+
+
+def job(problem: Problem, policy: Policy, timeout_s: float) -> dict[str, object]:
+    return {
+        "title": problem.title,
+        "line": problem.line,
+        "seed": SEED,
+        "deadline_s": max(1.0, timeout_s - REPORT_MARGIN_S),
+        "hard_timeout_s": timeout_s,
+        "logic_errors": policy.logic_errors,
+        "max_samples": policy.max_samples,
+        "logic_budget_s": policy.budget_s,
+        "logic_window_s": policy.window_s,
+    }
+
+
+def run(sandbox: Sandbox, engine: str, problem: Problem, policy: Policy, timeout_s: float) -> Run:
+    """A cold run: a fresh python3 imports the engine and checks one problem."""
+    install(sandbox, engine)
+    sandbox.write_file("job.json", json.dumps(job(problem, policy, timeout_s)).encode())
+    argv = ["python3", "-B", driver_name(engine), "job.json"]
+    done = sandbox.run(argv, timeout_s=timeout_s, env=ENV)
+    return Run(
+        report=report_in(done.stdout),
+        completed=done,
+        wall_ms=done.wall_ms,
+        stderr_tail=tail(done.stderr),
+    )
+
+
+def report_in(stdout: bytes) -> dict[str, object] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(REPORT_MARK):
+            try:
+                report = json.loads(line[len(REPORT_MARK) :])
+            except json.JSONDecodeError:
+                return None
+            return report if isinstance(report, dict) else None
+    return None
+
+
+def tail(stderr: bytes, lines: int = 20) -> str:
+    return "\n".join(stderr.decode("utf-8", errors="replace").splitlines()[-lines:])

@@ -1,0 +1,149 @@
+"""Input formats: files of two-line problems, JSONL records, a lone `clauses ? goal` line.
+
+A problem is a title line and a problem line `clauses ? goal` (AlphaGeometry's problem files).
+`split_file` cuts a file into one artifact per problem without judging it; `read_problem` turns
+one artifact into a Problem, or a FormatError when the text is not one problem (empty, prose,
+code fences, no goal). LLM output in a code fence is a format error unless `lenient`, which takes
+the fenced text and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+TITLE_KEYS = ("title", "name", "problem_name", "id")
+TEXT_KEYS = ("problem", "text", "dsl", "translation", "formal", "content")
+
+
+@dataclass(frozen=True)
+class Problem:
+    title: str
+    line: str  # `clauses ? goal`
+    note: str | None = None  # what lenient reading changed, if anything
+
+
+@dataclass(frozen=True)
+class FormatError:
+    reason: str
+
+
+def split_file(name: str, content: str) -> list[tuple[str, str]]:
+    """One (title, text) per problem. Text that is not cleanly problems stays whole for the check
+    to reject with a reason; fenced problems keep their fence so the check can apply the policy."""
+    lines = [line.rstrip() for line in content.splitlines()]
+    kept = [line for line in lines if line.strip()]
+    if not kept:
+        return [(name, content)]
+    records = _json_records(kept)
+    if records is not None:
+        return [
+            (_record_title(record, f"{name}:{i + 1}"), raw)
+            for i, (record, raw) in enumerate(records)
+        ]
+    fenced = any(FENCE.match(line) for line in kept)
+    body = [line for line in kept if not FENCE.match(line)]
+    if len(body) == 1:
+        return [(name, content)]
+    if len(body) % 2 or not all(_is_problem_line(line) for line in body[1::2]):
+        return [(name, content)]
+    pairs = zip(body[0::2], body[1::2], strict=True)
+    return [(title.strip(), _wrap(f"{title}\n{line}\n", fenced)) for title, line in pairs]
+
+
+def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem | FormatError:
+    """The one problem in an artifact: `title\\nclauses ? goal`, or the problem line alone."""
+    if content.lstrip().startswith("{"):
+        return _from_record(name, content, lenient)
+    lines = [line.rstrip() for line in content.splitlines() if line.strip()]
+    if not lines:
+        return FormatError("the input is empty: expected a title line and a `clauses ? goal` line")
+    note = None
+    if any(FENCE.match(line) for line in lines):
+        if not lenient:
+            return FormatError(
+                "the problem is wrapped in a code fence (```): give the bare DSL, "
+                "or pass `--fences strip`"
+            )
+        lines, note = _inside_fences(lines)
+        if not lines:
+            return FormatError("the code fence is empty")
+    if len(lines) == 1:
+        title, line = PurePath(name).name, lines[0]
+    elif len(lines) == 2:
+        title, line = lines[0].strip(), lines[1]
+    else:
+        extra = sum(1 for line in lines if not _is_problem_line(line))
+        return FormatError(
+            f"expected one problem (a title line and a `clauses ? goal` line) but found "
+            f"{len(lines)} lines, {extra} of which are not DSL: prose around the problem?"
+        )
+    if " ? " not in line:
+        return FormatError(
+            "the problem line has no goal: AlphaGeometry needs `clauses ? goal`"
+            + (" (a lone `?` needs a space on each side)" if "?" in line else "")
+        )
+    return Problem(title=title, line=line.strip(), note=note)
+
+
+def _is_problem_line(line: str) -> bool:
+    return " = " in line
+
+
+def _wrap(text: str, fenced: bool) -> str:
+    return f"```\n{text}```\n" if fenced else text
+
+
+def _inside_fences(lines: list[str]) -> tuple[list[str], str]:
+    """The lines inside the first fenced block (or all non-fence lines if it never closes)."""
+    opened = [i for i, line in enumerate(lines) if FENCE.match(line)]
+    start = opened[0] + 1
+    end = opened[1] if len(opened) > 1 else len(lines)
+    inside = lines[start:end]
+    dropped = len(lines) - len(inside) - min(len(opened), 2)
+    note = "stripped a code fence" + (
+        f" and {dropped} line(s) of text outside it" if dropped else ""
+    )
+    return inside, note
+
+
+def _json_records(lines: list[str]) -> list[tuple[dict, str]] | None:
+    if not lines[0].lstrip().startswith("{"):
+        return None
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(record, dict):
+            return None
+        records.append((record, line))
+    return records
+
+
+def _record_title(record: dict, default: str) -> str:
+    for key in TITLE_KEYS:
+        if isinstance(record.get(key), str | int) and str(record[key]).strip():
+            return str(record[key]).strip()
+    return default
+
+
+def _from_record(name: str, content: str, lenient: bool) -> Problem | FormatError:
+    try:
+        record = json.loads(content)
+    except json.JSONDecodeError as exc:
+        return FormatError(f"not a JSON record: {exc.msg} at character {exc.pos}")
+    if not isinstance(record, dict):
+        return FormatError("a JSON line must be an object with the problem text")
+    text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
+    if text is None:
+        return FormatError(f"the JSON record has no problem text (one of: {', '.join(TEXT_KEYS)})")
+    title = _record_title(record, name)
+    read = read_problem(title, text, lenient=lenient)
+    if isinstance(read, Problem) and len([x for x in text.splitlines() if x.strip()]) == 1:
+        return Problem(title=title, line=read.line, note=read.note)
+    return read

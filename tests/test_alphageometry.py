@@ -1,0 +1,443 @@
+"""AlphaGeometry problems checked by the real newclid engine and classified as NL2AGBench does."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import run_itp
+from runner.backends.base import Limits
+from runner.backends.local import LocalBackend
+from runner.checker import Checker
+from runner.models import CheckRequest, Verdict, result_digest
+from runner.provers import alphageometry
+from runner.provers.alphageometry import summary, validator
+from runner.settings import Settings
+from tests.conftest import ARTIFACTS, artifact
+
+AG = ARTIFACTS / "alphageometry"
+PAPER_SYNTAX = {  # NL2AGBench's four examples: class and (index, text) of the clause at fault
+    "reflect_needs_three_points": ("AssertionError", 2, "d = reflect c b"),
+    "circumcenter_first_point": ("KeyError", 1, "o = circumcenter b c d a"),
+    "semicolon_before_goal": ("KeyError", 3, "f = foot a d e;"),
+    "eqangle_twelve_points": ("ValueError", 2, "? eqangle c a c d a d a b b c b d"),
+}
+JGEX_PUBLISHED_DDAR = 198  # AlphaGeometry's README: DDAR alone solves 198 of the 231 JGEX problems
+
+
+def shared_data() -> Path | None:
+    """AlphaGeometry's problem sets live in shared/ beside the repository, not in it."""
+    candidates = [
+        os.environ.get("PROOFLOCK_ALPHAGEOMETRY_DATA"),
+        Path(__file__).resolve().parents[2] / "shared" / "data" / "alphageometry",
+        "/work/shared/data/alphageometry",
+    ]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "jgex_ag_231.txt").exists():
+            return Path(candidate)
+    return None
+
+
+def problems_in(name: str) -> list[tuple[str, str]]:
+    return alphageometry.split(name, artifact("alphageometry", name))
+
+
+@pytest.fixture
+def engine_settings(tmp_path: Path) -> Settings:
+    return Settings(backend="local", cache=False, checkpoint_dir=tmp_path, timeout=120, retries=0)
+
+
+def check(title: str, content: str, settings: Settings, **options: str):
+    return run_itp("alphageometry", content, name=title, options=options, settings=settings)
+
+
+# -- the kit's validator: milliseconds, no engine ------------------------------------------------
+
+
+@pytest.mark.parametrize("title", sorted(PAPER_SYNTAX))
+def test_validator_names_the_papers_class_and_clause(title):
+    [(_, content)] = [p for p in problems_in("paper_syntax_errors.txt") if p[0] == title]
+    fault = validator.validate(content.splitlines()[1])
+    assert fault is not None
+    assert (fault.syntax_class, fault.index, fault.text) == PAPER_SYNTAX[title]
+    assert fault.reason
+
+
+def test_validator_explanations_say_what_to_write():
+    reflect = validator.validate(
+        "a b = segment a b; c = midpoint b a; d = reflect c b ? cong a b c d"
+    )
+    assert "`x = reflect a b c`" in reflect.reason
+    circumcenter = validator.validate(
+        "b c d a = quadrangle; o = circumcenter b c d a ? cong o a o b"
+    )
+    assert "`o = circumcenter o b c d`" in circumcenter.reason
+    eqangle = validator.validate(
+        "a b c = r_triangle; d = foot c a b ? eqangle c a c d a d a b b c b d"
+    )
+    assert eqangle.reason == "`eqangle` takes 8 points, not 12"
+
+
+def test_validator_accepts_every_jgex_problem():
+    data = shared_data()
+    if data is None:
+        pytest.skip(
+            "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
+        )
+    pairs = alphageometry.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
+    assert len(pairs) == 231
+    faults = {title: validator.validate(text.splitlines()[1]) for title, text in pairs}
+    assert {t: f for t, f in faults.items() if f is not None} == {}
+
+
+@pytest.mark.parametrize(
+    ("line", "syntax_class", "index"),
+    [
+        ("a b = segment a b; c = foo a b ? cong a b a c", "KeyError", 1),  # unknown construction
+        ("a b = segment a b; c = midpoint c a x ? cong a c b c", "KeyError", 1),  # undefined point
+        ("a b = segment a b; c = midpoint c a b ? cong a c b c ? perp a b a c", "ValueError", 2),
+        (
+            "a b c = triangle a b c d = midpoint d a b ? cong a d b d",
+            "ValueError",
+            0,
+        ),  # missing `; `
+        ("a b = segment a b; c = midpoint c a b ? midp c a", "ValueError", 2),  # goal arity
+    ],
+)
+def test_validator_classifies_other_mistakes(line, syntax_class, index):
+    fault = validator.validate(line)
+    assert (fault.syntax_class, fault.index) == (syntax_class, index), fault
+
+
+# -- the engine: real newclid runs ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("title", ["sample_1", "jgex_2"])
+def test_issue_samples_and_jgex_problem_2_are_solved(title, engine_settings):
+    [(_, content)] = [p for p in problems_in("samples.txt") if p[0] == title]
+    result = check(title, content, engine_settings)
+    assert (result.verdict, result.details["outcome"]) == (Verdict.PASS, "solved"), (
+        result.diagnostics
+    )
+    assert result.details["problem"] == title
+    assert result.provenance.extra["proof"], "the proof text is kept as provenance"
+    assert "proof" not in result.details
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("title", sorted(PAPER_SYNTAX))
+def test_engine_raises_the_papers_class_at_the_same_clause(title, engine_settings):
+    [(_, content)] = [p for p in problems_in("paper_syntax_errors.txt") if p[0] == title]
+    result = check(title, content, engine_settings)
+    syntax_class, index, text = PAPER_SYNTAX[title]
+    details = result.details
+    assert (result.verdict, details["outcome"]) == (Verdict.FAIL, "syntax_error")
+    assert details["syntax_class"] == syntax_class
+    assert details["clause"] == {"index": index, "text": text}
+    assert details["exception"].startswith(syntax_class), "the engine's own exception is recorded"
+    assert "validator" not in details, "the validator agreed with the engine"
+
+
+def test_validator_alone_decides_syntax_errors_without_the_engine(engine_settings):
+    [(title, content)] = [
+        p for p in problems_in("paper_syntax_errors.txt") if p[0] == "circumcenter_first_point"
+    ]
+    result = check(title, content, engine_settings, syntax_check="validator")
+    assert (result.details["syntax_class"], result.details["decided_by"]) == (
+        "KeyError",
+        "validator",
+    )
+    assert "exception" not in result.details
+    assert "engine_wall_ms" not in result.provenance.extra, "the engine was not started"
+
+
+@pytest.mark.slow
+def test_false_goal_is_a_logic_error_decided_in_seconds(engine_settings, capsys):
+    [(title, content)] = problems_in("logic_error.txt")
+    result = check(title, content, engine_settings)
+    assert (result.verdict, result.details["outcome"]) == (Verdict.FAIL, "logic_error")
+    assert result.details["logic"] == "goal_false"
+    assert result.details["clause"] == {"index": 1, "text": "? perp a b b c"}
+    assert "numerically false" in result.details["reason"]
+    with capsys.disabled():
+        print(
+            f"\nr_triangle logic error decided in {result.provenance.wall_ms / 1000:.1f} s "
+            "(NL2AGBench waits 300 s)"
+        )
+
+
+@pytest.mark.slow
+def test_impossible_construction_is_a_logic_error_naming_the_clause(engine_settings):
+    parallel = (
+        "a b c = triangle a b c; d = on_pline d c a b; e = on_line e c d, on_line e a b "
+        "? cong a e b e"
+    )
+    result = check("parallel_lines_meet", parallel, engine_settings)
+    assert (result.details["outcome"], result.details["logic"]) == (
+        "logic_error",
+        "construction_impossible",
+    )
+    assert result.details["clause"]["index"] == 2
+
+
+@pytest.mark.slow
+def test_true_goal_that_dd_ar_cannot_prove_is_unsolved_not_a_logic_error(engine_settings):
+    [(title, content)] = problems_in("unsolved.txt")
+    result = check(title, content, engine_settings)
+    assert (result.verdict, result.details["outcome"]) == (Verdict.FAIL, "unsolved"), (
+        result.diagnostics
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("title", ["eq_trapezoid", "s_angle_in_degrees"])
+def test_alphageometry_spellings_that_newclid_changed_still_run(title, engine_settings):
+    [(_, content)] = [p for p in problems_in("newclid_dialect.txt") if p[0].startswith(title)]
+    result = check(title, content, engine_settings)
+    assert result.details["outcome"] == "solved", result.diagnostics
+
+
+@pytest.mark.slow
+def test_a_construction_newclid_cannot_draw_is_an_engine_error_not_the_problems(engine_settings):
+    on_aline2 = "a b c = triangle a b c; x = on_aline2 x a b c a b ? eqangle x a x b a c a b"
+    result = check("on_aline2", on_aline2, engine_settings)
+    assert (result.verdict, result.details["outcome"]) == (Verdict.CRASH, "engine_error")
+    assert "aline2" in result.details["reason"]
+
+
+@pytest.mark.slow
+def test_replaying_a_check_gives_the_same_result_digest(engine_settings):
+    [(title, content)] = [p for p in problems_in("samples.txt") if p[0] == "jgex_2"]
+    first = check(title, content, engine_settings)
+    second = check(title, content, engine_settings)
+    assert first.result_digest == second.result_digest
+    assert first.environment["options"]["seeds"] == {"numpy": 0, "pythonhashseed": "0"}
+
+
+def mutants(pairs: list[tuple[str, str]], count: int) -> list[tuple[str, str]]:
+    """Problems broken the ways LLM translations break them, chosen by a fixed seed."""
+    rng = random.Random(0)
+    broken = []
+    while len(broken) < count:
+        title, text = rng.choice(pairs)
+        line = text.splitlines()[1]
+        head, goal = line.split(" ? ")
+        clauses = head.split("; ")
+        k = rng.randrange(len(clauses))
+        kind = rng.choice(
+            ["drop_arg", "extra_arg", "unknown_point", "semicolon", "typo", "goal_arity"]
+        )
+        if kind == "drop_arg" and len(clauses[k].split()) > 3:
+            clauses[k] = clauses[k].rsplit(" ", 1)[0]
+        elif kind == "extra_arg":
+            clauses[k] += " " + clauses[0].split()[0]
+        elif kind == "unknown_point":
+            clauses[k] = clauses[k].rsplit(" ", 1)[0] + " zz"
+        elif kind == "semicolon":
+            clauses[-1] += ";"
+        elif kind == "typo":
+            points, constructions = clauses[k].split(" = ")
+            name, _, args = constructions.partition(" ")
+            clauses[k] = f"{points} = {name[:-1]} {args}".rstrip()
+        else:
+            goal = goal.rsplit(" ", 1)[0]
+        mutated = "; ".join(clauses) + " ? " + goal
+        if validator.validate(mutated) is not None:  # only front-end errors: no DD+AR runs here
+            broken.append((f"{kind}:{title}", f"{kind}\n{mutated}\n"))
+    return broken
+
+
+@pytest.mark.slow
+def test_validator_and_engine_agree_on_broken_jgex_problems(engine_settings):
+    data = shared_data()
+    if data is None:
+        pytest.skip(
+            "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
+        )
+    pairs = alphageometry.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
+    requests = [
+        CheckRequest(prover="alphageometry", name=name, content=content)
+        for name, content in mutants(pairs, 40)
+    ]
+    settings = engine_settings.model_copy(update={"workers": 2})
+    with Checker(settings) as checker:
+        results = list(checker.map(requests))
+    classes = {r.details.get("syntax_class") for r in results}
+    assert {r.details["outcome"] for r in results} == {"syntax_error"}
+    assert [r.artifact for r in results if "validator" in r.details] == []
+    assert {"AssertionError", "KeyError", "ValueError"} <= classes
+
+
+@pytest.mark.slow
+def test_warm_forkserver_gives_the_same_result_as_a_cold_check(engine_settings):
+    chosen = [p for p in problems_in("samples.txt") if p[0] == "jgex_2"]
+    chosen += problems_in("paper_syntax_errors.txt")[:1] + problems_in("logic_error.txt")
+    requests = [
+        CheckRequest(prover="alphageometry", name=title, content=content, timeout=120)
+        for title, content in chosen
+    ]
+    with Checker(engine_settings) as checker:
+        warm = [checker.check_one(request) for request in requests]
+    for request, result in zip(requests, warm, strict=True):
+        assert result.provenance.worker == "forkserver"
+        with LocalBackend().sandbox("newclid", Limits(timeout_s=120, memory_mb=4096)) as sandbox:
+            cold = alphageometry.check(request.model_copy(update={"memory_mb": 4096}), sandbox)
+        assert result_digest(cold) == result.result_digest, request.name
+
+
+# -- input formats and malformed input -----------------------------------------------------------
+
+
+def test_a_file_of_problems_jsonl_and_a_lone_line_are_split_into_problems():
+    assert [t for t, _ in problems_in("samples.txt")] == ["sample_1", "jgex_2"]
+    assert [t for t, _ in problems_in("records.jsonl")] == ["sample_1", "reflect"]
+    assert [t for t, _ in problems_in("lone_line.txt")] == ["lone_line.txt"]
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("fenced.txt", "code fence"),
+        ("prose.txt", "prose around the problem"),
+        ("empty.txt", "empty"),
+        ("no_goal.txt", "no goal"),
+    ],
+)
+def test_malformed_input_is_a_format_error_with_a_reason(name, reason, engine_settings):
+    [(title, content)] = problems_in(name)
+    result = check(title, content, engine_settings)
+    assert (result.verdict, result.details["outcome"]) == (Verdict.FAIL, "format_error")
+    assert reason in result.details["reason"]
+
+
+@pytest.mark.slow
+def test_fences_strip_checks_the_fenced_problem_and_records_it(engine_settings):
+    [(title, content)] = problems_in("fenced.txt")
+    result = check(title, content, engine_settings, fences="strip")
+    assert result.details["outcome"] == "solved"
+    assert result.details["lenient"] == "stripped a code fence and 1 line(s) of text outside it"
+
+
+@pytest.mark.slow
+def test_cli_prints_one_line_per_problem_with_outcome_and_clause(cli, tmp_path):
+    for name in ("paper_syntax_errors.txt", "prose.txt", "records.jsonl"):
+        shutil.copy(AG / name, tmp_path / name)
+    done = cli(
+        "check",
+        "--prover",
+        "alphageometry",
+        "--timeout",
+        "120",
+        "paper_syntax_errors.txt",
+        "prose.txt",
+        "records.jsonl",
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    by_problem = {line["problem"]: line for line in lines}
+    assert len(lines) == 7
+    for title, (syntax_class, index, text) in PAPER_SYNTAX.items():
+        assert by_problem[title]["syntax_class"] == syntax_class
+        assert by_problem[title]["clause"] == {"index": index, "text": text}
+        assert by_problem[title]["reason"]
+    assert by_problem["prose.txt"]["outcome"] == "format_error"
+    assert by_problem["sample_1"]["outcome"] == "solved"
+
+
+def test_cli_rejects_an_unknown_engine_in_one_line(cli, tmp_path):
+    shutil.copy(AG / "lone_line.txt", tmp_path / "lone_line.txt")
+    done = cli("check", "--prover", "alphageometry", "--engine", "geogebra", "lone_line.txt")
+    assert done.returncode == 2
+    assert "invalid choice: 'geogebra'" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- environment and engines -----------------------------------------------------------------------
+
+
+def test_engine_choice_selects_the_image_and_the_environment_key():
+    newclid = CheckRequest(prover="alphageometry", name="p", content="x")
+    ag4masses = newclid.model_copy(update={"options": {"engine": "ag4masses"}})
+    paper = newclid.model_copy(update={"options": {"logic_errors": "paper"}})
+    assert (alphageometry.image(newclid), alphageometry.image(ag4masses)) == (
+        "newclid",
+        "alphageometry",
+    )
+    keys = [alphageometry.environment_options(r) for r in (newclid, ag4masses, paper)]
+    assert keys[0]["engine"] == "newclid" and keys[1]["engine"] == "ag4masses"
+    assert keys[0]["logic_errors"] == {"logic_errors": "fast", "max_samples": 5000, "budget_s": 20}
+    assert keys[2]["logic_errors"] == {"logic_errors": "paper", "silence_s": 300}
+
+
+def test_ag4masses_not_installed_is_an_infra_error_saying_so(engine_settings):
+    result = check(
+        "p", artifact("alphageometry", "lone_line.txt"), engine_settings, engine="ag4masses"
+    )
+    assert result.verdict is Verdict.INFRA_ERROR
+    assert "ag4masses not found" in result.diagnostics[0].message
+
+
+def test_python_without_newclid_is_an_infra_error_not_a_failure(
+    engine_settings, tmp_path, monkeypatch
+):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    monkeypatch.setenv("PATH", f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    result = check("p", artifact("alphageometry", "lone_line.txt"), engine_settings)
+    assert result.verdict is Verdict.INFRA_ERROR
+    assert "pip install newclid==2.0.2" in result.diagnostics[0].message
+
+
+@pytest.mark.slow
+def test_paper_policy_needs_more_than_its_300_s_window(engine_settings):
+    [(title, content)] = problems_in("logic_error.txt")
+    result = check(
+        title, content, engine_settings.model_copy(update={"timeout": 12}), logic_errors="paper"
+    )
+    assert (result.verdict, result.details["outcome"]) == (Verdict.TIMEOUT, "timeout")
+    assert "give a time limit above 300 s" in result.details["reason"]
+
+
+# -- the JGEX benchmark set ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_jgex_231_with_newclid_dd_ar(tmp_path, capsys):
+    data = shared_data()
+    if data is None:
+        pytest.skip(
+            "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
+        )
+    timeout = int(os.environ.get("PROOFLOCK_ALPHAGEOMETRY_JGEX_TIMEOUT", "60"))
+    settings = Settings(
+        backend="local", cache=False, checkpoint_dir=tmp_path, timeout=timeout, retries=0, workers=2
+    )
+    requests = [
+        CheckRequest(prover="alphageometry", name=title, content=content)
+        for title, content in alphageometry.split(
+            "jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text()
+        )
+    ]
+    started = time.monotonic()
+    with Checker(settings) as checker:
+        found = summary.tally(checker.map(requests))
+    elapsed = time.monotonic() - started
+    with capsys.disabled():
+        print(
+            f"\nJGEX-231 with newclid 2.0.2 DD+AR ({timeout} s per problem, 2 workers): "
+            f"{found.count('solved')}/231 solved (AlphaGeometry's DDAR: {JGEX_PUBLISHED_DDAR}/231) "
+            f"in {elapsed:.0f} s; "
+            + ", ".join(f"{name} {count}" for name, count, _ in found.rows())
+        )
+    assert found.total == 231
+    assert found.count("syntax_error") == found.count("format_error") == 0
+    assert found.count("solved") >= 150
