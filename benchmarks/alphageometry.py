@@ -28,7 +28,7 @@ from runner.checker import Checker
 from runner.models import CheckRequest
 from runner.progress import ProgressReporter
 from runner.provers import alphageometry
-from runner.provers.alphageometry import summary, validator
+from runner.provers.alphageometry import categories, validator
 from runner.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,9 +58,9 @@ def jgex_file() -> Path | None:
 
 def run_batch(
     settings: Settings, requests: list[CheckRequest], label: str, out: Path | None = None
-) -> summary.Tally:
+) -> categories.Tally:
     with Checker(settings) as checker, ProgressReporter(len(requests), label) as progress:
-        found = summary.Tally()
+        found = categories.Tally()
         lines = []
         for result in checker.map(requests):
             found.add(result)
@@ -115,7 +115,7 @@ def main() -> int:
 
     corpus = [r for name in CORPUS_FILES for r in requests_from(CORPUS / name, options)]
     warm = run_batch(settings, corpus, "corpus (warm)")
-    console.print(summary.table(warm, f"test corpus, {args.engine}, forkserver"))
+    console.print(categories.table(warm, f"test corpus, {args.engine}, forkserver"))
     cold = cold_medians(corpus, args.timeout)
     console.print(
         "cold (fresh python3 per problem), median s: "
@@ -149,7 +149,7 @@ def main() -> int:
             f"max {solved_s[-1]:.1f}"
         )
     console.print(
-        summary.table(found, f"JGEX-231, {args.engine} DD+AR, {args.timeout} s per problem")
+        categories.table(found, f"JGEX-231, {args.engine} DD+AR, {args.timeout} s per problem")
     )
     console.print(
         f"JGEX-231: {found.count('solved')}/231 solved ({args.engine}) vs "

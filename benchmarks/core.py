@@ -66,14 +66,16 @@ def append_throughput(records: int = 2000) -> None:
     print(f"durable appends, {records} records of ~1.7 KB:")
     baseline = None
     for every in (1, 8, 64):
-        with tempfile.TemporaryDirectory() as work:
-            with CheckpointLog(Path(work) / "log.jsonl", fsync_every=every) as log:
-                started = time.perf_counter()
-                for i in range(records):
-                    body["index"] = i
-                    log.append("result", body)
-                log.sync()
-                rate = records / (time.perf_counter() - started)
+        with (
+            tempfile.TemporaryDirectory() as work,
+            CheckpointLog(Path(work) / "log.jsonl", fsync_every=every) as log,
+        ):
+            started = time.perf_counter()
+            for i in range(records):
+                body["index"] = i
+                log.append("result", body)
+            log.sync()
+            rate = records / (time.perf_counter() - started)
         baseline = baseline or rate
         print(f"  fsync every {every:3d} record(s)   {rate:10.0f} records/s   {rate / baseline:6.2f}x")
 

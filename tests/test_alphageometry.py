@@ -19,7 +19,7 @@ from runner.backends.local import LocalBackend
 from runner.checker import Checker
 from runner.models import CheckRequest, Verdict, result_digest
 from runner.provers import alphageometry
-from runner.provers.alphageometry import summary, validator
+from runner.provers.alphageometry import categories, validator
 from runner.settings import Settings
 from tests.conftest import ARTIFACTS, artifact
 
@@ -429,7 +429,7 @@ def test_jgex_231_with_newclid_dd_ar(tmp_path, capsys):
     ]
     started = time.monotonic()
     with Checker(settings) as checker:
-        found = summary.tally(checker.map(requests))
+        found = categories.tally(checker.map(requests))
     elapsed = time.monotonic() - started
     with capsys.disabled():
         print(

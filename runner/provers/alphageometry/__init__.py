@@ -12,7 +12,7 @@ own defs.txt and rules.txt, shipped beside this module.
 
 Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (one
 cold driver run), worker (a warm forkserver that imports the engine once per worker), outcomes
-(NL2AGBench's categories → verdicts), summary (batch tables); sandbox_*.py run in the sandbox.
+(NL2AGBench's categories → verdicts), categories (batch tables); sandbox_*.py run in the sandbox.
 """
 
 from __future__ import annotations
@@ -21,8 +21,14 @@ from rich.table import Table
 
 from runner.backends.base import Backend, Limits, Sandbox
 from runner.models import CheckRequest, CheckResult, JsonValue, Outcome
-from runner.provers.alphageometry import definitions, engines, outcomes, problems, validator
-from runner.provers.alphageometry import summary as summary_table
+from runner.provers.alphageometry import (
+    categories,
+    definitions,
+    engines,
+    outcomes,
+    problems,
+    validator,
+)
 from runner.provers.alphageometry.engines import ENGINES, Policy
 from runner.provers.alphageometry.worker import EngineWorker, RunEngine
 from runner.provers.base import OptionSpec, defaults
@@ -143,7 +149,7 @@ def environment_options(request: CheckRequest) -> dict[str, JsonValue]:
 
 def summary(results: list[CheckResult]) -> Table:
     """Problems per NL2AGBench category and per syntax class, with median time per problem."""
-    return summary_table.table(summary_table.tally(results), "alphageometry")
+    return categories.table(categories.tally(results), "alphageometry")
 
 
 def check(request: CheckRequest, sandbox: Sandbox) -> Outcome:
