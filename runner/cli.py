@@ -20,6 +20,7 @@ from runner import provers
 from runner.checker import Checker
 from runner.checkpoint import inspect_chain
 from runner.errors import UserError, explain
+from runner.images.commands import add_image_commands, cmd_images
 from runner.models import CheckRequest, CheckResult, Verdict
 from runner.progress import ProgressReporter
 from runner.provers.base import OptionSpec
@@ -76,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser("verify-log", help="check a log's hash chain")
     verify.add_argument("log", type=Path, metavar="PATH")
+
+    add_image_commands(commands)
     return parser
 
 
@@ -256,7 +259,13 @@ def cmd_verify_log(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"check": cmd_check, "run": cmd_run, "replay": cmd_replay, "verify-log": cmd_verify_log}
+COMMANDS = {
+    "check": cmd_check,
+    "run": cmd_run,
+    "replay": cmd_replay,
+    "verify-log": cmd_verify_log,
+    "images": cmd_images,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

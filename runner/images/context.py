@@ -1,0 +1,96 @@
+"""An image's build context: its directory under images/, the kit's shared scripts, the inputs.
+
+Layout of the context docker receives:
+
+    Dockerfile, other files of images/<name>/   (not selftest/: it runs after the build)
+    build/apt-install, build/finish              (images/common/)
+    build/ca.crt                                 (the extra CA bundle, or empty)
+    build/files/<name>                           (vendored downloads, if any)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import tarfile
+from pathlib import Path
+
+from runner.images.inputs import BuildInputs
+
+COMMON = "common"
+SELFTEST = "selftest"
+ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$")
+
+
+def dockerfile_args(dockerfile: Path) -> dict[str, str | None]:
+    """`ARG NAME=default` lines → {NAME: default} (None when there is no default)."""
+    args: dict[str, str | None] = {}
+    for line in dockerfile.read_text().splitlines():
+        match = ARG_LINE.match(line)
+        if match:
+            value = match.group(2)
+            if value is not None:
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                    value = value[1:-1]
+            args[match.group(1)] = value
+    return args
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def kit_files(images_root: Path, name: str) -> dict[str, Path]:
+    """Files the context takes from the checkout, by their lock key (`common/...` or own)."""
+    own = images_root / name
+    found = {}
+    for path in sorted(own.rglob("*")):
+        rel = path.relative_to(own)
+        if path.is_file() and rel.parts[0] != SELFTEST and rel.as_posix() != "Dockerfile":
+            found[rel.as_posix()] = path
+    for path in sorted((images_root / COMMON).iterdir()):
+        if path.is_file():
+            found[f"{COMMON}/{path.name}"] = path
+    return found
+
+
+def file_hashes(images_root: Path, name: str) -> dict[str, str]:
+    return {key: sha256_of(path) for key, path in kit_files(images_root, name).items()}
+
+
+def build_context(images_root: Path, name: str, inputs: BuildInputs) -> io.BytesIO:
+    """The context as an in-memory tar (small: scripts, pins, a CA bundle)."""
+    entries: dict[str, tuple[bytes, int]] = {
+        "Dockerfile": ((images_root / name / "Dockerfile").read_bytes(), 0o644)
+    }
+    for key, path in kit_files(images_root, name).items():
+        target = f"build/{path.name}" if key.startswith(f"{COMMON}/") else key
+        entries[target] = (path.read_bytes(), 0o755 if path.stat().st_mode & 0o111 else 0o644)
+    for rel, data in inputs.context_files().items():
+        entries[f"build/{rel}"] = (data, 0o644)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(entries):
+            data, mode = entries[path]
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(data), mode, 0
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
+
+
+def selftest_archive(images_root: Path, name: str) -> bytes:
+    """images/<name>/selftest/ as a tar, to unpack in the container's /work."""
+    root = images_root / name / SELFTEST
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                info = tarfile.TarInfo(path.relative_to(root).as_posix())
+                data = path.read_bytes()
+                info.size, info.mtime = len(data), 0
+                info.mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+                tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

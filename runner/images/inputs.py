@@ -1,0 +1,166 @@
+"""Build inputs: how a build reaches its packages (mirrors, pip index, an extra CA bundle for
+proxies that intercept TLS) and vendored copies of downloads that cannot be fetched here.
+
+They are transport, not content: every package is pinned by version or hash, so they never change
+what is installed, and normalization keeps them out of the image. They are recorded in the lock's
+`built_with` as provenance. Set them with CLI flags or `PROOFLOCK_APT_MIRROR`,
+`PROOFLOCK_APT_SECURITY_MIRROR`, `PROOFLOCK_PIP_INDEX`, `PROOFLOCK_CA_BUNDLE`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runner.errors import UserError
+from runner.models import JsonValue
+
+HOST = "host"  # a mirror value meaning: the mirror this machine's own apt sources use
+APT_SOURCES = Path("/etc/apt")
+
+
+class BuildInputSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PROOFLOCK_", extra="ignore")
+
+    apt_mirror: str | None = None
+    apt_security_mirror: str | None = None
+    pip_index: str | None = None
+    ca_bundle: Path | None = None
+
+
+def sha256_file(path: Path) -> str:
+    with path.open("rb") as data:
+        return hashlib.file_digest(data, "sha256").hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    apt_mirror: str
+    apt_security_mirror: str
+    pip_index: str = ""  # empty: pip's default index
+    ca_bundle: Path | None = None
+    files: dict[str, Path] = field(default_factory=dict)  # vendored downloads by file name
+    requested: dict[str, str] = field(default_factory=dict)  # as the user asked (`host`, ...)
+
+    def build_args(self) -> dict[str, str]:
+        return {
+            "APT_MIRROR": self.apt_mirror,
+            "APT_SECURITY_MIRROR": self.apt_security_mirror,
+            "PIP_INDEX_URL": self.pip_index,
+        }
+
+    def context_files(self) -> dict[str, bytes]:
+        """Files for the build context's `build/` directory."""
+        files = {"ca.crt": self.ca_bundle.read_bytes() if self.ca_bundle else b""}
+        for name, path in self.files.items():
+            files[f"files/{name}"] = path.read_bytes()
+        return files
+
+    def provenance(self) -> dict[str, JsonValue]:
+        """What the lock records. A mirror chosen as `host` is recorded as such, not by URL."""
+        return {
+            "apt_mirror": self.requested.get("apt_mirror", self.apt_mirror),
+            "apt_security_mirror": self.requested.get(
+                "apt_security_mirror", self.apt_security_mirror
+            ),
+            "pip_index": self.pip_index or "default",
+            "ca_bundle_sha256": sha256_file(self.ca_bundle) if self.ca_bundle else None,
+            "files": {name: sha256_file(path) for name, path in sorted(self.files.items())},
+        }
+
+
+def resolve_inputs(
+    transport_defaults: dict[str, str],
+    *,
+    suite: str,
+    apt_mirror: str | None = None,
+    apt_security_mirror: str | None = None,
+    pip_index: str | None = None,
+    ca_bundle: Path | None = None,
+    files: list[str] | None = None,
+) -> BuildInputs:
+    """Flags win over `PROOFLOCK_*` settings, which win over the lock's defaults (a snapshot)."""
+    env = BuildInputSettings()
+    main = apt_mirror or env.apt_mirror or transport_defaults["APT_MIRROR"]
+    security = apt_security_mirror or env.apt_security_mirror
+    requested = {}
+    if main == HOST:
+        requested["apt_mirror"] = HOST
+        main = host_mirror(suite)
+        security = security or HOST
+    security = security or transport_defaults["APT_SECURITY_MIRROR"]
+    if security == HOST:
+        requested["apt_security_mirror"] = HOST
+        security = host_mirror(f"{suite}-security")
+    bundle = ca_bundle or env.ca_bundle
+    if bundle is not None and not bundle.is_file():
+        raise UserError(f"--ca-bundle {bundle}: no such file")
+    return BuildInputs(
+        apt_mirror=main,
+        apt_security_mirror=security,
+        pip_index=pip_index or env.pip_index or transport_defaults.get("PIP_INDEX_URL", ""),
+        ca_bundle=bundle,
+        files=_vendored(files or []),
+        requested=requested,
+    )
+
+
+def _vendored(specs: list[str]) -> dict[str, Path]:
+    found = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or "/" in name:
+            raise UserError(
+                f"--input {spec!r}: expected NAME=PATH, e.g. olympiad.asy=./olympiad.asy"
+            )
+        path = Path(value)
+        if not path.is_file():
+            raise UserError(f"--input {spec!r}: {value} is not a file")
+        found[name] = path
+    return found
+
+
+def host_mirror(suite: str, sources: Path = APT_SOURCES) -> str:
+    """The URI this machine's apt sources use for `suite` (deb822 `.sources` or `.list` lines)."""
+    candidates = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*.list"))]
+    for path in [*sorted((sources / "sources.list.d").glob("*.sources")), *candidates]:
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        found = (
+            _deb822_uri(text, suite) if path.suffix == ".sources" else _one_line_uri(text, suite)
+        )
+        if found:
+            return found.rstrip("/")
+    raise UserError(
+        f"this machine's apt sources have no `{suite}` entry to use as mirror (pass a URL)"
+    )
+
+
+def _deb822_uri(text: str, suite: str) -> str | None:
+    for stanza in re.split(r"\n\s*\n", text):
+        fields = {}
+        for line in stanza.splitlines():
+            if line.startswith("#") or ":" not in line:
+                continue
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.split()
+        if (
+            "deb" in fields.get("types", [])
+            and suite in fields.get("suites", [])
+            and fields.get("uris")
+        ):
+            return fields["uris"][0]
+    return None
+
+
+def _one_line_uri(text: str, suite: str) -> str | None:
+    for line in text.splitlines():
+        words = re.sub(r"\[[^\]]*\]", "", line).split()
+        if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
+            return words[1]
+    return None
