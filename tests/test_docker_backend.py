@@ -108,6 +108,22 @@ def test_loop_ends_as_timeout(docker_settings):
     assert result.verdict is Verdict.TIMEOUT
 
 
+def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
+    warm = DockerBackend(Settings(backend="docker", isolation="warm"))
+    limits = Limits(timeout_s=20, memory_mb=512, pids=64)
+    litter = "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; nohup sleep 600 >/dev/null 2>&1 &"
+    look = "ls -A /work /tmp /dev/shm; ps -eo comm="
+    try:
+        with warm.sandbox("rocq", limits) as first:
+            first.run(["sh", "-c", litter], timeout_s=20)
+        with warm.sandbox("rocq", limits) as second:
+            seen = second.run(["sh", "-c", look], timeout_s=20).stdout.decode()
+    finally:
+        warm.close()
+    assert second.container_id == first.container_id  # no new container per check
+    assert "left" not in seen and "sleep" not in seen
+
+
 def test_hostile_writes_leave_the_host_untouched(docker_settings):
     escape = Path("/tmp/prooflock-escape")
     escape.unlink(missing_ok=True)

@@ -232,7 +232,7 @@ class DockerSandbox:
         wipe = (
             "kill -9 -1 2>/dev/null; "
             f"find {WORKDIR} /tmp /dev/shm -mindepth 1 -delete 2>/dev/null; "
-            f'test -z "$(ls -A {WORKDIR} /tmp)"'
+            f'test -z "$(find {WORKDIR} /tmp /dev/shm -mindepth 1 -print -quit)"'
         )
         try:
             code, _, _, missed = self._exec(["sh", "-c", wipe], deadline_s=60)
