@@ -24,7 +24,8 @@ EXTRA_MODULE_DIR = "/usr/local/share/asymptote"
 NOT_IN_DEBIAN = {
     "olympiad": (
         "olympiad.asy is not installed in this environment: Debian's asymptote does not ship it; "
-        "the asymptote image carries a pinned copy, and a local install can put it in "
+        "the asymptote image carries a pinned copy when built with WITH_OLYMPIAD_ASY=yes, "
+        "and a local install can put it in "
         f"{EXTRA_MODULE_DIR}/"
     ),
 }

@@ -28,7 +28,7 @@ from runner.provers import asy_compare, asy_diagnostics, asy_outputs
 from runner.provers.base import OptionSpec, defaults, fixed_image
 
 NAME = "asymptote"
-VERSION = "1"
+VERSION = "2"  # 2: the missing-olympiad message says how the image gets it
 IMAGE = "asymptote"
 MODES = ("render",)
 SUFFIXES = (".asy",)
