@@ -19,6 +19,8 @@ EXPECTED = {
     "user_axiom.v": Verdict.AXIOM,
     "classical.v": Verdict.AXIOM,
     "unsafe_guard.v": Verdict.AXIOM,
+    "hidden_axiom.v": Verdict.AXIOM,
+    "universe_unchecked.v": Verdict.AXIOM,
 }
 
 
@@ -26,6 +28,21 @@ EXPECTED = {
 def test_proof_mode_verdicts(name, settings):
     result = run_itp("rocq", artifact("rocq", name), name=name, settings=settings)
     assert result.verdict is EXPECTED[name], result.diagnostics
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("hidden_axiom.v", ["Artifact.Private_escape", "Artifact.lemma_subproof"]),
+        ("unsafe_guard.v", ["(assumed guarded)"]),
+        ("universe_unchecked.v", ["Artifact.relies_on_it (unsafe universe hierarchy)"]),
+    ],
+)
+def test_cheats_are_named_in_the_assumptions(name, named, settings):
+    result = run_itp("rocq", artifact("rocq", name), name=name, settings=settings)
+    for fragment in named:
+        assert any(fragment in a for a in result.assumptions), result.assumptions
+        assert fragment in result.diagnostics[-1].message
 
 
 def test_failing_tactic_is_located_with_coq_message(settings):

@@ -16,7 +16,7 @@ from runner.provers.base import defaults, fixed_image
 from runner.provers.text import axiom_allowed, strip_nested_comments
 
 NAME = "rocq"
-VERSION = "1"
+VERSION = "2"  # 2: blacklisted names are searched; unsafe universes named
 IMAGE = "rocq"
 MODES = ("proof", "statement")
 SUFFIXES = (".v",)
@@ -34,6 +34,7 @@ COQC = ("coqc", "-q", "-Q", ".", "")
 # Tactics and commands that leave a proof unfinished. `Abort` drops the theorem entirely.
 PLACEHOLDER = re.compile(r"\b(Admitted|admit|give_up|Abort|Admit\s+Obligations)\b")
 LOCATION = re.compile(r'^File "[^"]*", line (\d+), characters (\d+)-(\d+):$')
+UNHIDE_ALL_NAMES = 'Remove Search Blacklist "Private_" "_subproof" "_subterm".'
 SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:$")
 MESSAGE = re.compile(r"^(Error|Warning|Anomaly)\b:?\s*(.*)$", re.DOTALL)
 
@@ -54,7 +55,9 @@ def check(request: CheckRequest, sandbox: Sandbox) -> Outcome:
     if request.mode == "statement":
         return Outcome(verdict=Verdict.PASS, diagnostics=diagnostics, cpu_ms=compiled.cpu_ms)
 
-    constants = _run_driver(sandbox, f"Search _ inside {MODULE}.", timeout)
+    # Search hides names matching its blacklist (Private_*, *_subproof, *_subterm by default),
+    # which would let `Axiom Private_ax : False.` pass unseen: empty it first.
+    constants = _run_driver(sandbox, f"{UNHIDE_ALL_NAMES}\nSearch _ inside {MODULE}.", timeout)
     names = declared_constants(constants.stdout.decode(errors="replace"))
     report = _run_driver(sandbox, "".join(f"Print Assumptions {n}.\n" for n in names), timeout)
     for driver in (constants, report):
@@ -168,6 +171,12 @@ def parse_assumptions(report: str) -> set[str]:
         if line.startswith("Closed under the global context"):
             continue
         name, _, rest = line.partition(" ")
+        if rest.startswith("hierarchy is collapsed"):  # `Type hierarchy is collapsed (...)`
+            found.add("universe checking disabled")
+            continue
         guard = re.match(r"is assumed to be (\w+)", rest)
-        found.add(f"{name} (assumed {guard[1]})" if guard else name)
+        unsafe = re.match(r"relies on an unsafe (\w+)", rest)
+        if guard or unsafe:
+            name += f" (assumed {guard[1]})" if guard else f" (unsafe universe {unsafe[1]})"
+        found.add(name)
     return found
