@@ -21,7 +21,7 @@ from runner.backends.local import LocalBackend
 from runner.checker import Checker
 from runner.models import CheckRequest, CheckResult, Verdict, result_digest
 from runner.provers import hol_light
-from runner.provers.hol_light import source
+from runner.provers.hol_light import ocaml_text, source
 from runner.settings import Settings
 from tests.conftest import artifact
 
@@ -172,11 +172,19 @@ def test_exit_in_the_middle_is_not_a_pass(hol):
 
 
 @pytest.mark.slow
-def test_theorem_forged_with_obj_magic_is_refused_before_it_runs(hol):
+@pytest.mark.parametrize(
+    ("name", "where", "word"),
+    [
+        ("forge_obj_magic.ml", (2, 19), "Obj"),
+        ("forge_behind_literals.ml", (3, 19), "Obj"),
+        ("forge_unmarshal.ml", (5, 2), "input_value"),
+    ],
+)
+def test_forged_theorems_are_refused_before_they_run(hol, name, where, word):
     # `Obj.magic (Some ([], `F`))` is a theorem |- F that adds no axiom: the kernel cannot tell.
-    error = only_error(hol.check("forge_obj_magic.ml"))
-    assert (error.line, error.column) == (2, 19)
-    assert error.message.startswith("`Obj` is not allowed")
+    error = only_error(hol.check(name))
+    assert (error.line, error.column) == where
+    assert error.message.startswith(f"`{word}` is not allowed")
 
 
 @pytest.mark.slow
@@ -336,10 +344,29 @@ def test_preload_is_used_only_for_a_file_that_needs_those_libraries_first():
     assert source.effective_preload(declared, '(* needs "Library/prime.ml";; *) let x = 1;;') == []
 
 
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("let q = '\"';; Obj;;", "let q = ' ';; Obj;;"),
+        ("let s = {|\"|};; Obj;;", "let s = {| |};; Obj;;"),
+        ("let s = {x|a|}|x};; Obj;;", "let s = {x|   |x};; Obj;;"),
+        ("let c = '\\'';; Obj;;", "let c = '  ';; Obj;;"),
+        ("let f (x : 'a) y' = `t'`;; Obj;;", "let f (x : 'a) y' = `  `;; Obj;;"),
+        ('(* "*)" (* {|*)|} *) *) Obj;;', "                        Obj;;"),
+        ('let s = "a\\"b";; Obj;;', 'let s = "    ";; Obj;;'),
+    ],
+)
+def test_code_is_read_as_ocaml_lexes_it(text, code):
+    assert ocaml_text.code_only(text) == code
+
+
 def test_escape_hatches_count_in_code_only():
     harmless = 'let x = `Obj`;; (* Unix.fork *) let s = "Marshal";; let y = MyObj.x;;\n'
     assert source.forbidden_uses(harmless) == []
     assert source.forbidden_uses(harmless + "module O = Stdlib.Obj;;") == [(2, 18, "Obj")]
+    unmarshal = 'let th : thm = input_value (open_in_bin "/work/x.ml");;'
+    assert source.forbidden_uses(unmarshal) == [(1, 15, "input_value")]
+    assert source.forbidden_uses("Bytes.unsafe_set b 99 'x';;") == [(1, 6, "unsafe_set")]
 
 
 def test_placeholder_in_a_comment_or_string_is_not_a_use():

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 
-def strip_nested_comments(source: str, open_: str, close: str, *, backslash_escapes: bool = False) -> str:
+def strip_nested_comments(source: str, open_: str, close: str) -> str:
     """`source` with nested comments and string literals blanked (newlines kept, so lines still count).
 
-    Strings are blanked too: a placeholder word inside a string is not a placeholder. Coq doubles a
-    quote to escape it (`""`); OCaml uses a backslash (`backslash_escapes=True`).
+    Strings are blanked too: a placeholder word inside a string is not a placeholder. A quote is
+    escaped by doubling it (`""`), as in Coq; OCaml's lexing is in hol_light/ocaml_text.py.
     """
     out: list[str] = []
     depth = 0
@@ -24,7 +24,7 @@ def strip_nested_comments(source: str, open_: str, close: str, *, backslash_esca
             out.append(" " * len(close))
             i += len(close)
         elif source[i] == '"':
-            end = _string_end(source, i, backslash_escapes)
+            end = _string_end(source, i)
             out.append('"' + "".join(c if c == "\n" else " " for c in source[i + 1 : end - 1]) + '"')
             i = end
         else:
@@ -33,19 +33,16 @@ def strip_nested_comments(source: str, open_: str, close: str, *, backslash_esca
     return "".join(out)
 
 
-def _string_end(source: str, start: int, backslash_escapes: bool) -> int:
+def _string_end(source: str, start: int) -> int:
     """Index just past the string literal opening at `start` (or the end of the text)."""
     i = start + 1
     while i < len(source):
-        if backslash_escapes and source[i] == "\\":
+        if source.startswith('""', i):
             i += 2
-            continue
-        if source[i] == '"':
-            if not backslash_escapes and source.startswith('""', i):
-                i += 2
-                continue
+        elif source[i] == '"':
             return i + 1
-        i += 1
+        else:
+            i += 1
     return len(source)
 
 

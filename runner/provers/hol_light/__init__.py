@@ -23,7 +23,7 @@ from runner.provers.base import OptionSpec, defaults, fixed_image
 from runner.provers.hol_light import forkserver
 
 NAME = "hol-light"
-VERSION = "1"
+VERSION = "2"  # 2: input_value and unsafe_* fenced
 IMAGE = "hol-light"
 MODES = ("proof", "statement")
 SUFFIXES = (".ml", ".hl")

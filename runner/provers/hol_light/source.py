@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from runner.models import CheckRequest, JsonValue
-from runner.provers.text import strip_nested_comments
+from runner.provers.hol_light.ocaml_text import code_only
 
 DEFAULT_PLACEHOLDERS = ("CHEAT_TAC",)
 # Names are spliced into a HOL Light phrase and paths into the protocol: keep both plain.
@@ -16,29 +16,24 @@ _NEEDS = re.compile(r'\s*needs\s+"([^"\n]*)"\s*;;')
 
 
 # OCaml that steps around HOL Light's kernel or around the check: `Obj.magic (Some ([], `F`))` is
-# a theorem `|- F` that adds no axiom; Marshal and `external "%identity"` forge the same way; Unix
-# and the toplevel's own modules reach the kit's processes; a file written with open_out or
-# Sys.command could be loaded past this scan; a user printer could make the report misread the
-# theory. Not a sandbox: a fence against the known ways.
+# a theorem `|- F` that adds no axiom; Marshal, input_value (unmarshalling bytes the artifact
+# carries in its own text) and `external "%identity"` forge the same way, and unsafe_* accesses
+# can overwrite the heap; Unix and the toplevel's own modules reach the kit's processes; a file
+# written with open_out, open_temp_file or Sys.command could be loaded past this scan; a user
+# printer could make the report misread the theory. Not a sandbox: a fence against the known ways.
 FORBIDDEN = re.compile(
-    r"(?<![\w'])(Obj|Marshal|Unix|UnixLabels|Toploop|Topdirs|Out_channel|Stdlib__\w+|external"
-    r"|open_out\w*|command|install_user_printer)(?![\w'])"
+    r"(?<![\w'])(Obj|Marshal|input_value|unsafe_\w+|Unix|UnixLabels|Toploop|Topdirs|Out_channel"
+    r"|Stdlib__\w+|external|open_out\w*|open_temp_file|command|install_user_printer)(?![\w'])"
 )
-_QUOTATION = re.compile(r"`[^`]*`")
 
 
 class BadOption(ValueError):
     """A request option this adapter cannot use (reported as the check's diagnostic)."""
 
 
-def code_only(content: str) -> str:
-    """The source with comments and string literals blanked (same length, same lines)."""
-    return strip_nested_comments(content, "(*", "*)", backslash_escapes=True)
-
-
 def forbidden_uses(content: str) -> list[tuple[int, int, str]]:
     """(line, column, word) of each FORBIDDEN word in the code (not comments, strings, terms)."""
-    code = _QUOTATION.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), code_only(content))
+    code = code_only(content)
     found = []
     for match in FORBIDDEN.finditer(code):
         line = code.count("\n", 0, match.start()) + 1
