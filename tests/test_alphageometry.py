@@ -303,6 +303,13 @@ def test_a_file_of_problems_jsonl_and_a_lone_line_are_split_into_problems():
     assert [t for t, _ in problems_in("lone_line.txt")] == ["lone_line.txt"]
 
 
+def test_only_the_fenced_problems_of_a_file_count_as_fenced():
+    text = "bare\na b c = triangle a b c ? perp a b a c\n```\nwrapped\na b = segment a b ? cong a b b a\n```\n"
+    [(bare, bare_text), (wrapped, wrapped_text)] = alphageometry.split("mixed.txt", text)
+    assert (bare, wrapped) == ("bare", "wrapped")
+    assert "```" not in bare_text and wrapped_text.startswith("```\nwrapped\n")
+
+
 @pytest.mark.parametrize(
     ("name", "reason"),
     [

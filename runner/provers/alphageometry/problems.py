@@ -44,14 +44,22 @@ def split_file(name: str, content: str) -> list[tuple[str, str]]:
             (_record_title(record, f"{name}:{i + 1}"), raw)
             for i, (record, raw) in enumerate(records)
         ]
-    fenced = any(FENCE.match(line) for line in kept)
-    body = [line for line in kept if not FENCE.match(line)]
+    body, fenced = [], []  # each line outside fence lines, and whether a fence encloses it
+    inside = False
+    for line in kept:
+        if FENCE.match(line):
+            inside = not inside
+        else:
+            body.append(line)
+            fenced.append(inside)
     if len(body) == 1:
         return [(name, content)]
     if len(body) % 2 or not all(_is_problem_line(line) for line in body[1::2]):
         return [(name, content)]
-    pairs = zip(body[0::2], body[1::2], strict=True)
-    return [(title.strip(), _wrap(f"{title}\n{line}\n", fenced)) for title, line in pairs]
+    return [
+        (body[k].strip(), _wrap(f"{body[k]}\n{body[k + 1]}\n", fenced[k] or fenced[k + 1]))
+        for k in range(0, len(body), 2)
+    ]
 
 
 def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem | FormatError:

@@ -46,7 +46,9 @@ def code_only(source: str) -> str:
         literal = _literal_end(source, i)
         if literal is not None:
             inner_start, inner_end, end = literal
-            blank(i, end) if depth else blank(inner_start, inner_end)
+            if depth:  # inside a comment the whole literal is comment text
+                inner_start, inner_end = i, end
+            blank(inner_start, inner_end)
             i = end
             continue
         if source[i] == "`" and not depth:  # a HOL term or type quotation: no escapes inside
