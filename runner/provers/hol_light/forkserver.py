@@ -101,13 +101,19 @@ def refused(request: CheckRequest) -> Outcome | None:
     return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic])
 
 
-def frame(request: CheckRequest, nonce: str) -> tuple[bytes, list[str]]:
-    """The request's bytes for the server, and the preload set it may be served from."""
-    preload = source.effective_preload(source.preload(request), request.content)
-    data = protocol.encode_request(
-        nonce, request.timeout or 60, source.placeholders(request), preload, request.content
-    )
-    return data, preload
+def frame(request: CheckRequest) -> Outcome | tuple[str, bytes, list[str]]:
+    """A fresh nonce, the request's bytes for the server and the preload set it may be served
+    from; or the FAIL outcome for a file refused before it runs or a bad option."""
+    if (refusal := refused(request)) is not None:
+        return refusal
+    nonce = secrets.token_hex(16)
+    try:
+        placeholders = source.placeholders(request)
+        preload = source.effective_preload(source.preload(request), request.content)
+    except source.BadOption as exc:
+        return bad_option(exc)
+    data = protocol.encode_request(nonce, request.timeout or 60, placeholders, preload, request.content)
+    return nonce, data, preload
 
 
 class ForkServer:
@@ -143,13 +149,10 @@ class ForkServer:
         return read_boot(line, sandbox)
 
     def check(self, request: CheckRequest) -> Outcome:
-        if (refusal := refused(request)) is not None:
-            return refusal
-        nonce = secrets.token_hex(16)
-        try:
-            data, preload = frame(request, nonce)
-        except source.BadOption as exc:
-            return bad_option(exc)
+        framed = frame(request)
+        if isinstance(framed, Outcome):
+            return framed
+        nonce, data, preload = framed
         clock = time.monotonic()
         try:
             self._channel.send(data)
@@ -187,13 +190,10 @@ class ForkServer:
 
 def check_cold(request: CheckRequest, sandbox: Sandbox, hol_dir: str) -> Outcome:
     """The same server for one request on stdin: HOL Light boots for this one file."""
-    if (refusal := refused(request)) is not None:
-        return refusal
-    nonce = secrets.token_hex(16)
-    try:
-        data, preload = frame(request, nonce)
-    except source.BadOption as exc:
-        return bad_option(exc)
+    framed = frame(request)
+    if isinstance(framed, Outcome):
+        return framed
+    nonce, data, preload = framed
     sandbox.write_file(SERVER_FILE, server_source())
     done = sandbox.run(
         server_argv(hol_dir),
