@@ -70,12 +70,7 @@ def solve(job, engine):
     except MemoryError:
         raise
     except Exception as error:  # noqa: BLE001 - DD+AR itself failed on a problem that was built
-        return {
-            "status": "engine_error",
-            "stage": "solve",
-            "exception_text": common.exception_text(error),
-            **facts,
-        }
+        return common.solve_failure(error, facts)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     if solved:

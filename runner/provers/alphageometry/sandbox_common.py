@@ -119,6 +119,11 @@ def exception_text(error):
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
+def solve_failure(error, facts):
+    """The report when DD+AR itself fails on a problem that was built."""
+    return {"status": "engine_error", "stage": "solve", "exception_text": exception_text(error), **facts}
+
+
 def sample_diagrams(job, draw_once, goal_index):
     """The engine's resampling loop, bounded so that a false goal ends as a logic error.
 

@@ -107,12 +107,7 @@ def solve(job, engine):
     except MemoryError:
         raise
     except Exception as error:  # noqa: BLE001 - DD+AR itself failed on a problem that was built
-        return {
-            "status": "engine_error",
-            "stage": "solve",
-            "exception_text": common.exception_text(error),
-            **facts,
-        }
+        return common.solve_failure(error, facts)
     infos = solver.run_infos or {}
     facts.update(solve_ms=int(infos.get("runtime", 0) * 1000), steps=infos.get("step"))
     if solved:
