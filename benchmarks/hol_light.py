@@ -18,11 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner.backends import open_backend
-from runner.backends.base import Limits
 from runner.checker import Checker
 from runner.models import CheckRequest, Verdict
-from runner.provers import hol_light
 from runner.settings import Settings
 
 SMALL_PROOFS = {
@@ -87,18 +84,15 @@ def warm(settings: Settings, rounds: int, timeout: int) -> dict:
 
 def cold(settings: Settings, count: int, timeout: int) -> dict:
     """HOL Light started afresh for each file, as checkers without a forkserver do."""
-    backend = open_backend(settings)
-    limits = Limits(timeout_s=timeout, memory_mb=settings.memory_mb, pids=settings.pids)
     walls, verdicts = [], {}
-    for name in list(SMALL_PROOFS)[:count]:
-        clock = time.monotonic()
-        with backend.sandbox(hol_light.IMAGE, limits) as sandbox:
-            outcome = hol_light.check(request(name, timeout), sandbox)
-        wall = int((time.monotonic() - clock) * 1000)
-        walls.append(wall)
-        verdicts[name] = outcome.verdict.value
-        print(f"  cold {name}: {outcome.verdict.value} {wall} ms", file=sys.stderr)
-    backend.close()
+    with Checker(settings) as checker:
+        for name in list(SMALL_PROOFS)[:count]:
+            clock = time.monotonic()
+            result = checker.check_one(request(name, timeout), cold=True)  # a fresh server each
+            wall = int((time.monotonic() - clock) * 1000)
+            walls.append(wall)
+            verdicts[name] = result.verdict.value
+            print(f"  cold {name}: {result.verdict.value} {wall} ms", file=sys.stderr)
     return {
         "checks": len(walls),
         "median_ms": statistics.median(walls) if walls else None,

@@ -12,8 +12,9 @@ from pydantic import ValidationError
 
 from runner.models import CheckResult, Verdict
 
-# Results that say something about the machine, not the artifact, are never reused.
-UNCACHEABLE = {Verdict.INFRA_ERROR}
+# Only verdicts that depend on the artifact and the environment alone are reused: a timeout, an
+# out-of-memory or a crash can depend on the machine's load, so they are checked again.
+CACHEABLE = {Verdict.PASS, Verdict.FAIL, Verdict.PLACEHOLDER, Verdict.AXIOM, Verdict.WRONG_STATEMENT}
 
 
 class ResultCache:
@@ -34,7 +35,7 @@ class ResultCache:
         return result
 
     def put(self, result: CheckResult) -> None:
-        if result.verdict in UNCACHEABLE or result.provenance.cached:
+        if result.verdict not in CACHEABLE or result.provenance.cached:
             return
         path = self._path(result.env_key, result.request_digest)
         try:

@@ -35,7 +35,3 @@ def canonical_bytes(value: Any) -> bytes:
 def digest(value: Any) -> str:
     """sha256 (hex) of the canonical JSON of `value`."""
     return hashlib.sha256(canonical_bytes(value)).hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

@@ -1,75 +1,68 @@
-"""The check API: request → adapter → backend → result, with environment keys, cache and retries."""
+"""The check API: resolve → environment → cache → attempts → result.
+
+Resolution (`runner.resolve`), environment keys (`runner.environment`) and warm servers
+(`runner.pool`) live in their own modules; this one ties them together, retries infra errors and
+writes provenance. Nothing here names a prover.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import platform
+import hashlib
+import os
 import queue
-import socket
+import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
-from runner import provers
-from runner.backends import open_backend
-from runner.backends.base import Backend, BackendUnavailable, Limits
+from runner.backends import BackendChoice
+from runner.backends.base import Backend, BackendInfo, BackendUnavailable
 from runner.cache import ResultCache
-from runner.canonical import digest
-from runner.errors import UserError
-from runner.models import (
-    CheckRequest,
-    CheckResult,
-    Diagnostic,
-    JsonValue,
-    Outcome,
-    Provenance,
-    Verdict,
-    result_digest,
-)
-from runner.provers.base import ProverAdapter, Worker
+from runner.environment import Environment, Environments
+from runner.errors import InfraFailure
+from runner.models import CheckRequest, CheckResult, JsonValue, Outcome, Provenance, Verdict
+from runner.models import result_digest as digest_of_outcome
+from runner.pool import CheckRun, ServerPool
+from runner.provenance import base_tools, host, now
+from runner.provers.common.verdicts import infra_error
+from runner.resolve import ResolvedRequest, resolve
+from runner.schedule import Timings
 from runner.settings import Settings
 
-
-class BadRequest(UserError):
-    """A request the kit refuses before checking (unknown prover or mode). A user error."""
-
-
-def kit_version() -> str:
-    try:
-        return version("prooflock")
-    except PackageNotFoundError:
-        return "0+unknown"
+Notify = Callable[[str], None]
+K = TypeVar("K")
+WARM_KINDS = {"warm", "server"}  # results a warm server gave: what a canary re-checks
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+@dataclass(frozen=True)
+class Disagreement:
+    artifact: str
+    warm_verdict: str
+    cold_verdict: str
+    warm_digest: str
+    cold_digest: str
 
 
-def validate(request: CheckRequest) -> ProverAdapter:
-    try:
-        adapter = provers.get(request.prover)
-    except provers.UnknownProver as exc:
-        raise BadRequest(str(exc)) from None
-    if request.mode is not None and request.mode not in adapter.MODES:
-        raise BadRequest(
-            f"prover {adapter.NAME!r} has no mode {request.mode!r} (modes: {', '.join(adapter.MODES)})"
-        )
-    for spec in adapter.CLI_OPTIONS:
-        value = request.options.get(spec.key)
-        if value is not None and spec.choices and value not in spec.choices:
-            raise BadRequest(
-                f"option {spec.key!r} of {adapter.NAME} must be one of {', '.join(spec.choices)}, "
-                f"not {value!r}"
-            )
-    return adapter
+def canary_selects(request_digest: str, percent: float) -> bool:
+    """Whether the canary re-checks a request: by its digest, so the same ones every time."""
+    return percent > 0 and int(request_digest[:8], 16) % 10_000 < percent * 100
+
+
+def notify_stderr(message: str) -> None:
+    print(f"prooflock: {message}", file=sys.stderr, flush=True)
 
 
 class Checker:
-    """Checks requests on one backend. Thread-safe; `map` runs `settings.workers` checks at once."""
+    """Checks requests on one backend. Thread-safe; `map` runs `settings.workers` checks at once.
+
+    `keep_outputs`: a directory where output files an adapter returns (renders) are stored under
+    their sha256, so a report or a reviewer can see them; the record names them by digest.
+    """
 
     def __init__(
         self,
@@ -77,198 +70,187 @@ class Checker:
         *,
         backend: Backend | None = None,
         use_cache: bool | None = None,
+        notify: Notify | None = None,
+        keep_outputs: Path | None = None,
     ):
         self.settings = settings or Settings()
-        self._backend = backend
-        self._backend_error: str | None = None
+        self._fixed_backend = backend  # tests and embedders may hand one in
+        self._backends: BackendChoice | None = None
+        self._backend_lock = threading.Lock()
         use_cache = self.settings.cache if use_cache is None else use_cache
         self.cache = ResultCache(self.settings.cache_dir) if use_cache else None
-        self._installs: dict[str, dict[str, JsonValue]] = {}
-        self._idle_workers: dict[tuple[str, str, Limits, str], queue.SimpleQueue[Worker]] = {}
-        self._lock = threading.Lock()
-        self.host = socket.gethostname()
+        self.notify = notify or (lambda _message: None)
+        self.keep_outputs = keep_outputs
+        self.timings = Timings(self.settings.cache_dir)
+        self.canary_disagreements: list[Disagreement] = []
+        self.environments = Environments(self.backend_for)
+        self.pool = ServerPool(self.backend_for, self.notify, max_idle=self.settings.workers + 1)
 
-    # -- environment -------------------------------------------------------------------------
+    def backend_for(self, image: str) -> Backend:
+        if self._fixed_backend is not None:
+            return self._fixed_backend
+        with self._backend_lock:
+            if self._backends is None:
+                self._backends = BackendChoice(self.settings, self.notify, build=self._build_image)
+            return self._backends.for_image(image)
 
-    @property
-    def backend(self) -> Backend:
-        with self._lock:
-            if self._backend is None:
-                self._backend = open_backend(self.settings)
-            return self._backend
+    def _build_image(self, image: str) -> None:
+        from runner.images.api import build_locked  # noqa: PLC0415 - only when asked to build
 
-    def limits(self, request: CheckRequest) -> Limits:
-        return Limits(
-            timeout_s=request.timeout or self.settings.timeout,
-            memory_mb=request.memory_mb or self.settings.memory_mb,
-            pids=self.settings.pids,
-            cpus=self.settings.cpus,
-        )
+        build_locked(image, notify=self.notify)
 
-    def resolve(self, request: CheckRequest) -> CheckRequest:
-        """The request with defaults filled in, so its digest says exactly what was checked."""
-        adapter = validate(request)
-        limits = self.limits(request)
-        return request.model_copy(
-            update={
-                "mode": request.mode or adapter.MODES[0],
-                "timeout": limits.timeout_s,
-                "memory_mb": limits.memory_mb,
-            }
-        )
+    def resolve(self, request: CheckRequest) -> ResolvedRequest:
+        return resolve(request, self.settings)
 
-    def install(self, adapter: ProverAdapter, image: str) -> dict[str, JsonValue]:
-        """What identifies the prover install (image) on this backend; probed once per checker."""
-        with self._lock:
-            known = self._installs.get(image)
-        if known is None:
-            known = self.backend.environment(image, adapter.probe(image))
-            with self._lock:
-                self._installs[image] = known
-        return known
-
-    def environment(self, adapter: ProverAdapter, request: CheckRequest) -> dict[str, JsonValue]:
-        limits = self.limits(request)
-        return {
-            "prover": adapter.NAME,
-            "adapter_version": adapter.VERSION,
-            "install": self.install(adapter, adapter.image(request)),
-            "mode": request.mode,
-            "limits": {"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb, "pids": limits.pids},
-            "options": adapter.environment_options(request),
-        }
+    def environment(self, request: CheckRequest | ResolvedRequest) -> Environment:
+        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        return self.environments.of(resolved)
 
     # -- checking ----------------------------------------------------------------------------
 
-    def check_one(self, request: CheckRequest) -> CheckResult:
-        """Check one request (resolved or not). Never raises for artifact or machine trouble.
+    def check_one(self, request: CheckRequest | ResolvedRequest, *, cold: bool = False) -> CheckResult:
+        """Check one request. Never raises for artifact trouble or a transient machine failure.
 
-        An infra error (backend unreachable, worker died) is retried `settings.retries` times
-        with a short backoff; the environment is probed again on each attempt.
+        Transient infra errors (a worker died, the daemon hiccuped) are retried `settings.retries`
+        times with a short backoff. Permanent ones (`InfraFailure`: no lock, image not built)
+        raise, so a command stops at once instead of failing every artifact the same way.
+        `cold`: use no warm state (fresh servers), as a canary re-check does.
         """
-        adapter = validate(request)
-        request = self.resolve(request)
-        request_digest = request.digest()
-        started, clock = _now(), time.monotonic()
+        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        started, clock = now(), time.monotonic()
         attempts, worker_kind = 0, "none"
-        environment: dict[str, JsonValue] = {"prover": adapter.NAME}
+        environment = Environment({"prover": resolved.adapter.name}, "")
+        worker_info: dict[str, JsonValue] = {}
         while True:
             attempts += 1
             try:
-                environment = self.environment(adapter, request)
+                environment = self.environments.of(resolved)
             except BackendUnavailable as exc:
-                environment = {"prover": adapter.NAME, "unavailable": str(exc)}
-                outcome = _infra_error(str(exc))
+                environment = Environment({"prover": resolved.adapter.name, "unavailable": str(exc)}, "")
+                outcome = infra_error(str(exc))
             else:
-                if attempts == 1 and self.cache is not None:
-                    hit = self.cache.get(digest(environment), request_digest)
+                if attempts == 1 and self.cache is not None and not cold:
+                    hit = self.cache.get(environment.key, resolved.digest)
                     if hit is not None:
-                        return self._from_cache(hit, request)
-                outcome, worker_kind = self._attempt(adapter, request)
+                        return _from_cache(hit, resolved)
+                outcome, worker_kind, worker_info = self._attempt(resolved, cold)
             if outcome.verdict is not Verdict.INFRA_ERROR or attempts > self.settings.retries:
                 break
             time.sleep(min(0.5 * 2**attempts, 5.0))
-        result = self._result(
-            adapter, request, request_digest, environment, outcome, started, clock, attempts, worker_kind
-        )
-        if self.cache is not None:
+        result = self._result(resolved, environment, outcome, started, clock, attempts, worker_kind, worker_info)
+        if worker_kind in WARM_KINDS and not cold and canary_selects(resolved.digest, self.settings.canary):
+            result = self._canary(resolved, result)
+        if self.cache is not None and not cold:
             self.cache.put(result)
+        self.timings.add(resolved.adapter.name, outcome.cpu_ms, len(resolved.content))
+        self._keep(outcome)
         return result
 
-    def _attempt(self, adapter: ProverAdapter, request: CheckRequest) -> tuple[Outcome, str]:
-        limits = self.limits(request)
-        image = adapter.image(request)
-        # Workers enforce each request's own timeout, so the timeout does not split the pool
-        # (a HOL Light worker costs minutes to boot).
-        pool = (adapter.NAME, image, replace(limits, timeout_s=0), adapter.worker_key(request))
-        try:
-            worker = self._checkout_worker(adapter, pool, request)
-            if worker is None:
-                with self.backend.sandbox(image, limits) as sandbox:
-                    return adapter.check(request, sandbox), "cold"
-            try:
-                outcome = worker.check(request)
-            except BaseException:
-                worker.close()
-                raise
-            if outcome.verdict is Verdict.INFRA_ERROR:
-                worker.close()  # a worker that failed us is not trusted with the next check
-            else:
-                self._idle_workers[pool].put(worker)
-            return outcome.model_copy(update={"worker": {**worker.info(), **outcome.worker}}), worker.kind
-        except BackendUnavailable as exc:
-            return _infra_error(str(exc)), "none"
-        except Exception as exc:  # an adapter or backend bug must not kill a whole run
-            return _infra_error(f"{type(exc).__name__}: {exc}"), "none"
+    def _canary(self, request: ResolvedRequest, warm: CheckResult) -> CheckResult:
+        """Re-check cold (fresh servers, no warm state); on disagreement the cold result is the
+        one recorded, and the disagreement is listed in `canary_disagreements`."""
+        cold = self.check_one(request, cold=True)
+        agrees = cold.result_digest == warm.result_digest
+        extra = {"agrees": agrees, "warm_verdict": warm.verdict.value, "cold_verdict": cold.verdict.value}
+        chosen = warm if agrees else cold
+        if not agrees:
+            with self._backend_lock:
+                self.canary_disagreements.append(
+                    Disagreement(request.name, warm.verdict.value, cold.verdict.value, warm.result_digest, cold.result_digest)
+                )
+            self.notify(
+                f"CANARY: {request.name}: the warm worker said {warm.verdict.value}, a fresh one "
+                f"{cold.verdict.value}; recording the fresh result"
+            )
+        provenance = chosen.provenance.model_copy(update={"extra": {**chosen.provenance.extra, "canary": extra}})
+        return chosen.model_copy(update={"provenance": provenance})
 
-    def _checkout_worker(
-        self, adapter: ProverAdapter, pool: tuple[str, str, Limits, str], request: CheckRequest
-    ) -> Worker | None:
-        with self._lock:
-            idle = self._idle_workers.setdefault(pool, queue.SimpleQueue())
+    def _attempt(
+        self, request: ResolvedRequest, cold: bool
+    ) -> tuple[Outcome, str, dict[str, JsonValue]]:
+        run = CheckRun(request, self.backend_for, self.pool, cold)
+        healthy = False
         try:
-            return idle.get_nowait()
-        except queue.Empty:
-            return adapter.open_worker(self.backend, pool[2], request)
+            try:
+                outcome = request.adapter.check(request, run)
+            except BackendUnavailable as exc:
+                outcome = infra_error(str(exc))
+            except InfraFailure:
+                raise
+            except Exception as exc:  # an adapter or backend bug must not kill a whole run
+                name = request.adapter.name
+                outcome = infra_error(
+                    f"internal error in the {name} adapter: {type(exc).__name__}: {exc}"
+                )
+            healthy = outcome.verdict is not Verdict.INFRA_ERROR
+            kind, info = run.worker_kind(), run.worker_info()  # read before the servers go back
+        finally:
+            run.finish(healthy=healthy)
+        return outcome, kind, {**info, **outcome.worker}
 
     def _result(
         self,
-        adapter: ProverAdapter,
-        request: CheckRequest,
-        request_digest: str,
-        environment: dict[str, JsonValue],
+        request: ResolvedRequest,
+        environment: Environment,
         outcome: Outcome,
         started: str,
         clock: float,
         attempts: int,
         worker_kind: str,
+        worker_info: dict[str, JsonValue],
     ) -> CheckResult:
-        info = self._backend.info if self._backend is not None else None
-        tools = {"prooflock": kit_version(), "python": platform.python_version()}
+        info = self._backend_info(request.image)
+        tools = base_tools()
         if info is not None:
             tools.update(info.tools)
         provenance = Provenance(
-            host=self.host,
+            host=host(),
             backend=info.name if info else "none",
             isolation=info.isolation if info else "none",
             worker=worker_kind,
             tools=tools,
             started_at=started,
-            finished_at=_now(),
+            finished_at=now(),
             wall_ms=int((time.monotonic() - clock) * 1000),
             cpu_ms=outcome.cpu_ms,
             attempts=attempts,
-            extra=outcome.worker,
+            extra=worker_info,
         )
         return CheckResult(
             artifact=request.name,
-            prover=adapter.NAME,
+            prover=request.adapter.name,
             mode=request.mode,
             verdict=outcome.verdict,
             diagnostics=outcome.diagnostics,
             assumptions=outcome.assumptions,
             details=outcome.details,
-            env_key=digest(environment),
-            environment=environment,
-            request_digest=request_digest,
-            result_digest=result_digest(outcome),
+            env_key=environment.key,
+            environment=environment.data,
+            request_digest=request.digest,
+            result_digest=digest_of_outcome(outcome),
             provenance=provenance,
         )
 
-    def _from_cache(self, hit: CheckResult, request: CheckRequest) -> CheckResult:
-        now = _now()
-        provenance = hit.provenance.model_copy(
-            update={
-                "cached": True,
-                "started_at": now,
-                "finished_at": now,
-                "wall_ms": 0,
-                "extra": {**hit.provenance.extra, "cached_from": hit.provenance.started_at},
-            }
-        )
-        return hit.model_copy(update={"artifact": request.name, "provenance": provenance})
+    def _backend_info(self, image: str) -> BackendInfo | None:
+        try:
+            return self.backend_for(image).info
+        except (BackendUnavailable, InfraFailure):
+            return None
 
-    def map(self, requests: Iterable[CheckRequest]) -> Iterator[CheckResult]:
+    def _keep(self, outcome: Outcome) -> None:
+        if self.keep_outputs is None or not outcome.files:
+            return
+        self.keep_outputs.mkdir(parents=True, exist_ok=True)
+        for sha, data in outcome.files.items():
+            if hashlib.sha256(data).hexdigest() != sha:
+                continue  # an adapter bug; never store bytes under a name they do not have
+            path = self.keep_outputs / sha
+            if not path.exists():
+                tmp = path.with_name(f".{sha}.{os.getpid()}.tmp")
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+
+    def map(self, requests: Iterable[CheckRequest | ResolvedRequest]) -> Iterator[CheckResult]:
         """Check many requests, `settings.workers` at a time, yielding results in input order."""
         workers = self.settings.workers
         if workers == 1:
@@ -284,17 +266,34 @@ class Checker:
             while not window.empty():
                 yield window.get().result()
 
+    def map_unordered(
+        self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
+    ) -> Iterator[tuple[K, CheckResult]]:
+        """Check (key, request) pairs `settings.workers` at a time; yield (key, result) pairs as
+        they finish. Submission is bounded, so a long input is never all in flight."""
+        workers = self.settings.workers
+        if workers == 1:
+            for key, request in work:
+                yield key, self.check_one(request)
+            return
+        with ThreadPoolExecutor(workers) as pool:
+            running: dict[Future[CheckResult], K] = {}
+            for key, request in work:
+                running[pool.submit(self.check_one, request)] = key
+                if len(running) >= 2 * workers:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        yield running.pop(future), future.result()
+            for future in as_completed(list(running)):
+                yield running.pop(future), future.result()
+
     def close(self) -> None:
-        for idle in self._idle_workers.values():
-            while True:
-                try:
-                    worker = idle.get_nowait()
-                except queue.Empty:
-                    break
+        self.timings.save()
+        self.pool.close()
+        for backend in (self._fixed_backend, self._backends):
+            if backend is not None:
                 with contextlib.suppress(Exception):
-                    worker.close()
-        if self._backend is not None:
-            self._backend.close()
+                    backend.close()
 
     def __enter__(self) -> Checker:
         return self
@@ -303,8 +302,18 @@ class Checker:
         self.close()
 
 
-def _infra_error(message: str) -> Outcome:
-    return Outcome(verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)])
+def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:
+    stamp = now()
+    provenance = hit.provenance.model_copy(
+        update={
+            "cached": True,
+            "started_at": stamp,
+            "finished_at": stamp,
+            "wall_ms": 0,
+            "extra": {**hit.provenance.extra, "cached_from": hit.provenance.started_at},
+        }
+    )
+    return hit.model_copy(update={"artifact": request.name, "provenance": provenance})
 
 
 def check(requests: Iterable[CheckRequest], settings: Settings | None = None) -> Iterator[CheckResult]:
@@ -322,17 +331,21 @@ def run_itp(
     timeout: int | None = None,
     allowed_axioms: Iterable[str] = (),
     options: dict[str, JsonValue] | None = None,
+    target: dict[str, str] | None = None,
     settings: Settings | None = None,
 ) -> CheckResult:
     """Check one artifact: `run_itp("rocq", "Lemma x : True. exact I. Qed.")`."""
-    request = CheckRequest(
-        prover=prover,
-        mode=mode,
-        name=name,
-        content=content,
-        timeout=timeout,
-        allowed_axioms=tuple(allowed_axioms),
-        options=options or {},
+    request = CheckRequest.model_validate(
+        {
+            "prover": prover,
+            "mode": mode,
+            "name": name,
+            "content": content,
+            "timeout": timeout,
+            "allowed_axioms": tuple(allowed_axioms),
+            "options": options or {},
+            "target": target,
+        }
     )
     with Checker(settings) as checker:
         return checker.check_one(request)

@@ -43,11 +43,66 @@ class ChainReport:
     def ok(self) -> bool:
         return self.broken_at is None
 
+    @property
+    def head(self) -> str:
+        """The last record's digest: it commits to every record before it."""
+        return self.records[-1]["digest"] if self.records else GENESIS
+
+    @property
+    def header(self) -> dict[str, Any] | None:
+        first = self.records[0] if self.records else None
+        return first["body"] if first is not None and first["kind"] == "header" else None
+
+    @property
+    def expected(self) -> int | None:
+        """How many requests the run was made of (from its header), if it has one."""
+        header = self.header
+        count = header.get("count") if header is not None else None
+        return count if isinstance(count, int) else None
+
+    def answered(self) -> tuple[int, int]:
+        """(requests with a result, of which the latest is an infra error still to retry)."""
+        latest: dict[int, str] = {}
+        for record in self.records:
+            body = record["body"]
+            if record["kind"] == "result" and isinstance(body.get("index"), int):
+                latest[body["index"]] = str(body.get("result", {}).get("verdict"))
+        return len(latest), sum(verdict == "infra_error" for verdict in latest.values())
+
+    @property
+    def complete(self) -> bool:
+        answered, infra = self.answered()
+        return self.expected is not None and answered == self.expected and infra == 0
+
     def describe(self) -> str:
-        if self.ok:
-            tail = f"; a torn last line of {len(self.torn_tail)} bytes will be cut" if self.torn_tail else ""
-            return f"{self.path}: chain intact, {len(self.records)} records{tail}"
-        return f"{self.path}: chain broken at line {self.broken_at}: {self.problem}"
+        if not self.ok:
+            return f"{self.path}: chain broken at line {self.broken_at}: {self.problem}"
+        tail = f"; a torn last line of {len(self.torn_tail)} bytes will be cut" if self.torn_tail else ""
+        text = f"{self.path}: chain intact, {len(self.records)} records, head {self.head[:16]}{tail}"
+        if self.expected is not None:
+            answered, infra = self.answered()
+            text += f"; {answered} of {self.expected} requests have results"
+            if infra:
+                text += f" ({infra} infra errors to retry)"
+            if not self.complete:
+                text += ": incomplete (the run did not finish, or the log was cut)"
+        return text
+
+    def summary(self) -> dict[str, Any]:
+        answered, infra = self.answered()
+        return {
+            "path": str(self.path),
+            "intact": self.ok,
+            "broken_at_line": self.broken_at,
+            "problem": self.problem,
+            "records": len(self.records),
+            "head": self.head,
+            "torn_tail_bytes": len(self.torn_tail),
+            "requests": self.expected,
+            "answered": answered,
+            "infra_errors": infra,
+            "complete": self.complete,
+        }
 
 
 def record_digest(record: dict[str, Any]) -> str:
@@ -73,8 +128,9 @@ def verify_bytes(path: Path, data: bytes) -> ChainReport:
     for number, raw in enumerate(complete, start=1):
         problem = _check_line(raw, number - 1, prev)
         if problem is not None:
-            if number == len(complete) and not tail:
-                # The last record is unreadable (say, zero-filled by a crash): treat it as torn.
+            if number == len(complete) and not tail and not _is_json(raw):
+                # The last line is not even JSON (say, zero-filled by a crash): a torn write. A
+                # whole JSON record whose digest is wrong is tampering, never "torn".
                 report.torn_tail = raw + b"\n"
                 report.valid_bytes = offset
                 return report
@@ -87,6 +143,14 @@ def verify_bytes(path: Path, data: bytes) -> ChainReport:
     report.valid_bytes = offset
     report.torn_tail = tail
     return report
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _check_line(raw: bytes, seq: int, prev: str) -> str | None:

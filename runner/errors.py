@@ -1,4 +1,9 @@
-"""User-facing errors: the CLI prints their message on one line and exits 2, never a traceback."""
+"""Errors the user sees as one line, never a traceback.
+
+`UserError` is bad input (exit 2): a missing file, an unknown prover, a malformed line, a bad log.
+`InfraFailure` is a machine problem no retry will fix (exit 3): no images lock, an image that is
+not built, a daemon that is gone. Transient trouble is `BackendUnavailable` (retried per check).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,14 @@ from pydantic import ValidationError
 
 class UserError(Exception):
     """Bad input from the user: a missing file, an unknown prover, a malformed line, a bad log."""
+
+
+class BadRequest(UserError):
+    """A request refused before any check: unknown prover, mode or option, malformed target."""
+
+
+class InfraFailure(Exception):
+    """The machine cannot run these checks and retrying will not help; fix it, then re-run."""
 
 
 def explain(error: ValidationError) -> str:

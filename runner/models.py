@@ -17,14 +17,20 @@ class Verdict(StrEnum):
     FAIL = "fail"
     PLACEHOLDER = "placeholder"  # Admitted / sorry / CHEAT_TAC: the artifact is not a finished proof
     AXIOM = "axiom"  # relies on an assumption the request does not allow
+    WRONG_STATEMENT = "wrong_statement"  # checked, but the target theorem is missing or differs
     TIMEOUT = "timeout"
     MEMORY = "memory"
     CRASH = "crash"  # the prover itself died (not a verdict on the artifact's logic)
     INFRA_ERROR = "infra_error"  # the kit or machine failed; never counted against the artifact
 
-    @property
-    def counts_against_artifact(self) -> bool:
-        return self is not Verdict.INFRA_ERROR
+
+class Target(BaseModel):
+    """The theorem an artifact must prove: `name` must exist with exactly `statement` (elaborated)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    statement: str = Field(min_length=1)
 
 
 class CheckRequest(BaseModel):
@@ -40,6 +46,7 @@ class CheckRequest(BaseModel):
     memory_mb: int | None = Field(default=None, ge=64)
     allowed_axioms: tuple[str, ...] = ()
     options: dict[str, JsonValue] = Field(default_factory=dict)
+    target: Target | None = None
 
     @field_validator("options")
     @classmethod
@@ -48,7 +55,17 @@ class CheckRequest(BaseModel):
         return value
 
     def digest(self) -> str:
-        return digest(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        if data["target"] is None:  # requests without a target keep the digests they always had
+            del data["target"]
+        return digest(data)
+
+    def record(self) -> dict[str, JsonValue]:
+        """The request as a checkpoint stores it (the same fields its digest covers)."""
+        data = self.model_dump(mode="json")
+        if data["target"] is None:
+            del data["target"]
+        return data
 
 
 class Diagnostic(BaseModel):
@@ -72,6 +89,9 @@ class Outcome(BaseModel):
     details: dict[str, JsonValue] = Field(default_factory=dict)
     cpu_ms: int | None = None
     worker: dict[str, JsonValue] = Field(default_factory=dict)  # provenance only, never hashed
+    # Output files worth keeping (e.g. renders), by sha256; never hashed or recorded in a log:
+    # details name them by digest, and the core stores the bytes when asked to keep outputs.
+    files: dict[str, bytes] = Field(default_factory=dict, exclude=True, repr=False)
 
 
 class Provenance(BaseModel):

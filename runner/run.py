@@ -7,21 +7,23 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
 
 from runner.canonical import digest
-from runner.checker import Checker, kit_version
+from runner.checker import Checker
 from runner.checkpoint import FORMAT, CheckpointError, CheckpointLog
 from runner.errors import UserError, explain
 from runner.models import CheckRequest, CheckResult, Verdict
+from runner.provenance import kit_version
+from runner.resolve import ResolvedRequest
+from runner.schedule import longest_first
 
 
 @dataclass
 class RunSummary:
-    checkpoint: Path
     total: int
     resumed: int = 0  # requests already recorded before this invocation
     checked: int = 0
@@ -62,6 +64,14 @@ def latest_results(log: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {body["index"]: body for body in log}
 
 
+class Executor(Protocol):
+    """Where a run's checks execute: this process's checker, or a cluster (runner.executors)."""
+
+    def map_unordered(
+        self, work: Iterable[tuple[int, ResolvedRequest]]
+    ) -> Iterator[tuple[int, CheckResult]]: ...
+
+
 def run_requests(
     requests: list[CheckRequest],
     checkpoint: Path,
@@ -69,16 +79,21 @@ def run_requests(
     *,
     source: str,
     on_result: Callable[[CheckResult], None] | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
-    """Check `requests` into `checkpoint`, resuming from what it already holds."""
+    """Check `requests` into `checkpoint`, resuming from what it already holds.
+
+    The checkpoint has one writer, this function: results are appended in the order they finish
+    (each record keeps its request's index), longest predicted checks first.
+    """
     resolved = []
     for number, request in enumerate(requests, start=1):
         try:
             resolved.append(checker.resolve(request))
         except UserError as exc:
             raise UserError(f"{source} request {number}: {exc}") from None
-    run_digest = digest([r.digest() for r in resolved])
-    summary = RunSummary(checkpoint=checkpoint, total=len(resolved))
+    run_digest = digest([r.digest for r in resolved])
+    summary = RunSummary(total=len(resolved))
     with CheckpointLog(checkpoint, fsync_every=checker.settings.fsync_every) as log:
         summary.repaired_bytes = log.repaired_bytes
         headers = list(log.of_kind("header"))
@@ -95,9 +110,9 @@ def run_requests(
             if body["result"]["verdict"] != Verdict.INFRA_ERROR.value
         }
         summary.resumed = len(done)
-        todo = [(i, r) for i, r in enumerate(resolved) if i not in done]
-        for (index, request), result in zip(todo, checker.map(r for _, r in todo), strict=True):
-            log.append("result", _result_body(index, request, result))
+        todo = longest_first([(i, r) for i, r in enumerate(resolved) if i not in done], checker)
+        for index, result in (executor or checker).map_unordered(todo):
+            log.append("result", _result_body(index, resolved[index], result))
             summary.checked += 1
             if on_result is not None:
                 on_result(result)
@@ -117,10 +132,10 @@ def _header(run_digest: str, source: str, count: int) -> dict[str, Any]:
     }
 
 
-def _result_body(index: int, request: CheckRequest, result: CheckResult) -> dict[str, Any]:
+def _result_body(index: int, request: ResolvedRequest, result: CheckResult) -> dict[str, Any]:
     return {
         "index": index,
-        "request": request.model_dump(mode="json"),
+        "request": request.request.record(),
         "result": result.model_dump(mode="json"),
     }
 

@@ -24,4 +24,6 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1)
     retries: int = Field(default=2, ge=0, description="extra attempts after an infra_error")
     fsync_every: int = Field(default=1, ge=1, description="group commit: fsync once per N records")
-    images_lock: Path = Path("manifests") / "images.lock.json"
+    canary: float = Field(default=0, ge=0, le=100, description="percent re-checked cold")
+    daemon: Literal["auto", "off", "start"] = "auto"  # use `prooflock serve` when it answers
+    build_missing: bool = False  # auto/docker: build a missing locked image instead of falling back

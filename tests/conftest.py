@@ -11,12 +11,6 @@ import pytest
 
 from runner.settings import Settings
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
-
-
-def artifact(prover: str, name: str) -> str:
-    return (ARTIFACTS / prover / name).read_text()
-
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
@@ -33,11 +27,15 @@ def settings(tmp_path: Path) -> Settings:
 def cli(tmp_path: Path):
     """Run `prooflock ...` as a user would, in tmp_path, with a private cache."""
 
-    def run(*args: str, env: dict[str, str] | None = None, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, env: dict[str, str] | None = None, check: bool | int = False
+    ) -> subprocess.CompletedProcess[str]:
+        """`check=True` asserts exit 0; `check=N` asserts exit N."""
         full_env = {
             **os.environ,
             "PROOFLOCK_CACHE_DIR": str(tmp_path / "cache"),
             "PROOFLOCK_BACKEND": "local",
+            "XDG_RUNTIME_DIR": "",  # a daemon's socket stays under this test's cache dir
             **(env or {}),
         }
         done = subprocess.run(
@@ -48,8 +46,9 @@ def cli(tmp_path: Path):
             text=True,
             timeout=600,
         )
-        if check:
-            assert done.returncode == 0, done.stderr
+        if check is not False:
+            expected = 0 if check is True else check
+            assert done.returncode == expected, done.stderr
         return done
 
     return run

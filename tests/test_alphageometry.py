@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from runner import run_itp
-from runner.backends.base import Limits
-from runner.backends.local import LocalBackend
 from runner.checker import Checker
-from runner.models import CheckRequest, Verdict, result_digest
+from runner.errors import InfraFailure
+from runner.models import CheckRequest, Verdict
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, validator
 from runner.settings import Settings
-from tests.conftest import ARTIFACTS, artifact
+from tests.helpers import ARTIFACTS, artifact, resolved
 
 AG = ARTIFACTS / "alphageometry"
 PAPER_SYNTAX = {  # NL2AGBench's four examples: class and (index, text) of the clause at fault
@@ -47,7 +46,7 @@ def shared_data() -> Path | None:
 
 
 def problems_in(name: str) -> list[tuple[str, str]]:
-    return alphageometry.split(name, artifact("alphageometry", name))
+    return alphageometry.ADAPTER.split(name, artifact("alphageometry", name))
 
 
 @pytest.fixture
@@ -92,7 +91,7 @@ def test_validator_accepts_every_jgex_problem():
         pytest.skip(
             "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
         )
-    pairs = alphageometry.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
+    pairs = alphageometry.ADAPTER.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
     assert len(pairs) == 231
     faults = {title: validator.validate(text.splitlines()[1]) for title, text in pairs}
     assert {t: f for t, f in faults.items() if f is not None} == {}
@@ -263,7 +262,7 @@ def test_validator_and_engine_agree_on_broken_jgex_problems(engine_settings):
         pytest.skip(
             "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
         )
-    pairs = alphageometry.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
+    pairs = alphageometry.ADAPTER.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
     requests = [
         CheckRequest(prover="alphageometry", name=name, content=content)
         for name, content in mutants(pairs, 40)
@@ -287,11 +286,11 @@ def test_warm_forkserver_gives_the_same_result_as_a_cold_check(engine_settings):
     ]
     with Checker(engine_settings) as checker:
         warm = [checker.check_one(request) for request in requests]
-    for request, result in zip(requests, warm, strict=True):
-        assert result.provenance.worker == "forkserver"
-        with LocalBackend().sandbox("newclid", Limits(timeout_s=120, memory_mb=4096)) as sandbox:
-            cold = alphageometry.check(request.model_copy(update={"memory_mb": 4096}), sandbox)
-        assert result_digest(cold) == result.result_digest, request.name
+        cold = [checker.check_one(request, cold=True) for request in requests]
+    assert [r.provenance.worker for r in warm][1:] == ["warm"] * (len(requests) - 1)
+    for request, hot, fresh in zip(requests, warm, cold, strict=True):
+        assert fresh.provenance.worker == "fresh-server"
+        assert fresh.result_digest == hot.result_digest, request.name
 
 
 # -- input formats and malformed input -----------------------------------------------------------
@@ -305,7 +304,7 @@ def test_a_file_of_problems_jsonl_and_a_lone_line_are_split_into_problems():
 
 def test_only_the_fenced_problems_of_a_file_count_as_fenced():
     text = "bare\na b c = triangle a b c ? perp a b a c\n```\nwrapped\na b = segment a b ? cong a b b a\n```\n"
-    [(bare, bare_text), (wrapped, wrapped_text)] = alphageometry.split("mixed.txt", text)
+    [(bare, bare_text), (wrapped, wrapped_text)] = alphageometry.ADAPTER.split("mixed.txt", text)
     assert (bare, wrapped) == ("bare", "wrapped")
     assert "```" not in bare_text and wrapped_text.startswith("```\nwrapped\n")
 
@@ -372,36 +371,30 @@ def test_cli_rejects_an_unknown_engine_in_one_line(cli, tmp_path):
 
 
 def test_engine_choice_selects_the_image_and_the_environment_key():
-    newclid = CheckRequest(prover="alphageometry", name="p", content="x")
-    ag4masses = newclid.model_copy(update={"options": {"engine": "ag4masses"}})
-    paper = newclid.model_copy(update={"options": {"logic_errors": "paper"}})
-    assert (alphageometry.image(newclid), alphageometry.image(ag4masses)) == (
-        "newclid",
-        "alphageometry",
-    )
-    keys = [alphageometry.environment_options(r) for r in (newclid, ag4masses, paper)]
+    newclid = resolved(CheckRequest(prover="alphageometry", name="p", content="x"))
+    ag4masses = resolved(newclid.request.model_copy(update={"options": {"engine": "ag4masses"}}))
+    paper = resolved(newclid.request.model_copy(update={"options": {"logic_errors": "paper"}}))
+    assert (newclid.image, ag4masses.image) == ("newclid", "alphageometry")
+    keys = [alphageometry.ADAPTER.environment_options(r.options) for r in (newclid, ag4masses, paper)]
     assert keys[0]["engine"] == "newclid" and keys[1]["engine"] == "ag4masses"
     assert keys[0]["logic_errors"] == {"logic_errors": "fast", "max_samples": 5000, "budget_s": 20}
     assert keys[2]["logic_errors"] == {"logic_errors": "paper", "silence_s": 300}
 
 
-def test_ag4masses_not_installed_is_an_infra_error_saying_so(engine_settings):
-    result = check(
-        "p", artifact("alphageometry", "lone_line.txt"), engine_settings, engine="ag4masses"
-    )
-    assert result.verdict is Verdict.INFRA_ERROR
-    assert "ag4masses not found" in result.diagnostics[0].message
+def test_ag4masses_not_installed_stops_at_once_saying_so(engine_settings):
+    with pytest.raises(InfraFailure, match="ag4masses not found"):
+        check("p", artifact("alphageometry", "lone_line.txt"), engine_settings, engine="ag4masses")
 
 
-def test_python_without_newclid_is_an_infra_error_not_a_failure(
+def test_python_without_newclid_stops_at_once_saying_how_to_install_it(
     engine_settings, tmp_path, monkeypatch
 ):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     monkeypatch.setenv("PATH", f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    result = check("p", artifact("alphageometry", "lone_line.txt"), engine_settings)
-    assert result.verdict is Verdict.INFRA_ERROR
-    assert "pip install newclid==2.0.2" in result.diagnostics[0].message
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")  # the venv lives in pytest's /tmp
+    with pytest.raises(InfraFailure, match=r"pip install newclid==2\.0\.2"):
+        check("p", artifact("alphageometry", "lone_line.txt"), engine_settings)
 
 
 @pytest.mark.slow
@@ -430,7 +423,7 @@ def test_jgex_231_with_newclid_dd_ar(tmp_path, capsys):
     )
     requests = [
         CheckRequest(prover="alphageometry", name=title, content=content)
-        for title, content in alphageometry.split(
+        for title, content in alphageometry.ADAPTER.split(
             "jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text()
         )
     ]

@@ -1,7 +1,11 @@
-"""Asymptote: real asy renders diagrams in safe mode, byte-identically, and compares them."""
+"""Asymptote: real asy renders diagrams in safe mode, byte-identically, and compares them.
+
+The cheats and escapes an adversary tries, on both backends, are in tests/adversarial/.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -16,11 +20,15 @@ import pytest
 
 from runner import run_itp
 from runner.backends.base import Limits
-from runner.backends.local import LocalBackend
+from runner.backends.local import LocalBackend, LocalSandbox
 from runner.models import CheckRequest, Outcome, Verdict
-from runner.provers import asy_compare, asy_diagnostics, asymptote
+from runner.provers import asymptote
+from runner.provers.asymptote import compare as asy_compare
+from runner.provers.asymptote import diagnostics as asy_diagnostics
+from runner.provers.asymptote import guard, lexer
+from runner.provers.asymptote import render as asy_render
 from runner.settings import Settings
-from tests.conftest import ARTIFACTS, artifact
+from tests.helpers import ARTIFACTS, OneSandbox, artifact, resolved
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 ESCAPES = ("prooflock-asy-escape.txt", "prooflock-tex-escape.txt", "prooflock-tex-shell.txt")
@@ -59,8 +67,55 @@ def render_in_sandbox(name: str, fmt: str) -> tuple[Outcome, bytes]:
         options={"format": fmt},
     )
     with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
-        outcome = asymptote.check(request, box)
-        return outcome, box.read_file(f"artifact/diagram.{fmt}")
+        outcome = asymptote.ADAPTER.check(resolved(request), OneSandbox(box))
+        return outcome, box.read_file(f"artifact/out/diagram.{fmt}")
+
+
+class Sandboxes:
+    """A Runner that opens one local sandbox per purpose and logs, in order, what each is asked."""
+
+    cold = True
+
+    def __init__(self, stack: contextlib.ExitStack):
+        self._stack = stack
+        self.boxes: dict[str, LocalSandbox] = {}
+        self.log: list[tuple[str, str, object]] = []  # (purpose, "write" | "run", path | argv)
+
+    def sandbox(self, purpose: str = "check") -> LocalSandbox:
+        if purpose not in self.boxes:
+            limits = Limits(timeout_s=60, memory_mb=4096)
+            box = self._stack.enter_context(LocalBackend().sandbox("asymptote", limits))
+            self.boxes[purpose] = self._logged(purpose, box)
+        return self.boxes[purpose]
+
+    def _logged(self, purpose: str, box: LocalSandbox) -> LocalSandbox:
+        write, run = box.write_file, box.run
+
+        def write_file(relpath: str, data: bytes) -> None:
+            self.log.append((purpose, "write", (relpath, data)))
+            write(relpath, data)
+
+        def run_logged(argv, **kwargs):
+            self.log.append((purpose, "run", list(argv)))
+            return run(argv, **kwargs)
+
+        box.write_file, box.run = write_file, run_logged  # type: ignore[method-assign]
+        return box
+
+    def server(self, spec):
+        raise AssertionError("asymptote starts no servers")
+
+
+def check_with_reference(name: str, reference: str, fmt: str, runner: Sandboxes) -> Outcome:
+    request = CheckRequest(
+        prover="asymptote",
+        mode="render",
+        name=name,
+        content=artifact("asymptote", name),
+        timeout=60,
+        options={"format": fmt, "reference": {"name": reference, "content": artifact("asymptote", reference)}},
+    )
+    return asymptote.ADAPTER.check(resolved(request), runner)
 
 
 @pytest.fixture
@@ -112,11 +167,20 @@ def test_two_runs_give_identical_bytes(fmt, uncached):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["stamps_back_on.asy", "pdflatex_engine.asy"])
-def test_pdf_stays_identical_when_the_artifact_turns_stamps_back_on(name, uncached):
-    first = render(name, uncached, fmt="pdf")
+def test_pdf_stays_identical_when_the_artifact_switches_to_pdflatex(uncached):
+    first = render("pdflatex_engine.asy", uncached, fmt="pdf")
     time.sleep(1.1)
-    second = render(name, uncached, fmt="pdf")
+    second = render("pdflatex_engine.asy", uncached, fmt="pdf")
+    assert first.verdict is Verdict.PASS, first.diagnostics
+    assert first.details["outputs"] == second.details["outputs"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", asymptote.FORMATS)
+def test_diagram_that_reads_the_clock_renders_identically(fmt, uncached):
+    first = render("reads_the_clock.asy", uncached, fmt=fmt)
+    time.sleep(1.1)  # seconds() and time() would now say otherwise, were the clock not fixed
+    second = render("reads_the_clock.asy", uncached, fmt=fmt)
     assert first.verdict is Verdict.PASS, first.diagnostics
     assert first.details["outputs"] == second.details["outputs"]
 
@@ -127,10 +191,14 @@ LOCATED = {
     # name: (line, column, message fragment)
     "fail_syntax.asy": (3, 1, "syntax error"),
     "fail_undefined.asy": (3, 10, "no matching variable 'circumcentre'"),
-    "fail_missing_module.asy": (2, 1, "could not load module 'nosuchmodule'"),
     "write_outside.asy": (2, 1, "Write to other directories disabled"),
     "write_parent.asy": (2, 1, "Write to other directories disabled"),
-    "turn_off_safe_mode.asy": (2, 1, "refused"),
+    # refused by the guard before asy runs
+    "fail_missing_module.asy": (2, 1, "refused: module 'nosuchmodule'"),
+    "turn_off_safe_mode.asy": (2, 1, "refused: the artifact sets asy's `safe`"),
+    "kills_its_group.asy": (2, 1, "refused: `settings.texcommand`"),
+    "stamps_back_on.asy": (2, 1, "refused: `settings.gsOptions`"),
+    "latex_escape.asy": (4, 8, "refused: TeX `\\immediate`"),
 }
 
 
@@ -183,25 +251,21 @@ def test_diagram_that_draws_nothing_fails(settings):
     assert "draws nothing" in result.diagnostics[-1].message
 
 
-def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit(settings):
+def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit():
     # asy answers a TeX command it cannot start with SIGPIPE to its whole process group; this
-    # test process survives only because each command runs in a session of its own.
-    result = render("kills_its_group.asy", settings)
-    assert result.verdict is Verdict.FAIL
-    assert "cannot execute prooflock-no-such-tex" in result.diagnostics[0].message
+    # test process survives only because each command runs in a session of its own. The guard
+    # refuses `settings.texcommand`, so asy is run here directly, past it.
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
+        done = asy_render.render(box, "artifact", artifact("asymptote", "kills_its_group.asy"), "png", 30)
+    outcome = asy_render.artifact_outcome(done, "png", 30)
+    assert outcome.verdict is Verdict.FAIL
+    assert "cannot execute prooflock-no-such-tex" in outcome.diagnostics[0].message
 
 
 def test_infinite_loop_times_out(settings):
     result = render("diverge.asy", settings, timeout=3)
     assert result.verdict is Verdict.TIMEOUT
     assert result.provenance.wall_ms < 30_000
-
-
-@pytest.mark.slow
-def test_latex_label_cannot_write_outside_or_run_commands(settings):
-    # TeX refuses the write (openout_any=p) and then waits for another file name: a timeout.
-    result = render("latex_escape.asy", settings, timeout=5)
-    assert result.verdict is not Verdict.PASS
 
 
 # -- comparison with a reference -----------------------------------------------------------------
@@ -212,13 +276,18 @@ def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
     same = render("triangle_labels.asy", settings, reference="triangle_labels.asy")
     moved = render("triangle_labels.asy", settings, fmt="svg", reference="triangle_moved.asy")
     other = render("triangle_labels.asy", settings, fmt="pdf", reference="squares_grid.asy")
-    assert same.details["comparison"] == {
+    comparison = dict(same.details["comparison"])
+    kept = comparison.pop("reference_outputs"), comparison.pop("rasters")
+    assert comparison == {
         "reference": "triangle_labels.asy",
         "artifact_compiles": True,
         "reference_compiles": True,
         "keyword_f1": "1.0000",
         "ssim": "1.0000",
     }
+    # the same diagram, rendered as the reference: the same PDF, the same raster
+    assert kept[0] == {"pdf": render("triangle_labels.asy", settings, fmt="pdf").details["outputs"]["pdf"]}
+    assert kept[1]["artifact"] == kept[1]["reference"]
     near, far = moved.details["comparison"], other.details["comparison"]
     assert all(
         re.fullmatch(r"[01]\.\d{4}", c[k]) for c in (near, far) for k in ("ssim", "keyword_f1")
@@ -234,9 +303,136 @@ def test_broken_reference_is_reported_without_touching_the_verdict(settings):
     comparison = result.details["comparison"]
     assert (comparison["reference_compiles"], comparison["ssim"]) == (False, None)
     assert comparison["reference_error"] == "3.1: syntax error"
+    assert "reference_outputs" not in comparison and "rasters" not in comparison
     broken = render("fail_syntax.asy", settings, reference="triangle_labels.asy")
     assert broken.verdict is Verdict.FAIL
     assert broken.details["comparison"]["artifact_compiles"] is False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["png", "pdf"])
+def test_the_reference_never_enters_the_artifacts_sandbox(fmt):
+    with contextlib.ExitStack() as stack:
+        runner = Sandboxes(stack)
+        outcome = check_with_reference("triangle_labels.asy", "squares_grid.asy", fmt, runner)
+        assert outcome.verdict is Verdict.PASS
+        assert set(runner.boxes) == {"check", "reference"}
+        reference = artifact("asymptote", "squares_grid.asy").encode()
+        for purpose, action, what in runner.log:
+            if purpose == "check" and action == "write":
+                assert reference not in what[1], f"the reference was written into {what[0]}"
+        # the reference sandbox opens only once the artifact's last command has run
+        purposes = [purpose for purpose, _, _ in runner.log]
+        assert purposes == sorted(purposes, key=lambda p: p == "reference")
+        assert runner.boxes["reference"].read_file("reference/diagram.asy") == reference
+
+
+@pytest.mark.slow
+def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
+    with contextlib.ExitStack() as stack:
+        outcome = check_with_reference("triangle_labels.asy", "triangle_moved.asy", "svg", Sandboxes(stack))
+    comparison = outcome.details["comparison"]
+    named = [
+        outcome.details["outputs"]["svg"],
+        comparison["reference_outputs"]["pdf"],
+        comparison["rasters"]["artifact"],
+        comparison["rasters"]["reference"],
+    ]
+    assert set(outcome.files) == set(named) and len(set(named)) == 4
+    for sha, data in outcome.files.items():
+        assert hashlib.sha256(data).hexdigest() == sha
+    assert outcome.files[named[1]].startswith(b"%PDF-")
+    for raster in named[2:]:
+        png = outcome.files[raster]
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert (width, height) == (asy_compare.RASTER_SIZE, asy_compare.RASTER_SIZE)
+
+
+# -- the guard: allow-lists over asy's own tokens ------------------------------------------------
+
+ALLOWED = [
+    'settings.tex = "pdflatex";',
+    "settings.tex='latex'; settings.render = 0; settings.prc = false;",
+    'void setup() { settings.tex = "latex"; }',
+    "import geometry; import olympiad; access three as t; from graph access Label;",
+    "import cse5; include plain_constants; unravel t; struct S { int q; } S s; from s unravel q;",
+    'usepackage("amsmath, amssymb"); usepackage("xcolor", "dvipsnames");',
+    'texpreamble("\\usepackage[utf8]{inputenc}\\newcommand{\\R}{\\mathbb R}");',
+    'label("$\\frac{a}{b} \\sqrt{2} \\angle ABC$"); label("\\textbf{x}\\\\y");',
+    'write("settings.tex = \\"luatex\\""); // settings.safe = false; eval("x");',
+    "/* import slide; \\directlua */ srand(seconds()); label(time());",
+    "real operator +(real a, int b) { return a; } pair operator cast(int i) { return (i, 0); }",
+]
+
+
+@pytest.mark.parametrize("source", ALLOWED)
+def test_the_guard_allows_honest_sources(source):
+    assert guard.refusals(source) == []
+
+
+REFUSED = {
+    # source: (line, column, message fragment)
+    'settings.tex = "luatex";': (1, 1, "`settings.tex`"),
+    'settings.tex = "pdf" + "latex";': (1, 1, "`settings.tex`"),
+    'if (true) settings.tex = "latex";': (1, 11, "`settings.tex`"),
+    "settings.outformat = \"pdf\";": (1, 1, "the output format comes from the request"),
+    "settings.render = 4;": (1, 1, "`settings.render`"),
+    "import settings;": (1, 8, "asy's `settings`"),
+    "access settings as s;": (1, 8, "asy's `settings`"),
+    "unravel settings;": (1, 9, "asy's `settings`"),
+    "from settings access texcommand;": (1, 6, "asy's `settings`"),
+    "bool b = settings.safe;": (1, 10, "guards the sandbox"),
+    'eval("x");': (1, 1, "`eval` runs text as asy code"),
+    "usersetting();": (1, 1, "`usersetting`"),
+    'mapArray("int", "real");': (1, 1, "`mapArray`"),
+    "write(cputime());": (1, 7, "CPU time"),
+    'import "../reference/diagram.asy" as r;': (1, 1, "file path or URL"),
+    'include "https://example.org/x.asy";': (1, 1, "file path or URL"),
+    "import slide;": (1, 1, "module 'slide'"),
+    "\naccess graph, map;": (2, 1, "module 'map'"),
+    'usepackage("shellesc");': (1, 12, "package 'shellesc'"),
+    'string p = "amsmath"; usepackage(p);': (1, 23, "string literal"),
+    'texpreamble("\\RequirePackage{luacode}");': (1, 14, "package 'luacode'"),
+    'label("\\directlua{}");': (1, 8, "`\\directlua`"),
+    "label('\\134directlua{}');": (1, 8, "`\\directlua`"),
+    'label("\\dir"\n  "ectlua{}");': (1, 8, "`\\directlua`"),
+    'label("x^^5cinput y");': (1, 9, "`^^`"),
+    'label("\\csname input\\endcsname");': (1, 8, "`\\csname`"),
+    'label("x}\\end{document}");': (1, 10, "`\\end{document}`"),
+    'label("\\errorstopmode x");': (1, 8, "`\\errorstopmode`"),
+    'real operator "+"(real a) { return a; }': (1, 15, "cannot read this as asy does"),
+}
+
+
+@pytest.mark.parametrize("source", sorted(REFUSED))
+def test_the_guard_refuses_at_the_place_it_names(source):
+    line, column, fragment = REFUSED[source]
+    first = guard.refusals(source)[0]
+    assert (first.line, first.column) == (line, column), first
+    assert fragment in first.message
+    assert first.context == source.splitlines()[line - 1].strip()
+
+
+def test_the_lexer_builds_string_values_as_asy_does(tmp_path):
+    literals = [
+        r'"a\\b\"c\q"', r"'a\\b\'c\q\134\x5C\x5c\x,\7\77\477\n'",
+        '"x"  \n  "y" \'z\'', '"p\\\nq"', r"'\?\a'", '"tab\there"',
+    ]
+    lines = [f"s = {literal};\nwrite(ascii_codes(s));" for literal in literals]
+    program = (
+        "string s;\nstring ascii_codes(string s) { string out;\n"
+        "  for (int i = 0; i < length(s); ++i) out += ' ' + string(ascii(substr(s, i, 1)));\n"
+        "  return out; }\n" + "\n".join(lines) + "\n"
+    )
+    (tmp_path / "strings.asy").write_text(program)
+    done = subprocess.run(
+        ["asy", "-noV", "strings.asy"],
+        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=60,
+    )
+    said = [[int(code) for code in line.split()] for line in done.stdout.splitlines()]
+    values = [t.text for t in lexer.tokenize(program) if t.kind == "string"][-len(literals):]
+    assert said == [[ord(c) for c in value] for value in values], done.stderr
 
 
 def test_keyword_f1_counts_function_names_outside_comments_and_strings():

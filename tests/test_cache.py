@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from runner import Checker, CheckRequest
-from runner.provers import rocq
-from tests.conftest import artifact
+from dataclasses import replace
+
+from runner import Checker, CheckRequest, provers
+from tests.helpers import artifact
 
 
 def request(timeout: int = 30) -> CheckRequest:
@@ -31,7 +32,8 @@ def test_changing_an_environment_input_misses(settings, monkeypatch):
         original = checker.check_one(request())
         other_limit = checker.check_one(request(timeout=31))
     assert not other_limit.provenance.cached and other_limit.env_key != original.env_key
-    monkeypatch.setattr(rocq, "VERSION", rocq.VERSION + "-changed")
+    rocq = provers.get("rocq")
+    monkeypatch.setitem(provers.registry(), "rocq", replace(rocq, version=rocq.version + "-changed"))
     with Checker(settings) as checker:
         new_adapter = checker.check_one(request())
     assert not new_adapter.provenance.cached

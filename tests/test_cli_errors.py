@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import ARTIFACTS
+from tests.helpers import ARTIFACTS
 
 
 def assert_user_error(done, *fragments: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import threading
 from pathlib import Path
@@ -19,8 +18,8 @@ from runner.backends.base import Limits
 from runner.backends.docker import DockerBackend
 from runner.models import Verdict
 from runner.settings import Settings
-from tests.conftest import ARTIFACTS, artifact
-from tests.test_rocq import EXPECTED
+from tests.helpers import ARTIFACTS, artifact
+from tests.helpers import ROCQ_EXPECTED as EXPECTED
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HOSTILE_WRITE = 'Redirect "/etc/prooflock-escape" Print nat.\nRedirect "/tmp/prooflock-escape" Print nat.\n'
@@ -56,6 +55,7 @@ def test_rocq_verdicts_in_a_container_match_the_local_ones(docker_settings, sett
         assert ours.result_digest == theirs.result_digest, ours.artifact
         assert ours.environment["install"]["kind"] == "docker"
         assert ours.provenance.backend == "docker" and ours.provenance.isolation == isolation
+        assert "sandbox_agent" in ours.provenance.tools  # rocq's image runs the agent
         assert ours.env_key != theirs.env_key
 
 
@@ -80,13 +80,14 @@ def test_capabilities_are_dropped_and_privileges_cannot_grow(backend):
 
 
 def test_a_fork_bomb_is_contained(backend):
-    # Only shell builtins after the bomb: once the pid limit is reached nothing can fork.
+    # Only shell builtins after the bomb: once the pid limit is reached nothing can fork. The
+    # bomb starts from a subshell, so this shell's own last fork is done before pids run out.
     bomb = (
-        "bomb() { bomb | bomb & }; bomb; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; "
+        "bomb() { bomb | bomb & }; (bomb) & i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; "
         "read max < /sys/fs/cgroup/pids/pids.max; read now < /sys/fs/cgroup/pids/pids.current; "
         'echo "max=$max now=$now"'
     )
-    done = sandbox_run(backend, bomb, pids=64, timeout_s=20)
+    done = sandbox_run(backend, bomb, pids=64, timeout_s=60)  # a busy machine slows the loop
     report = done.stdout.decode().split("max=")[-1].split()
     assert report[0] == "64"
     assert int(report[1].removeprefix("now=")) <= 64
@@ -112,7 +113,7 @@ def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
     warm = DockerBackend(Settings(backend="docker", isolation="warm"))
     limits = Limits(timeout_s=20, memory_mb=512, pids=64)
     litter = "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; nohup sleep 600 >/dev/null 2>&1 &"
-    look = "ls -A /work /tmp /dev/shm; ps -eo comm="
+    look = "ls -A /work /tmp /dev/shm; for p in /proc/[0-9]*; do cat $p/comm; done"  # no ps here
     try:
         with warm.sandbox("rocq", limits) as first:
             first.run(["sh", "-c", litter], timeout_s=20)
@@ -188,23 +189,20 @@ def test_a_stopped_daemon_is_an_infra_error_and_the_run_resumes_when_it_is_back(
         "DOCKER_HOST": f"unix://{tmp_path / 'docker.sock'}",
         "PROOFLOCK_BACKEND": "docker",
         "PROOFLOCK_RETRIES": "1",
-        "PROOFLOCK_IMAGES_LOCK": os.environ.get(
-            "PROOFLOCK_IMAGES_LOCK", str(Path.cwd() / "manifests" / "images.lock.json")
-        ),
     }
     stopped = cli("run", "r.jsonl", "--checkpoint", "ck.jsonl", env=env)
     assert stopped.returncode == 3
     assert "2 infra errors" in stopped.stdout
     (tmp_path / "a.v").write_text((ARTIFACTS / "rocq" / "pass_arith.v").read_text())
     check = cli("check", "--prover", "rocq", "--backend", "docker", "a.v", env=env)
-    assert check.returncode == 3 and "Docker daemon not reachable" in check.stderr
+    assert check.returncode == 3 and "no Docker daemon answers" in check.stderr
     assert "start it" in check.stderr
     proxy.start()
     try:
         resumed = cli("run", "r.jsonl", "--checkpoint", "ck.jsonl", env=env)
     finally:
         proxy.stop()
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # finished; one fails
     assert "checked 2 now" in resumed.stdout
     verdicts = [json.loads(line) for line in (tmp_path / "ck.jsonl").read_text().splitlines()]
     final = {r["body"]["index"]: r["body"]["result"]["verdict"] for r in verdicts if r["kind"] == "result"}

@@ -1,9 +1,10 @@
 """HOL Light verdicts from the real prover, through the Checker users call.
 
-Loading HOL Light takes minutes, so one checker (and so one forkserver) serves the whole session;
-every check on it starts from the same pristine parent. Two tests pay for a boot of their own:
-the cold check and the restart of a killed worker. All checks share one timeout: the core pools
-workers by their limits, so another timeout would mean another worker, and another boot.
+Loading HOL Light takes minutes, so one checker (and so one forkserver) per backend serves the
+whole session, this file and the adversarial suite alike (`session_checker`); every check on it
+starts from the same pristine parent. Two tests pay for a boot of their own: the cold check and
+the restart of a killed worker. All checks share one timeout: the core pools workers by their
+limits, so another timeout would mean another worker, and another boot.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Limits
-from runner.backends.local import LocalBackend
 from runner.checker import Checker
-from runner.models import CheckRequest, CheckResult, Verdict, result_digest
+from runner.errors import BadRequest
+from runner.models import CheckRequest, CheckResult, Target, Verdict
 from runner.provers import hol_light
-from runner.provers.hol_light import ocaml_text, source
+from runner.provers.common.lexing import ocaml_code
+from runner.provers.hol_light import protocol, source
 from runner.settings import Settings
-from tests.conftest import artifact
+from tests.helpers import artifact, resolved
 
 EXPECTED = {
     "pass_arith.ml": Verdict.PASS,
@@ -67,17 +68,28 @@ class HolLight:
         return self.checker.check_one(request)
 
 
+_SESSION_CHECKERS: dict[str, Checker] = {}
+
+
+def session_checker(request: pytest.FixtureRequest, backend: str) -> Checker:
+    """The session's one checker on `backend` (so one HOL Light boot), closed when pytest ends."""
+    if backend not in _SESSION_CHECKERS:
+        factory = request.getfixturevalue("tmp_path_factory")
+        settings = Settings(
+            backend=backend,
+            cache=False,
+            checkpoint_dir=factory.mktemp("checkpoints"),
+            cache_dir=factory.mktemp("cache"),
+            retries=1,
+        )
+        checker = _SESSION_CHECKERS[backend] = Checker(settings)
+        request.config.add_cleanup(checker.close)
+    return _SESSION_CHECKERS[backend]
+
+
 @pytest.fixture(scope="session")
-def hol(tmp_path_factory) -> HolLight:
-    settings = Settings(
-        backend="local",
-        cache=False,
-        checkpoint_dir=tmp_path_factory.mktemp("checkpoints"),
-        cache_dir=tmp_path_factory.mktemp("cache"),
-        retries=1,
-    )
-    with Checker(settings) as checker:
-        yield HolLight(checker)
+def hol(request) -> HolLight:
+    return HolLight(session_checker(request, "local"))
 
 
 def only_error(result: CheckResult):
@@ -132,7 +144,7 @@ def test_failure_in_the_middle_stops_the_file_at_that_phrase(hol):
     result = hol.check("fail_middle.ml")
     error = only_error(result)
     assert error.line == 3
-    assert error.context.startswith("let SECOND = prove")
+    assert error.context.startswith("let SECOND_FACT = prove")
 
 
 @pytest.mark.slow
@@ -160,24 +172,25 @@ def test_a_declared_placeholder_other_than_cheat_tac(hol):
     assert as_placeholder.verdict is Verdict.PASS
     in_proof_mode = hol.check("mk.ml", content=content, options={"placeholder": "mk_thm"})
     assert in_proof_mode.verdict is Verdict.PLACEHOLDER
-    bad = hol.check("mk.ml", content=content, options={"placeholder": "x; exit 0"})
-    assert bad.verdict is Verdict.FAIL and "placeholder" in bad.diagnostics[0].message
+    with pytest.raises(BadRequest, match="placeholder"):  # refused before any check
+        hol.check("mk.ml", content=content, options={"placeholder": "x; exit 0"})
 
 
 @pytest.mark.slow
-def test_exit_in_the_middle_is_not_a_pass(hol):
+def test_exit_in_the_middle_is_refused_before_the_file_runs(hol):
     error = only_error(hol.check("exit_midfile.ml"))
-    assert "stopped before its end" in error.message
-    assert error.context == "exit 0"
+    assert (error.line, error.column) == (3, 0)
+    assert error.message.startswith("`exit` is not allowed in a checked file")
+    assert error.context == "exit 0;;"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "where", "word"),
     [
-        ("forge_obj_magic.ml", (2, 19), "Obj"),
-        ("forge_behind_literals.ml", (3, 19), "Obj"),
-        ("forge_unmarshal.ml", (5, 2), "input_value"),
+        ("forge_obj_magic.ml", (2, 19), "Obj.magic"),
+        ("forge_behind_literals.ml", (3, 19), "Obj.magic"),
+        ("forge_unmarshal.ml", (3, 15), "open_in_bin"),
     ],
 )
 def test_forged_theorems_are_refused_before_they_run(hol, name, where, word):
@@ -202,9 +215,97 @@ def test_new_definitions_constants_and_types_are_recorded(hol):
     things = hol.check("defines_things.ml").details
     assert things["definitions"] == ["|- double = (\\_1. _1 + _1)"]
     assert things["constants"] == [{"name": "double", "type": "num->num"}]
+    assert things["theorems"] == [
+        {"name": "double", "statement": "|- !n. double n = n + n"},
+        {"name": "DOUBLE_TWO", "statement": "|- double 2 = 4"},
+    ]
     typed = hol.check("defines_type.ml").details
     assert typed["types"] == [{"name": "pos", "arity": 0}]
     assert [c["name"] for c in typed["constants"]] == ["mk_pos", "dest_pos"]
+
+
+# -- targets: what the file proved ----------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "statement"),
+    [
+        ("ADD_COMM_EXAMPLE", "!a b. a + b = b + a"),  # other bound variables: alpha-equivalent
+        ("ADD_COMM_EXAMPLE", "!m n. (m + n) = (n + m)"),
+        ("EQ_SELF", "!y:B. y = y"),  # other type variable, consistently renamed
+    ],
+)
+def test_a_target_in_other_words_passes(hol, name, statement):
+    result = hol.check("targets.ml", target=Target(name=name, statement=statement))
+    assert result.verdict is Verdict.PASS, result.diagnostics
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "statement", "words"),
+    [
+        # Provable, and proved, but weaker than the target.
+        ("ADD_ONE_COMM", "!m n. m + n = n + m", "`ADD_ONE_COMM` states: |- !n. n + 1 = 1 + n"),
+        ("ABSENT", "!m n. m + n = n + m", "the file binds no theorem `ABSENT`"),
+        ("UNDER_HYPOTHESIS", "1 = 2", "has hypotheses: 1 = 2 |- 1 = 2"),
+        ("NOT_A_THEOREM", "1 = 1", "`NOT_A_THEOREM` is not a theorem (type int)"),
+        ("ADD_COMM_EXAMPLE", "!m n. n + m = m + n", "the target is: !m n. n + m = m + n"),
+        ("ADD_TWO_TWO", "2 + 2 = 4", "the file binds no theorem `ADD_TWO_TWO`"),
+    ],
+)
+def test_a_target_the_file_did_not_prove_is_a_wrong_statement(hol, name, statement, words):
+    result = hol.check("targets.ml", target=Target(name=name, statement=statement))
+    assert result.verdict is Verdict.WRONG_STATEMENT
+    assert words in only_error(result).message
+
+
+@pytest.mark.slow
+def test_a_library_theorem_is_not_what_the_file_proved(hol):
+    target = Target(name="ADD_SYM", statement="!m n. m + n = n + m")  # in HOL Light, not the file
+    result = hol.check("targets.ml", target=target)
+    assert result.verdict is Verdict.WRONG_STATEMENT
+
+
+@pytest.mark.slow
+def test_a_target_is_read_after_the_file_with_hol_lights_own_notation(hol):
+    # Constants the file defines are there for the target...
+    defined = hol.check(
+        "defines_things.ml", target=Target(name="DOUBLE_TWO", statement="double 2 = 4")
+    )
+    assert defined.verdict is Verdict.PASS, defined.diagnostics
+    # ...but not notation it changed: `===` is the file's infix, not HOL Light's.
+    infix = hol.check("defines_things.ml", target=Target(name="DOUBLE_TWO", statement="2 === 2"))
+    assert infix.verdict is Verdict.FAIL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("statement", "words"),
+    [
+        ("!m n. m + n =", "does not parse as a HOL term"),
+        ("m + n", "is not a proposition"),
+    ],
+)
+def test_a_target_that_is_not_a_statement_fails_the_check(hol, statement, words):
+    result = hol.check("targets.ml", target=Target(name="ADD_COMM_EXAMPLE", statement=statement))
+    assert result.verdict is Verdict.FAIL
+    error = only_error(result)
+    assert words in error.message and error.context == "target"
+
+
+def test_a_target_name_that_is_no_identifier_fails_before_hol_light_boots(settings):
+    with Checker(settings) as checker:  # no worker: this would take minutes if it booted one
+        result = checker.check_one(
+            CheckRequest(
+                prover="hol-light",
+                name="a.ml",
+                content="let X = TRUTH;;",
+                target=Target(name="X;; exit 0", statement="T"),
+            )
+        )
+    assert result.verdict is Verdict.FAIL
+    assert "not a HOL Light theorem name" in only_error(result).message
 
 
 # -- isolation and the worker's life -------------------------------------------------------
@@ -234,7 +335,8 @@ def test_one_worker_survives_exits_spoofs_and_cheats(hol):
     assert len(workers) == 1
     served = [r.provenance.extra["checks_served"] for r in results]
     assert served == sorted(served) and len(set(served)) == len(served)
-    assert all(r.provenance.worker == "forkserver" for r in results)
+    assert all(r.provenance.worker in {"server", "warm"} for r in results)
+    assert results[-1].provenance.worker == "warm"
 
 
 @pytest.mark.slow
@@ -272,20 +374,30 @@ def test_killed_worker_is_restarted_and_the_check_in_flight_retried(hol):
 
 
 def _our_forkservers() -> list[int]:
-    """PIDs of forkservers this test process started (children running server.ml)."""
-    found = []
+    """PIDs of forkservers this test process started: `server.ml` processes below this one (a
+    sandbox may stand between) whose parent is not one (their forks run `server.ml` too)."""
+    parents, commands = {}, {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == os.getpid() and b"server.ml" in cmdline:
-            found.append(int(entry.name))
-    return found
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def serves(pid: int) -> bool:
+        return b"server.ml" in commands.get(pid, [])
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [pid for pid in parents if serves(pid) and not serves(parents[pid]) and ours(pid)]
 
 
 # -- cold checks and a broken install -------------------------------------------------------
@@ -300,17 +412,17 @@ def test_cold_check_gives_the_forkserver_result(hol):
         content=artifact("hol-light", "uses_definition.ml"),
         timeout=TIMEOUT,
     )
-    with LocalBackend().sandbox(
-        hol_light.IMAGE, Limits(timeout_s=TIMEOUT, memory_mb=4096)
-    ) as sandbox:
-        cold = hol_light.check(request, sandbox)  # boots HOL Light for this one file
+    cold = hol.checker.check_one(request, cold=True)  # boots HOL Light for this one file
+    assert cold.provenance.worker == "fresh-server"
     assert cold.verdict is Verdict.FAIL
-    assert result_digest(cold) == warm.result_digest
+    assert cold.result_digest == warm.result_digest
 
 
 def test_hol_light_that_does_not_load_is_an_infra_error_that_says_why(
     settings, tmp_path, monkeypatch
 ):
+    # The fake install lives in a temp dir, which a sandboxed local command does not see.
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
     broken = tmp_path / "hol-light"
     broken.mkdir()
     (broken / "ocaml").symlink_to(Path(hol_light.HOL_DIR, "ocaml"))
@@ -348,7 +460,7 @@ def test_preload_is_used_only_for_a_file_that_needs_those_libraries_first():
     ("text", "code"),
     [
         ("let q = '\"';; Obj;;", "let q = ' ';; Obj;;"),
-        ("let s = {|\"|};; Obj;;", "let s = {| |};; Obj;;"),
+        ('let s = {|"|};; Obj;;', "let s = {| |};; Obj;;"),
         ("let s = {x|a|}|x};; Obj;;", "let s = {x|   |x};; Obj;;"),
         ("let c = '\\'';; Obj;;", "let c = '  ';; Obj;;"),
         ("let f (x : 'a) y' = `t'`;; Obj;;", "let f (x : 'a) y' = `  `;; Obj;;"),
@@ -357,19 +469,97 @@ def test_preload_is_used_only_for_a_file_that_needs_those_libraries_first():
     ],
 )
 def test_code_is_read_as_ocaml_lexes_it(text, code):
-    assert ocaml_text.code_only(text) == code
-
-
-def test_escape_hatches_count_in_code_only():
-    harmless = 'let x = `Obj`;; (* Unix.fork *) let s = "Marshal";; let y = MyObj.x;;\n'
-    assert source.forbidden_uses(harmless) == []
-    assert source.forbidden_uses(harmless + "module O = Stdlib.Obj;;") == [(2, 18, "Obj")]
-    unmarshal = 'let th : thm = input_value (open_in_bin "/work/x.ml");;'
-    assert source.forbidden_uses(unmarshal) == [(1, 15, "input_value")]
-    assert source.forbidden_uses("Bytes.unsafe_set b 99 'x';;") == [(1, 6, "unsafe_set")]
+    assert ocaml_code(text) == code
 
 
 def test_placeholder_in_a_comment_or_string_is_not_a_use():
     code = '(* CHEAT_TAC *) let s = "CHEAT_TAC";;\nlet t = MY_CHEAT_TAC;;\n'
     assert source.placeholder_uses(code, ["CHEAT_TAC"]) == []
     assert source.placeholder_uses(code + "let u = CHEAT_TAC;;", ["CHEAT_TAC"]) == ["CHEAT_TAC"]
+
+
+# -- what a reply means (no prover) ---------------------------------------------------------
+
+
+def _reply(status: str, frames: list[tuple[str, str]], oom: str = "unknown") -> bytes:
+    report = b"".join(
+        f"{tag} {len(payload.encode())}\n".encode() + payload.encode() for tag, payload in frames
+    )
+    head = f"\n@@n REPLY {status} 5 plain {oom} {len(report)} /work/check1\n".encode()
+    return head + report + protocol.done_marker("n")
+
+
+def _outcome(raw: bytes, **fields):
+    request = resolved(CheckRequest(prover="hol-light", name="a.ml", content="x;;\n", **fields))
+    return protocol.outcome_from_reply(protocol.parse_reply(raw, "n"), request, "/work")
+
+
+@pytest.mark.parametrize(
+    ("status", "frames", "oom", "verdict"),
+    [
+        # What a file printed never decides memory: a Failure "Out_of_memory" is a failure.
+        (
+            "exited 0",
+            [("START", ""), ("FAILED", 'Exception: Failure "Out_of_memory".')],
+            "none",
+            Verdict.FAIL,
+        ),
+        # The child measured itself at its address-space limit when Out_of_memory was raised.
+        (
+            "exited 0",
+            [("START", ""), ("MEMORY", ""), ("FAILED", "Out of memory")],
+            "none",
+            Verdict.MEMORY,
+        ),
+        # Killed by the kernel: the cgroup's OOM count says whether memory did it.
+        ("signaled 9", [("START", "")], "oom", Verdict.MEMORY),
+        ("signaled 9", [("START", "")], "unknown", Verdict.MEMORY),
+        ("signaled 9", [("START", "")], "none", Verdict.CRASH),
+        ("signaled 11", [("START", "")], "unknown", Verdict.CRASH),
+        ("timeout 0", [("START", ""), ("PHRASE", "0 1 0 1 3")], "none", Verdict.TIMEOUT),
+        # Ran to its end: the kernel's account decides.
+        ("exited 0", [("START", ""), ("END", ""), ("RESULT", "")], "none", Verdict.PASS),
+        (
+            "exited 0",
+            [("START", ""), ("END", ""), ("AXIOM", "|- F"), ("RESULT", "")],
+            "none",
+            Verdict.AXIOM,
+        ),
+        (
+            "exited 0",
+            [("START", ""), ("END", ""), ("UNLISTED", "AXIOM 3"), ("RESULT", "")],
+            "none",
+            Verdict.AXIOM,
+        ),
+        # No RESULT: it did not run to its end, whatever it printed.
+        ("exited 0", [("START", ""), ("END", "")], "none", Verdict.FAIL),
+        (
+            "exited 0",
+            [("START", ""), ("END", ""), ("OVERFLOW", ""), ("RESULT", "")],
+            "none",
+            Verdict.FAIL,
+        ),
+    ],
+)
+def test_a_verdict_rests_on_the_report_and_on_how_the_child_ended(status, frames, oom, verdict):
+    assert _outcome(_reply(status, frames, oom)).verdict is verdict
+
+
+def test_a_refusal_points_at_the_identifier():
+    raw = _reply(
+        "exited 0", [("START", ""), ("REFUSED", "1 0 `x` is not allowed in a checked file")]
+    )
+    [error] = _outcome(raw).diagnostics
+    assert (error.line, error.column, error.context) == (1, 0, "x;;")
+
+
+def test_a_reply_whose_report_does_not_add_up_is_the_kits_fault():
+    raw = _reply("exited 0", [("START", "")])
+    with pytest.raises(protocol.MalformedReply):
+        protocol.parse_reply(raw.replace(b" 8 /work", b" 9 /work"), "n")
+
+
+def test_a_target_travels_after_the_file():
+    target = Target(name="T1", statement="1 + 1 = 2")
+    data = protocol.encode_request("n", 60, ["CHEAT_TAC"], [], "let x = 1;;", target)
+    assert data == b"CHECK n 60000 CHEAT_TAC - 11 T1 9\nlet x = 1;;1 + 1 = 2"

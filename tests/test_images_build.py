@@ -8,17 +8,19 @@ normalize 1.4 GB). They work on a copy of the lock, never the checkout's.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from runner.images.build import BuildOptions, build_image, discard, is_current
-from runner.images.commands import EXIT_FAILED, add_image_commands, cmd_images
-from runner.images.containers import DaemonUnavailable, connect
+from runner.backends.docker_policy import DaemonUnavailable, connect
+from runner.images.build import BuildOptions, BuildPlan, build_image
+from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
 from runner.images.inputs import resolve_inputs
-from runner.images.lock import load_lock, save_lock
+from runner.images.lock import Kit, load_lock, save_lock
+from runner.images.state import discard, image_id_of, is_current
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -49,45 +51,32 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="session")
 def locked_rocq(client, workspace):
     """The rocq image the lock records, on this machine (built with cache when it is not)."""
-    lock = load_lock(workspace / "manifests" / "images.lock.json")
-    if is_current(client, lock, "rocq", workspace / "images"):
-        return lock.images["rocq"].image_id
-    if lock.base.image_id is None or not _present(client, lock.base.tag, lock.base.image_id):
+    kit = Kit.open(workspace / "manifests" / "images.lock.json")
+    if is_current(client, kit.lock, "rocq", kit.images_root):
+        return kit.lock.images["rocq"].image_id
+    base = kit.lock.base
+    if base.image_id is None or image_id_of(client, base.tag) != base.image_id:
         pytest.fail("the locked base image is missing: run `prooflock images base` first")
-    result = build_image(
-        client,
-        lock,
-        "rocq",
-        _inputs(lock),
-        BuildOptions(),
-        images_root=workspace / "images",
-        log_dir=workspace / "logs",
-    )
-    return result.image_id
+    return build_image(client, plan(kit, BuildOptions())).image_id
 
 
-def _present(client, tag: str, image_id: str) -> bool:
-    try:
-        return client.images.get(tag).id == image_id
-    except Exception:  # noqa: BLE001 - absent
-        return False
+def plan(kit: Kit, options: BuildOptions) -> BuildPlan:
+    """A rocq build of `kit`, with the machine's mirror (see MIRROR) and logs in the workspace."""
+    inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite, apt_mirror=MIRROR)
+    log_dir = kit.lock_path.parent.parent / "logs"
+    return BuildPlan.of(kit, "rocq", inputs, options, log_dir=log_dir)
 
 
-def _inputs(lock):
-    return resolve_inputs(lock.transport, suite=lock.base.suite, apt_mirror=MIRROR)
+def images_command(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    add_image_commands(parser.add_subparsers(dest="command"))
+    return cmd_images(parser.parse_args(["images", *argv]))
 
 
 def test_rebuilding_rocq_without_cache_gives_the_same_image_id(client, workspace, locked_rocq):
-    lock = load_lock(workspace / "manifests" / "images.lock.json")
-    rebuilt = build_image(
-        client,
-        lock,
-        "rocq",
-        _inputs(lock),
-        BuildOptions(nocache=True, tag=False),
-        images_root=workspace / "images",
-        log_dir=workspace / "logs",
-    )
+    kit = Kit.open(workspace / "manifests" / "images.lock.json")
+    lock = kit.lock
+    rebuilt = build_image(client, plan(kit, BuildOptions(nocache=True, tag=False)))
     assert rebuilt.image_id == locked_rocq
     if lock.images["rocq"].image_id == locked_rocq:  # the lock describes this very build
         assert rebuilt.diff_ids == lock.images["rocq"].diff_ids
@@ -95,16 +84,11 @@ def test_rebuilding_rocq_without_cache_gives_the_same_image_id(client, workspace
 
 
 def test_changing_a_pin_changes_the_image_id(client, workspace, locked_rocq):
-    lock = load_lock(workspace / "manifests" / "images.lock.json")
+    kit = Kit.open(workspace / "manifests" / "images.lock.json")
+    lock = kit.lock
     later = str(lock.source_date_epoch + 86400)
     changed = build_image(
-        client,
-        lock,
-        "rocq",
-        _inputs(lock),
-        BuildOptions(pins={"SOURCE_DATE_EPOCH": later}, tag=False),
-        images_root=workspace / "images",
-        log_dir=workspace / "logs",
+        client, plan(kit, BuildOptions(pins={"SOURCE_DATE_EPOCH": later}, tag=False))
     )
     assert changed.image_id != locked_rocq
     assert changed.diff_ids[:-1] == lock.base.diff_ids  # the same base, a different prover layer
@@ -126,12 +110,9 @@ def test_a_failing_self_test_fails_the_build_loudly(client, workspace, locked_ro
     before = lock.images["rocq"]
     save_lock(lock, lock_path)
 
-    parser = argparse.ArgumentParser()
-    add_image_commands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        ["images", "build", "rocq", "--rebuild", "--lock", str(lock_path), "--apt-mirror", MIRROR]
+    code = images_command(
+        "build", "rocq", "--rebuild", "--lock", str(lock_path), "--apt-mirror", MIRROR
     )
-    code = cmd_images(args)
 
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
@@ -139,3 +120,25 @@ def test_a_failing_self_test_fails_the_build_loudly(client, workspace, locked_ro
     assert "good.v was rejected" in err and "Unable to unify" in err
     assert load_lock(lock_path).images["rocq"] == before  # nothing recorded
     assert client.images.get(before.tag).id == locked_rocq  # the good image keeps its tag
+
+
+def test_images_list_json_says_which_locked_images_this_daemon_holds(
+    workspace, locked_rocq, capsys
+):
+    lock_path = workspace / "manifests" / "images.lock.json"
+
+    assert images_command("list", "--json", "--lock", str(lock_path)) == EXIT_OK
+
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["schema"] == "prooflock.images/1" and listing["lock"] == str(lock_path)
+    rows = {row["name"]: row for row in listing["images"]}
+    locked = load_lock(lock_path).images["rocq"]
+    assert rows["base"]["state"] == "present"
+    assert rows["rocq"] == {
+        "name": "rocq",
+        "tag": locked.tag,
+        "image_id": locked.image_id,
+        # the tag is the lock's image unless this machine built rocq to another ID
+        "state": "present" if locked.image_id == locked_rocq else "stale",
+    }
+    assert rows["lean"]["state"] == "not built"

@@ -3,20 +3,30 @@ Dockerfiles, and the normalization that makes builds reproducible."""
 
 from __future__ import annotations
 
+import argparse
 import io
+import json
 import os
 import re
+import shutil
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from docker.errors import ImageNotFound
 
-from runner.errors import UserError
-from runner.images import context
-from runner.images.build import TRANSPORT_ARGS, check_pins_match
+from runner import home
+from runner.errors import InfraFailure, UserError
+from runner.images import api, context
+from runner.images.base import BaseBuilt
+from runner.images.build import BuildResult
+from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
 from runner.images.inputs import host_mirror
 from runner.images.layers import Squash, directory_nodes, write_layer
 from runner.images.lock import load_lock
+from runner.images.pin import TRANSPORT_ARGS, check_pins_match
+from runner.images.state import ImageState, image_id_of, is_current, locked_state
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "images"
@@ -266,3 +276,205 @@ def test_the_host_mirror_is_read_from_this_machines_apt_sources(tmp_path):
     assert host_mirror("bookworm-security", tmp_path) == "http://mirror.example/debian-security"
     with pytest.raises(UserError, match="no `trixie` entry"):
         host_mirror("trixie", tmp_path)
+
+
+# -- what this machine holds, and which lock a build may write (a fake daemon) ----------------
+
+
+class FakeDaemon:
+    """Image references → IDs, as a Docker daemon would answer for them."""
+
+    def __init__(self, tags: dict[str, str | None]):
+        self.tags = {tag: image_id for tag, image_id in tags.items() if image_id}
+        self.images = self
+
+    def get(self, reference: str) -> SimpleNamespace:
+        image_id = self.tags.get(reference, reference if reference in self.tags.values() else None)
+        if image_id is None:
+            raise ImageNotFound(reference)
+        return SimpleNamespace(id=image_id, tags=[t for t, i in self.tags.items() if i == image_id])
+
+    def version(self) -> dict[str, str]:
+        return {"Version": "fake"}
+
+
+def kit_copy(root: Path) -> Path:
+    """A copy of the kit's definitions and lock at `root`; returns the lock's path."""
+    shutil.copytree(IMAGES, root / "images")
+    (root / "manifests").mkdir(parents=True)
+    return Path(shutil.copy(ROOT / "manifests" / "images.lock.json", root / "manifests"))
+
+
+def images_command(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    add_image_commands(parser.add_subparsers(dest="command"))
+    return cmd_images(parser.parse_args(["images", *argv]))
+
+
+def built_rocq(image_id: str) -> BuildResult:
+    entry = LOCK.entry("rocq")
+    return BuildResult(
+        name="rocq",
+        image_id=image_id,
+        diff_ids=[*LOCK.base.diff_ids, "sha256:" + "e" * 64],
+        previous_id=entry.image_id,
+        packages=entry.packages,
+        size_bytes=1,
+        seconds={"build": 1},
+        base={"reference": LOCK.base.tag, "image_id": LOCK.base.image_id or ""},
+    )
+
+
+OTHER_ID = "sha256:" + "1" * 64
+
+
+def test_the_locked_image_is_current_only_as_tagged_on_the_locked_base_from_unchanged_files(
+    tmp_path,
+):
+    lock_path = kit_copy(tmp_path)
+    root, lock = tmp_path / "images", load_lock(lock_path)
+    rocq, base = lock.entry("rocq"), lock.base
+    assert rocq.image_id and base.image_id, "the lock records a rocq build"
+    here = {base.tag: base.image_id, rocq.tag: rocq.image_id}
+
+    assert locked_state(FakeDaemon(here), lock, "rocq", root) is ImageState.PRESENT
+    assert is_current(FakeDaemon(here), lock, "base", root)
+    assert image_id_of(FakeDaemon(here), rocq.tag) == rocq.image_id
+    assert image_id_of(FakeDaemon(here), "prooflock/rocq:nope") is None
+    assert locked_state(FakeDaemon({base.tag: base.image_id}), lock, "rocq", root) is (
+        ImageState.MISSING
+    )
+    assert locked_state(FakeDaemon({**here, rocq.tag: OTHER_ID}), lock, "rocq", root) is (
+        ImageState.STALE
+    )
+    assert locked_state(FakeDaemon({**here, base.tag: OTHER_ID}), lock, "rocq", root) is (
+        ImageState.STALE
+    )
+    assert locked_state(FakeDaemon(here), lock, "lean", root) is ImageState.NOT_BUILT
+    with (root / "rocq" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write("# edited since the build\n")
+    assert locked_state(FakeDaemon(here), lock, "rocq", root) is ImageState.STALE
+
+
+def test_images_list_json_names_the_lock_it_read_and_says_when_no_daemon_answers(
+    monkeypatch, capsys
+):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    monkeypatch.delenv("PROOFLOCK_HOME", raising=False)
+
+    assert images_command("list", "--json") == EXIT_OK
+
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["schema"] == "prooflock.images/1"
+    assert listing["lock"] == str(ROOT / "manifests" / "images.lock.json")
+    assert listing["images_root"] == str(IMAGES) and listing["lock_writable"] is True
+    rows = {row["name"]: row for row in listing["images"]}
+    assert list(rows) == ["base", *NAMES]
+    assert rows["rocq"] == {
+        "name": "rocq",
+        "tag": LOCK.tag("rocq"),
+        "image_id": LOCK.images["rocq"].image_id,
+        "state": "unchecked",
+    }
+    assert rows["lean"]["state"] == "not built" and rows["lean"]["image_id"] is None
+
+
+@pytest.fixture
+def rocq_missing_here(monkeypatch):
+    """A daemon holding the locked base but no rocq image; builds give what `result` says."""
+    daemon = FakeDaemon({LOCK.base.tag: LOCK.base.image_id})
+    result = {"image_id": OTHER_ID}
+    monkeypatch.setattr(api, "connect_for_builds", lambda: daemon)
+    monkeypatch.setattr(api, "build_image", lambda client, plan: built_rocq(result["image_id"]))
+    return result
+
+
+def test_an_installed_copy_compares_a_build_with_the_lock_and_never_writes_it(
+    tmp_path, monkeypatch, capsys, rocq_missing_here
+):
+    installed = tmp_path / "site-packages" / "runner" / "kit"
+    lock_path = kit_copy(installed)
+    monkeypatch.setattr(home, "PACKAGED", installed)
+    before = lock_path.read_bytes()
+
+    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert (
+        f"rocq: built {OTHER_ID}" in out and f"the lock has {LOCK.images['rocq'].image_id}" in out
+    )
+    assert "not recorded: the installed copy's lock is read-only" in out
+
+    rocq_missing_here["image_id"] = LOCK.images["rocq"].image_id
+    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_OK
+    assert "the same image ID as the lock" in capsys.readouterr().out
+
+    with pytest.raises(UserError, match="installed with the package and is never written"):
+        images_command("pin", "rocq", "--lock", str(lock_path))
+    assert lock_path.read_bytes() == before
+
+
+def test_a_checkout_records_a_build_with_a_new_image_id(
+    tmp_path, monkeypatch, capsys, rocq_missing_here
+):
+    lock_path = kit_copy(tmp_path / "checkout")
+
+    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_OK
+
+    assert "Recorded the new ID" in capsys.readouterr().out
+    recorded = load_lock(lock_path).images["rocq"]
+    assert recorded.image_id == OTHER_ID and recorded.built_with["docker"] == "fake"
+
+
+@pytest.fixture
+def checkout_without_images(tmp_path, monkeypatch):
+    """PROOFLOCK_HOME at a copy of the kit; a daemon that holds none of its images."""
+    kit_copy(tmp_path)
+    monkeypatch.setenv("PROOFLOCK_HOME", str(tmp_path))
+    daemon = FakeDaemon({})
+    monkeypatch.setattr(api, "connect_for_builds", lambda: daemon)
+    return daemon
+
+
+def fake_base_build(daemon: FakeDaemon, image_id: str | None):
+    def build_base(client, lock, inputs, *, log):
+        print("base: I: Retrieving Release", file=log, flush=True)
+        daemon.tags[lock.base.tag] = image_id
+        return BaseBuilt(lock.base.model_copy(update={"image_id": image_id}), False, 60)
+
+    return build_base
+
+
+def test_build_missing_builds_the_locked_base_first_and_reports_progress(
+    checkout_without_images, monkeypatch
+):
+    daemon = checkout_without_images
+    monkeypatch.setattr(api, "build_base", fake_base_build(daemon, LOCK.base.image_id))
+
+    def build_image(client, plan, *, out):
+        assert daemon.tags[LOCK.base.tag] == LOCK.base.image_id  # the base came first
+        print("rocq: Step 1/9 : ARG BASE", file=out, flush=True)
+        return built_rocq(LOCK.images["rocq"].image_id or "")
+
+    monkeypatch.setattr(api, "build_image", build_image)
+    said: list[str] = []
+
+    api.build_locked("rocq", said.append)
+
+    assert said == [
+        f"building the locked base {LOCK.base.tag} first (debootstrap: minutes)",
+        "base: I: Retrieving Release",
+        f"built {LOCK.base.tag}: {LOCK.base.image_id}",
+        f"building the locked image {LOCK.tag('rocq')} (minutes; build inputs from PROOFLOCK_*)",
+        "rocq: Step 1/9 : ARG BASE",
+        f"built {LOCK.tag('rocq')}: {LOCK.images['rocq'].image_id}",
+    ]
+
+
+def test_build_missing_stops_when_the_base_is_not_the_locked_one(
+    checkout_without_images, monkeypatch
+):
+    monkeypatch.setattr(api, "build_base", fake_base_build(checkout_without_images, OTHER_ID))
+    monkeypatch.setattr(api, "build_image", lambda *a, **k: pytest.fail("built on another base"))
+
+    with pytest.raises(InfraFailure, match=f"rebuilt to {OTHER_ID}, not the locked"):
+        api.build_locked("rocq", lambda message: None)

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import ARTIFACTS
+from tests.helpers import ARTIFACTS
 
 LATER_FILES = ["uses_definition.v", "uses_notation.v", "uses_require.v"]
 

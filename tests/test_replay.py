@@ -7,17 +7,13 @@ import json
 import orjson
 
 from runner.canonical import digest
-from tests.conftest import ARTIFACTS
-from tests.test_checkpoint import rewrite
+from tests.helpers import request_for, rewrite, write_requests
 
 
 def make_run(cli, tmp_path) -> None:
-    lines = [
-        json.dumps({"prover": "rocq", "name": name, "content": (ARTIFACTS / "rocq" / name).read_text()})
-        for name in ("pass_arith.v", "fail_tactic.v", "admitted.v")
-    ]
-    (tmp_path / "requests.jsonl").write_text("\n".join(lines) + "\n")
-    cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", check=True)
+    names = ("pass_arith.v", "fail_tactic.v", "admitted.v")
+    write_requests(tmp_path / "requests.jsonl", [request_for("rocq", name) for name in names])
+    cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", check=1)  # two do not pass
 
 
 def test_replay_in_the_same_environment_matches_every_record(cli, tmp_path):
@@ -52,7 +48,7 @@ def test_a_changed_environment_names_the_input_that_changed(cli, tmp_path):
     rewrite(tmp_path / "run.jsonl", older_coq)
     done = cli("replay", "run.jsonl")
     assert done.returncode == 1
-    assert "environment changed" in done.stdout
+    assert "environment differs" in done.stdout
     assert "install.coqc" in done.stdout and "8.15.0" in done.stdout
     assert "record inconsistent" not in done.stdout
 
@@ -79,3 +75,33 @@ def test_a_tampered_log_is_refused_with_one_line(cli, tmp_path):
     done = cli("replay", "run.jsonl")
     assert done.returncode == 2
     assert "line 3" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_cut_log_replays_what_it_holds_but_says_it_is_incomplete(cli, tmp_path):
+    make_run(cli, tmp_path)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:3]))
+    assert cli("verify-log", "run.jsonl").returncode == 1
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 1
+    assert "2/2 records match" in done.stdout and "incomplete" in done.stdout
+
+
+def test_hostile_artifact_names_draw_no_fake_cells(cli, tmp_path):
+    hostile = "a[/]\n│ 9 │ forged.v │ pass │ pass │ match │[red]x"
+    write_requests(tmp_path / "requests.jsonl", [request_for("rocq", "pass_arith.v").model_copy(update={"name": hostile})])
+    cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", check=True)
+    done = cli("replay", "run.jsonl")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith(("┃", "│"))]
+    assert len(table) == 2  # the header and one row: the name drew no row of its own
+    assert len({line.count("│") + line.count("┃") for line in table}) == 1  # and no extra cells
+    assert "forged.v" in table[1]
+
+
+def test_replay_json_says_what_matched(cli, tmp_path):
+    make_run(cli, tmp_path)
+    data = json.loads(cli("replay", "run.jsonl", "--json").stdout)
+    assert data["schema"] == "prooflock.replay/1"
+    assert (data["matched"], data["total"], data["exit_code"]) == (3, 3, 0)
+    assert [row["status"] for row in data["rows"]] == ["match"] * 3

@@ -5,24 +5,11 @@ from __future__ import annotations
 import pytest
 
 from runner import run_itp
+from runner.errors import InfraFailure
 from runner.models import Verdict
-from tests.conftest import artifact
+from tests.helpers import ROCQ_EXPECTED, artifact
 
-EXPECTED = {
-    "pass_arith.v": Verdict.PASS,
-    "pass_induction.v": Verdict.PASS,
-    "fail_tactic.v": Verdict.FAIL,
-    "fail_syntax.v": Verdict.FAIL,
-    "open_proof.v": Verdict.FAIL,
-    "admitted.v": Verdict.PLACEHOLDER,
-    "admit_tactic.v": Verdict.PLACEHOLDER,
-    "user_axiom.v": Verdict.AXIOM,
-    "classical.v": Verdict.AXIOM,
-    "unsafe_guard.v": Verdict.AXIOM,
-    "hidden_axiom.v": Verdict.AXIOM,
-    "universe_unchecked.v": Verdict.AXIOM,
-    "uses_mathcomp.v": Verdict.PASS,
-}
+EXPECTED = ROCQ_EXPECTED
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -96,8 +83,7 @@ def test_placeholder_words_in_comments_and_strings_do_not_count(settings):
     assert run_itp("rocq", source, settings=settings).verdict is Verdict.PASS
 
 
-def test_missing_coqc_is_an_infra_error_not_a_failure(settings, monkeypatch):
+def test_missing_coqc_stops_at_once_as_an_infra_failure(settings, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    result = run_itp("rocq", artifact("rocq", "pass_arith.v"), settings=settings)
-    assert result.verdict is Verdict.INFRA_ERROR
-    assert "coqc" in result.diagnostics[0].message
+    with pytest.raises(InfraFailure, match="coqc is not installed"):
+        run_itp("rocq", artifact("rocq", "pass_arith.v"), settings=settings)

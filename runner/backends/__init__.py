@@ -1,20 +1,77 @@
-"""Backend selection: `local` processes or hardened `docker` containers."""
+"""Which backend runs each image: hardened `docker` containers or `local` processes.
+
+`auto` is predictable: docker for an image when a daemon answers and the image's locked ID is
+present on it; otherwise local, with one line saying why. `--build-missing` builds a missing
+locked image instead. An explicit `docker` never falls back: a missing image stops the command.
+"""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 from runner.backends.base import Backend, BackendUnavailable
 from runner.backends.docker import DockerBackend
 from runner.backends.local import LocalBackend
 from runner.settings import Settings
 
+Notify = Callable[[str], None]
+BuildImage = Callable[[str], None]
 
-def open_backend(settings: Settings) -> Backend:
-    """The backend the settings ask for; `auto` is docker when a daemon answers, else local."""
-    if settings.backend == "local":
-        return LocalBackend()
-    if settings.backend == "docker":
-        return DockerBackend(settings)
-    try:
-        return DockerBackend(settings)
-    except BackendUnavailable:
-        return LocalBackend()
+
+class BackendChoice:
+    def __init__(self, settings: Settings, notify: Notify, build: BuildImage | None = None):
+        self.settings = settings
+        self._notify = notify
+        self._build = build
+        self._docker: DockerBackend | None = None
+        self._docker_error: str | None = None
+        self._local: LocalBackend | None = None
+        self._routes: dict[str, Backend] = {}
+        self._lock = threading.RLock()
+
+    def for_image(self, image: str) -> Backend:
+        with self._lock:
+            if image not in self._routes:
+                self._routes[image] = self._choose(image)
+            return self._routes[image]
+
+    def _choose(self, image: str) -> Backend:
+        wanted = self.settings.backend
+        if wanted == "local":
+            return self._local_backend()
+        docker = self._docker_backend(required=wanted == "docker")
+        if docker is None:
+            self._notify(f"{self._docker_error}; checking on the local backend")
+            return self._local_backend()
+        if not docker.has_image(image):
+            if self.settings.build_missing and self._build is not None:
+                self._build(image)
+            elif wanted == "auto":
+                tag, _ = docker.locked(image)
+                self._notify(
+                    f"image {tag} is not built here: checking {image} on the local backend "
+                    f"(`prooflock images build {image}` or --build-missing to use it)"
+                )
+                return self._local_backend()
+        return docker  # under --backend docker a missing image fails its environment probe
+
+    def _docker_backend(self, *, required: bool) -> DockerBackend | None:
+        if self._docker is None and self._docker_error is None:
+            try:
+                self._docker = DockerBackend(self.settings)
+            except BackendUnavailable as exc:
+                if required:
+                    raise
+                self._docker_error = str(exc)
+        return self._docker
+
+    def _local_backend(self) -> LocalBackend:
+        if self._local is None:
+            self._local = LocalBackend()
+        return self._local
+
+    def close(self) -> None:
+        for backend in (self._docker, self._local):
+            if backend is not None:
+                backend.close()

@@ -1,80 +1,255 @@
-"""Local backend: each command is a fresh host process in a fresh temp dir, in its own session.
+"""Local backend: each command is a fresh process on this machine, in the sandbox's work dir.
 
-For development and for machines without Docker. It limits time and address space and kills the
-whole process group afterwards, but it is not a security boundary: use the docker backend for
-untrusted artifacts.
+With bubblewrap (bubblewrap.py) every command and every long-lived server runs in its own small
+sandbox: read-only system, the work dir at /work, private /tmp, no network, no host home, its own
+pid namespace (isolation `bubblewrap`). Without it (bwrap missing, user namespaces forbidden, or
+PROOFLOCK_LOCAL_SANDBOX=off) commands are plain host processes in their own session, which is no
+security boundary: isolation `unsandboxed`, said once on stderr. PROOFLOCK_LOCAL_SANDBOX=require
+refuses to check unsandboxed.
+
+Memory: when the kit may make cgroups (cgroups.py), each command gets a memory cgroup with the
+limit and no swap, and `out_of_memory` is the kernel's OOM-kill count there. Otherwise the limit
+is RLIMIT_AS, under which a failed allocation is the program's own error, so nothing is reported
+as out of memory. Either way the time limit kills everything the command started.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import io
 import os
 import platform
 import resource
 import shutil
 import signal
+import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+from runner.backends import bubblewrap
 from runner.backends.base import BackendInfo, BackendUnavailable, Completed, Limits, checked_relpath
+from runner.backends.bubblewrap import Bubblewrap
+from runner.backends.cgroups import Hierarchy, MemoryCgroup, find_hierarchy
 from runner.backends.stream import StreamBuffer, pump
+from runner.errors import InfraFailure, UserError
+from runner.settings import Settings
 
-# How runtimes word a failed allocation (OCaml, C, Python, C++).
-OUT_OF_MEMORY_SIGNS = (b"out of memory", b"not enough memory", b"cannot allocate memory", b"memoryerror", b"bad_alloc")
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+SANDBOX_SETTING = "PROOFLOCK_LOCAL_SANDBOX"
+SANDBOX_MODES = ("auto", "off", "require")
+Notify = Callable[[str], None]
+# bwrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): servers are
+# started from this one long-lived thread, so they outlive the request thread that asked for them.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prooflock-spawn")
+_warned: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How this machine runs local commands: in a sandbox or not, and how memory is limited."""
+
+    wrapper: Bubblewrap | None
+    cgroups: Hierarchy | None
+
+    @property
+    def isolation(self) -> str:
+        return "bubblewrap" if self.wrapper is not None else "unsandboxed"
+
+    @property
+    def memory_limit(self) -> str:
+        return self.cgroups.label if self.cgroups is not None else "rlimit_as"
+
+
+def sandbox_mode() -> str:
+    mode = os.environ.get(SANDBOX_SETTING, "auto").strip().lower() or "auto"
+    if mode not in SANDBOX_MODES:
+        raise UserError(f"{SANDBOX_SETTING}={mode} is not one of {', '.join(SANDBOX_MODES)}")
+    return mode
+
+
+def confine(settings: Settings, notify: Notify) -> Confinement:
+    """This machine's confinement under the current setting; raises InfraFailure for `require`."""
+    # Never visible inside, even below a directory that is (and never bound as a tool's).
+    private = {Path.home(), settings.cache_dir.expanduser().absolute(), Path("/tmp")}
+    hidden = tuple(sorted({*private, Path(tempfile.gettempdir())}))
+    mode = sandbox_mode()
+    confinement, why = _detect(mode, hidden, os.environ.get("PATH", ""))
+    if confinement.wrapper is None:
+        if mode == "require":
+            raise InfraFailure(f"{SANDBOX_SETTING}=require, but {why}")
+        _warn_once(
+            notify,
+            f"local checks run unsandboxed: {why}; they can read and write this machine's files "
+            "(install bubblewrap, or use the docker backend, for untrusted artifacts)",
+        )
+    return confinement
+
+
+@functools.lru_cache(maxsize=8)
+def _detect(mode: str, hidden: tuple[Path, ...], path: str) -> tuple[Confinement, str]:
+    """Probed once per process (per setting, hidden paths and PATH): it starts a sandbox."""
+    cgroups, _ = find_hierarchy()
+    if mode == "off":
+        return Confinement(None, cgroups), f"{SANDBOX_SETTING}=off"
+    wrapper, why = bubblewrap.locate(hidden)
+    return Confinement(wrapper, cgroups), why
+
+
+def _warn_once(notify: Notify, message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        notify(message)
+
+
+def notify_stderr(message: str) -> None:
+    print(f"prooflock: {message}", file=sys.stderr, flush=True)
 
 
 def safe_join(root: Path, relpath: str) -> Path:
     return root / checked_relpath(relpath)
 
 
-def _limit_address_space(memory_mb: int) -> None:
-    limit = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+@dataclass
+class Started:
+    """A command that was started: its process, its cgroup, and bwrap's status pipe."""
+
+    proc: subprocess.Popen[bytes]
+    cgroup: MemoryCgroup | None
+    status_fd: int | None  # read end of bwrap's --json-status-fd
+
+    def status(self) -> bytes:
+        """What bwrap reported (non-blocking: it writes before it exits); closes the pipe."""
+        if self.status_fd is None:
+            return b""
+        fd, self.status_fd = self.status_fd, None
+        os.set_blocking(fd, False)
+        data = b""
+        try:
+            while chunk := os.read(fd, 65536):
+                data += chunk
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(fd)
+        return data
+
+    def cleanup(self) -> None:
+        self.status()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def start(
+    argv: Sequence[str],
+    confinement: Confinement,
+    *,
+    work: Path,
+    env: Mapping[str, str],
+    limits: Limits,
+    stdin: bool,
+    merge_stderr: bool = False,
+) -> Started:
+    """Start `argv` confined; raises BackendUnavailable when it cannot start at all."""
+    if not _installed(argv[0], work, env.get("PATH")):
+        raise BackendUnavailable(f"{argv[0]} is not installed (not found on PATH)")
+    cgroup = None
+    if confinement.cgroups is not None:
+        try:
+            cgroup = confinement.cgroups.create(limits.memory_mb)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot create a memory cgroup: {exc}") from None
+    command, status = list(argv), None
+    if confinement.wrapper is not None:
+        status = os.pipe()
+        command = confinement.wrapper.command(
+            argv, work_dir=work, tmpfs_mb=limits.tmpfs_mb, status_fd=status[1]
+        )
+
+    def prepare() -> None:  # in the child, before exec
+        if cgroup is not None:
+            cgroup.join()
+        else:
+            limit = limits.memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=work,
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            start_new_session=True,  # own process group: a timeout kills everything it started
+            preexec_fn=prepare,
+            pass_fds=(status[1],) if status else (),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        if status is not None:
+            os.close(status[0])
+        if cgroup is not None:
+            cgroup.remove()
+        raise BackendUnavailable(f"cannot start {argv[0]}: {exc}") from exc
+    finally:
+        if status is not None:
+            os.close(status[1])
+    return Started(proc, cgroup, status[0] if status else None)
+
+
+def _installed(program: str, work: Path, path: str | None) -> bool:
+    """Checked here, since inside the sandbox a missing program looks like a failing one."""
+    if "/" in program:
+        return os.access(work / program, os.X_OK)  # (an absolute `program` replaces `work`)
+    return shutil.which(program, path=path) is not None
 
 
 def run_process(
     argv: Sequence[str],
+    confinement: Confinement,
     *,
-    cwd: Path,
+    work: Path,
     env: Mapping[str, str],
     timeout_s: float,
-    memory_mb: int,
+    limits: Limits,
     stdin: bytes | None = None,
 ) -> Completed:
-    started = time.monotonic()
+    clock = time.monotonic()
+    started = start(argv, confinement, work=work, env=env, limits=limits, stdin=stdin is not None)
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # own process group: a timeout kills everything it started
-            preexec_fn=lambda: _limit_address_space(memory_mb),
-        )
-    except FileNotFoundError as exc:
-        raise BackendUnavailable(f"{argv[0]} is not installed (not found on PATH)") from exc
+        return _wait(started, argv, confinement, timeout_s, stdin, clock)
+    finally:
+        started.cleanup()
+
+
+def _wait(
+    started: Started,
+    argv: Sequence[str],
+    confinement: Confinement,
+    timeout_s: float,
+    stdin: bytes | None,
+    clock: float,
+) -> Completed:
+    proc = started.proc
+    stdout, stderr = cast(io.BufferedReader, proc.stdout), cast(io.BufferedReader, proc.stderr)
     out, err = StreamBuffer(), StreamBuffer()
-    readers = [pump(proc.stdout.read1, out), pump(proc.stderr.read1, err)]
+    readers = [pump(stdout.read1, out), pump(stderr.read1, err)]
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
-    status: dict[str, object] = {}
+    reaped: list[tuple[int, resource.struct_rusage]] = []
 
     def reap() -> None:
         _, wait_status, usage = os.wait4(proc.pid, 0)
-        status.update(wait_status=wait_status, usage=usage)
+        reaped.append((wait_status, usage))
 
     waiter = threading.Thread(target=reap, daemon=True)
     waiter.start()
@@ -82,28 +257,43 @@ def run_process(
     timed_out = waiter.is_alive()
     _kill_group(proc.pid)  # on timeout the command itself; otherwise whatever it left behind
     waiter.join()
+    if started.cgroup is not None:
+        started.cgroup.kill_all()  # also what left the process group (setsid, double fork)
     for reader in readers:
         reader.join(5)
-    wait_status = int(status["wait_status"])  # type: ignore[arg-type]
+    wait_status, usage = reaped[0]
     proc.returncode = os.waitstatus_to_exitcode(wait_status)
-    usage = status["usage"]
-    cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)  # type: ignore[attr-defined]
-    stdout, stderr = out.take(), err.take()
-    killed_by = -proc.returncode if proc.returncode < 0 else None
-    # Under RLIMIT_AS an allocation fails; runtimes report it in words rather than by a signal.
-    tail = (stdout[-4096:] + stderr[-4096:]).lower()
-    out_of_memory = not timed_out and any(sign in tail for sign in OUT_OF_MEMORY_SIGNS)
+    cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+    code = proc.returncode
+    # bwrap passes on a signal death as 128 + signal, as a shell (and the docker backend) does.
+    sandboxed = confinement.wrapper is not None and code >= 0
+    killed_by = (code - 128 if code > 128 else None) if sandboxed else (-code if code < 0 else None)
+    out_of_memory = (
+        started.cgroup is not None
+        and not timed_out
+        and code != 0
+        and started.cgroup.out_of_memory(killed=killed_by == signal.SIGKILL)
+    )
+    ran = bubblewrap.started(started.status()) if sandboxed else True
+    if not ran and not timed_out and not out_of_memory:
+        said = err.take().decode(errors="replace").strip().splitlines()
+        raise BackendUnavailable(f"the sandbox did not start: {said[-1] if said else code}")
     return Completed(
         argv=list(argv),
-        exit_code=None if timed_out else proc.returncode,
-        stdout=stdout,
-        stderr=stderr,
+        exit_code=None if timed_out else code,
+        stdout=out.take(),
+        stderr=err.take(),
         timed_out=timed_out,
         out_of_memory=out_of_memory,
         signal=killed_by,
-        wall_ms=int((time.monotonic() - started) * 1000),
+        wall_ms=int((time.monotonic() - clock) * 1000),
         cpu_ms=cpu_ms,
     )
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
@@ -114,24 +304,13 @@ def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
 
 
 class LocalChannel:
-    """A long-lived local process, spoken to over its stdin and stdout."""
+    """A long-lived local process (confined like a command), spoken to over stdin and stdout."""
 
-    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], memory_mb: int):
-        try:
-            self._proc = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=lambda: _limit_address_space(memory_mb),
-            )
-        except FileNotFoundError as exc:
-            raise BackendUnavailable(f"{argv[0]} is not installed (not found on PATH)") from exc
+    def __init__(self, started: Started):
+        self._started = started
+        self._proc = started.proc
         self._buffer = StreamBuffer()
-        pump(self._proc.stdout.read1, self._buffer)  # type: ignore[union-attr]
+        pump(cast(io.BufferedReader, self._proc.stdout).read1, self._buffer)
 
     def send(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -147,28 +326,65 @@ class LocalChannel:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
+    def out_of_memory(self) -> bool:
+        """Whether the kernel OOM-killed a process of this server (e.g. a forked check)."""
+        cgroup = self._started.cgroup
+        return cgroup is not None and cgroup.out_of_memory(killed=False)
+
     def close(self) -> None:
         _kill_group(self._proc.pid)
         with contextlib.suppress(Exception):
             self._proc.wait(5)
+        self._started.cleanup()
 
 
 class LocalSandbox:
     backend = "local"
-    isolation = "process"
 
-    def __init__(self, root: Path, limits: Limits):
+    def __init__(self, root: Path, limits: Limits, confinement: Confinement):
         self.root = root
         self.limits = limits
-        self.env = {**BASE_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root)}
+        self.confinement = confinement
+        self.isolation = confinement.isolation
+        wrapper = confinement.wrapper
+        self._owner = wrapper.owner if wrapper is not None else None
+        home = bubblewrap.WORKDIR if wrapper is not None else str(root)
+        self.env = {**BASE_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
 
     def write_file(self, relpath: str, data: bytes) -> None:
-        path = safe_join(self.root, relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        """Written by the kit, never through a link the sandboxed commands left in the work dir."""
+        *parents, name = checked_relpath(relpath).parts
+        try:
+            directory = _open_beneath(self.root, parents, create=True, owner=self._owner)
+            try:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=directory)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(name, flags, 0o644, dir_fd=directory)
+            finally:
+                os.close(directory)
+            with open(fd, "wb") as handle:
+                if self._owner is not None:
+                    os.fchown(fd, self._owner, self._owner)
+                handle.write(data)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot write {relpath} in the sandbox: {exc}") from None
 
     def read_file(self, relpath: str) -> bytes:
-        return safe_join(self.root, relpath).read_bytes()
+        """A regular file of the work dir; FileNotFoundError for anything else (also a link)."""
+        *parents, name = checked_relpath(relpath).parts
+        try:
+            directory = _open_beneath(self.root, parents, create=False, owner=None)
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            finally:
+                os.close(directory)
+        except OSError:
+            raise FileNotFoundError(relpath) from None
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FileNotFoundError(relpath)
+            return handle.read()
 
     def run(
         self,
@@ -180,30 +396,80 @@ class LocalSandbox:
     ) -> Completed:
         return run_process(
             argv,
-            cwd=self.root,
+            self.confinement,
+            work=self.root,
             env={**self.env, **(env or {})},
             timeout_s=timeout_s,
-            memory_mb=self.limits.memory_mb,
+            limits=self.limits,
             stdin=stdin,
         )
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> LocalChannel:
-        return LocalChannel(
-            argv, cwd=self.root, env={**self.env, **(env or {})}, memory_mb=self.limits.memory_mb
+        launch = functools.partial(
+            start,
+            argv,
+            self.confinement,
+            work=self.root,
+            env={**self.env, **(env or {})},
+            limits=self.limits,
+            stdin=True,
+            merge_stderr=True,
         )
+        return LocalChannel(_SPAWNER.submit(launch).result())
+
+
+def _open_beneath(root: Path, parts: Sequence[str], *, create: bool, owner: int | None) -> int:
+    """An fd of `root/parts...`, following no symbolic link; missing dirs made when `create`."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    for part in parts:
+        made = False
+        try:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    made = True
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = child
+        if made and owner is not None:
+            os.fchown(fd, owner, owner)
+    return fd
+
+
+def _remove_tree(root: Path) -> None:
+    """Remove a work dir, also one whose commands left directories without write permission."""
+
+    def unlock(_func: object, path: str, _error: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+
+    shutil.rmtree(root, onerror=unlock)
 
 
 class LocalBackend:
-    def __init__(self) -> None:
-        self.info = BackendInfo(name="local", isolation="process", tools={"os": platform.platform()})
+    def __init__(self, settings: Settings | None = None, notify: Notify | None = None):
+        self.confinement = confine(settings or Settings(), notify or notify_stderr)
+        tools = {"os": platform.platform(), "memory_limit": self.confinement.memory_limit}
+        if self.confinement.wrapper is not None:
+            tools["sandbox"] = self.confinement.wrapper.version
+        self.info = BackendInfo(name="local", isolation=self.confinement.isolation, tools=tools)
 
     def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
         facts: dict[str, object] = {"kind": "local"}
         with self.sandbox(image, Limits(timeout_s=60, memory_mb=4096)) as box:
             for name, argv in sorted(probe.items()):
-                done = box.run(argv, timeout_s=60)
+                try:
+                    done = box.run(argv, timeout_s=60)
+                except BackendUnavailable as exc:
+                    raise InfraFailure(f"cannot identify the local {image} install: {exc}") from None
                 if done.exit_code != 0:
-                    raise BackendUnavailable(
+                    raise InfraFailure(
                         f"cannot identify the local {image} install: `{' '.join(argv)}` "
                         f"exited {done.exit_code}: {done.text.strip()[:200]}"
                     )
@@ -214,9 +480,12 @@ class LocalBackend:
     def sandbox(self, image: str, limits: Limits) -> Iterator[LocalSandbox]:
         root = Path(tempfile.mkdtemp(prefix=f"prooflock-{image}-"))
         try:
-            yield LocalSandbox(root, limits)
+            wrapper = self.confinement.wrapper
+            if wrapper is not None and wrapper.owner is not None:
+                os.chown(root, wrapper.owner, wrapper.owner)
+            yield LocalSandbox(root, limits, self.confinement)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            _remove_tree(root)
 
     def close(self) -> None:
         pass

@@ -26,10 +26,6 @@ class StreamBuffer:
             self._eof = True
             self._cond.notify_all()
 
-    @property
-    def eof(self) -> bool:
-        return self._eof
-
     def read_until(self, marker: bytes, timeout_s: float) -> bytes:
         deadline = time.monotonic() + timeout_s
         with self._cond:

@@ -121,10 +121,10 @@ def write_archive(target: Path, config: bytes, layers: list[Layer]) -> None:
             info.size = size
             with opener() as data:
                 tar.addfile(info, data)
-        for name, data in ((config_name, config), ("manifest.json", manifest)):
+        for name, content in ((config_name, config), ("manifest.json", manifest)):
             info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, _Bytes(data))
+            info.size = len(content)
+            tar.addfile(info, _Bytes(content))
 
 
 class _Bytes:

@@ -16,11 +16,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from docker import DockerClient
 
 from runner.errors import UserError
 from runner.images import archive
+from runner.images.build import BuildFailed
 from runner.images.inputs import BuildInputs
 from runner.images.layers import directory_nodes, write_layer
 from runner.images.lock import BaseEntry, ImagesLock
@@ -84,7 +86,7 @@ def build_base(
     *,
     workdir: Path | None = None,
     tag: bool = True,
-    log=sys.stderr,
+    log: TextIO = sys.stderr,
 ) -> BaseBuilt:
     """Build, normalize and load the base (tagged unless `tag` is false); return its lock entry."""
     if shutil.which("debootstrap") is None:
@@ -139,7 +141,7 @@ def build_base(
     )
 
 
-def _debootstrap(argv: list[str], log) -> None:
+def _debootstrap(argv: list[str], log: TextIO) -> None:
     print(f"base: {' '.join(argv)}", file=log, flush=True)
     env = {**os.environ, "LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"}
     proc = subprocess.Popen(
@@ -159,7 +161,7 @@ def _debootstrap(argv: list[str], log) -> None:
         ):
             print(f"base: {line.rstrip()}", file=log, flush=True)
     if proc.wait() != 0:
-        raise RuntimeError("debootstrap failed:\n" + "\n".join(tail))
+        raise BuildFailed("base: debootstrap failed:\n" + "\n".join(tail))
 
 
 def _debootstrap_version() -> str:

@@ -1,8 +1,9 @@
-"""`prooflock images base|build|verify|pin|list`: thin commands over runner.images.
+"""`prooflock images base|build|verify|pin|list`: parse, call runner.images.api, print.
 
-Wire into runner/cli.py with `add_image_commands(commands)` and `"images": cmd_images` in
-COMMANDS. Exit codes follow the CLI's: 0 done (or reproduced), 1 a build, self-test or
-verification failed, 2 a user mistake (UserError), 3 no Docker daemon.
+Wire into the CLI with `add_image_commands(commands)` and `"images": cmd_images`. Exit codes
+follow the CLI's: 0 done (or reproduced), 1 a build, self-test or verification failed (or, in an
+installed copy, gave another image than the lock's), 2 a user mistake (UserError), 3 no Docker
+daemon or no images lock.
 """
 
 from __future__ import annotations
@@ -11,29 +12,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from docker.errors import ImageNotFound
+import orjson
 
-from runner.errors import UserError
-from runner.images import context
-from runner.images.base import build_base
-from runner.images.build import (
-    BuildFailed,
-    BuildOptions,
-    build_image,
-    discard,
-    is_current,
-    record,
-)
-from runner.images.containers import DaemonUnavailable, connect
+from runner.backends.docker_policy import DaemonUnavailable
+from runner.errors import InfraFailure, UserError
+from runner.images import api
+from runner.images.api import BuildOutcome, Built
+from runner.images.build import BuildOptions
 from runner.images.inputs import BuildInputs, resolve_inputs
-from runner.images.lock import DEFAULT_LOCK, ImagesLock, load_lock, save_lock
-from runner.images.normalize import NotFromBase
-from runner.images.selftest import SelfTestFailed
-from runner.images.verify import Comparison, package_differences, top_layer_differences
-from runner.settings import Settings
+from runner.images.lock import DEFAULT_LOCK, Kit
+from runner.images.state import BASE, ImageState, ImageStatus
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
-BASE = "base"
+LIST_SCHEMA = "prooflock.images/1"
+NOT_RECORDED = "not recorded: the installed copy's lock is read-only"
 
 
 def _inputs_flags(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +47,9 @@ def _inputs_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _lock_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lock", type=Path, help=f"images lock (default: {DEFAULT_LOCK})")
+    parser.add_argument(
+        "--lock", type=Path, metavar="PATH", help=f"images lock (default: the kit's {DEFAULT_LOCK})"
+    )
 
 
 def add_image_commands(commands: argparse._SubParsersAction) -> None:
@@ -101,6 +95,9 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
     _lock_flag(pin)
 
     listing = verbs.add_parser("list", help="the locked images and whether this machine has them")
+    listing.add_argument(
+        "--json", action="store_true", help=f"one JSON document ({LIST_SCHEMA}) on stdout"
+    )
     _lock_flag(listing)
 
 
@@ -114,39 +111,27 @@ def cmd_images(args: argparse.Namespace) -> int:
     }[args.images_command]
     try:
         return handler(args)
-    except DaemonUnavailable as exc:
+    except (DaemonUnavailable, InfraFailure) as exc:
         print(f"prooflock: infra error: {exc}", file=sys.stderr)
         return EXIT_INFRA
-    except (BuildFailed, SelfTestFailed, NotFromBase) as exc:
+    except api.FAILURES as exc:
         print(f"prooflock: {exc}", file=sys.stderr)
         return EXIT_FAILED
 
 
-# -- helpers -----------------------------------------------------------------------------------
+# -- parsing -----------------------------------------------------------------------------------
 
 
-def _lock_path(args: argparse.Namespace) -> Path:
-    return args.lock or Settings().images_lock
-
-
-def _images_root(lock_path: Path) -> Path:
-    return lock_path.resolve().parent.parent / "images"  # manifests/ and images/ are siblings
-
-
-def _inputs(args: argparse.Namespace, lock: ImagesLock) -> BuildInputs:
+def _inputs(args: argparse.Namespace, kit: Kit) -> BuildInputs:
     return resolve_inputs(
-        lock.transport,
-        suite=lock.base.suite,
+        kit.lock.transport,
+        suite=kit.lock.base.suite,
         apt_mirror=args.apt_mirror,
         apt_security_mirror=args.apt_security_mirror,
         pip_index=args.pip_index,
         ca_bundle=args.ca_bundle,
         files=args.files,
     )
-
-
-def _log_dir() -> Path:
-    return Settings().cache_dir / "image-builds"
 
 
 def _pins(specs: list[str]) -> dict[str, str]:
@@ -159,222 +144,130 @@ def _pins(specs: list[str]) -> dict[str, str]:
     return pins
 
 
-def _names(args: argparse.Namespace, lock: ImagesLock) -> list[str]:
-    names = args.names or sorted(lock.images)
-    for name in names:
-        lock.entry(name)  # a UserError naming the image when it is unknown
-    return names
-
-
 # -- commands ----------------------------------------------------------------------------------
 
 
 def _cmd_base(args: argparse.Namespace) -> int:
-    lock_path = _lock_path(args)
-    lock = load_lock(lock_path)
-    client = connect()
-    if not args.rebuild and lock.base.image_id is not None:
-        try:
-            if client.images.get(lock.base.tag).id == lock.base.image_id:
-                print(f"base: {lock.base.tag} is the locked {lock.base.image_id}: nothing to do")
-                return EXIT_OK
-        except ImageNotFound:
-            pass
-    built = build_base(client, lock, _inputs(args, lock))
-    _report_change("base", lock.base.image_id, built.entry.image_id, built.seconds)
-    lock.base = built.entry
-    save_lock(lock, lock_path)
-    return EXIT_OK
+    kit = Kit.open(args.lock)
+    built = api.build_base_image(kit, _inputs(args, kit), rebuild=args.rebuild)
+    return _report(built)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    lock_path = _lock_path(args)
-    lock = load_lock(lock_path)
-    images_root = _images_root(lock_path)
-    names = _names(args, lock)
-    pins = _pins(args.pin)
-    inputs = _inputs(args, lock)
-    experiment = bool(pins) or args.base is not None
-    client = connect()
-    docker_version = client.version().get("Version", "unknown")
+    kit = Kit.open(args.lock)
+    options = BuildOptions(
+        nocache=args.no_cache, pins=_pins(args.pin), base=args.base, verbose=args.verbose
+    )
+    built_images = api.build_images(
+        kit, args.names or None, _inputs(args, kit), options, rebuild=args.rebuild
+    )
     worst = EXIT_OK
-    for name in names:
-        if not (args.rebuild or args.no_cache or experiment) and is_current(
-            client, lock, name, images_root
-        ):
-            print(
-                f"{name}: {lock.tag(name)} is the locked {lock.images[name].image_id}: nothing to do"
-            )
-            continue
-        options = BuildOptions(
-            nocache=args.no_cache,
-            pins=pins,
-            base=args.base,
-            tag=not experiment,
-            verbose=args.verbose,
-        )
-        try:
-            result = build_image(
-                client, lock, name, inputs, options, images_root=images_root, log_dir=_log_dir()
-            )
-        except (BuildFailed, SelfTestFailed, NotFromBase) as exc:
-            print(f"prooflock: {exc}", file=sys.stderr)
-            worst = EXIT_FAILED
-            continue
-        if experiment:
-            print(
-                f"{name}: {result.image_id} (pins overridden or another base: not tagged, not recorded)"
-            )
-            continue
-        _report_change(name, result.previous_id, result.image_id, sum(result.seconds.values()))
-        record(lock, result, inputs, images_root, docker_version)
-        save_lock(lock, lock_path)
+    for built in built_images:
+        worst = max(worst, _report(built))
     return worst
 
 
-def _report_change(name: str, previous: str | None, now: str | None, seconds: int) -> None:
-    if previous is None:
-        print(f"{name}: built {now} in {seconds} s and recorded it in the lock")
-    elif previous == now:
-        print(f"{name}: built {now} in {seconds} s: the same image ID as the lock")
+def _report(built: Built) -> int:
+    """Print what happened to one image; its exit code."""
+    name, now, previous = built.name, built.image_id, built.locked_id
+    if built.outcome is BuildOutcome.CURRENT:
+        print(f"{name}: {built.tag} is the locked {previous}: nothing to do")
+    elif built.outcome is BuildOutcome.FAILED:
+        print(f"prooflock: {built.error}", file=sys.stderr)
+        return EXIT_FAILED
+    elif built.outcome is BuildOutcome.EXPERIMENT:
+        print(f"{name}: {now} (pins overridden or another base: not tagged, not recorded)")
+    elif not built.recorded:
+        return _report_unrecorded(built)
+    elif previous is None:
+        print(f"{name}: built {now} in {built.seconds} s and recorded it in the lock")
+    elif built.matches_lock:
+        print(f"{name}: built {now} in {built.seconds} s: the same image ID as the lock")
     else:
         print(
-            f"{name}: built {now} in {seconds} s; the lock had {previous}. Recorded the new ID: "
-            "if the pins did not change, run `prooflock images verify` to see what differs"
+            f"{name}: built {now} in {built.seconds} s; the lock had {previous}. Recorded the new "
+            "ID: if the pins did not change, run `prooflock images verify` to see what differs"
         )
+    return EXIT_OK
+
+
+def _report_unrecorded(built: Built) -> int:
+    """A build in the installed copy: compared with the locked ID, never written to the lock."""
+    name, now, previous = built.name, built.image_id, built.locked_id
+    if built.matches_lock:
+        print(f"{name}: built {now} in {built.seconds} s: the same image ID as the lock")
+        return EXIT_OK
+    if previous is None:
+        print(f"{name}: built {now} in {built.seconds} s; no locked ID to compare ({NOT_RECORDED})")
+        return EXIT_OK
+    print(
+        f"{name}: built {now} in {built.seconds} s, but the lock has {previous} ({NOT_RECORDED}; "
+        "checks use the locked ID): run `prooflock images verify` to see what differs"
+    )
+    return EXIT_FAILED
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    lock_path = _lock_path(args)
-    lock = load_lock(lock_path)
-    images_root = _images_root(lock_path)
-    for name in args.names:
-        if name != BASE:
-            lock.entry(name)
-    inputs = _inputs(args, lock)
-    client = connect()
+    kit = Kit.open(args.lock)
     worst = EXIT_OK
-    for name in args.names:
-        comparison = _verify_one(client, lock, name, inputs, images_root)
-        if comparison.same:
-            print(f"{name}: reproduced {comparison.rebuilt_id}")
+    for compared in api.verify_images(kit, args.names, _inputs(args, kit)):
+        if compared.same:
+            print(f"{compared.name}: reproduced {compared.rebuilt_id}")
             continue
         worst = EXIT_FAILED
-        print(f"{name}: rebuilt {comparison.rebuilt_id}, the lock has {comparison.locked_id}")
-        for line in comparison.differences:
+        print(f"{compared.name}: rebuilt {compared.rebuilt_id}, the lock has {compared.locked_id}")
+        for line in compared.differences:
             print(f"  {line}")
     return worst
 
 
-def _verify_one(
-    client, lock: ImagesLock, name: str, inputs: BuildInputs, images_root: Path
-) -> Comparison:
-    if name == BASE:
-        if lock.base.image_id is None:
-            raise UserError("the base has no recorded build: run `prooflock images base`")
-        built = build_base(client, lock, inputs, tag=False)
-        comparison = Comparison(BASE, lock.base.image_id, built.entry.image_id or "")
-        if not comparison.same:
-            comparison.differences = package_differences(lock.base.packages, built.entry.packages)
-            comparison.differences += top_layer_differences(
-                client, lock.base.image_id, comparison.rebuilt_id
-            )
-            discard(client, comparison.rebuilt_id)
-        return comparison
-    entry = lock.entry(name)
-    if entry.image_id is None:
-        raise UserError(
-            f"{name} has no recorded build to verify: run `prooflock images build {name}`"
-        )
-    result = build_image(
-        client,
-        lock,
-        name,
-        inputs,
-        BuildOptions(nocache=True, tag=False),
-        images_root=images_root,
-        log_dir=_log_dir(),
-    )
-    comparison = Comparison(name, entry.image_id, result.image_id)
-    if not comparison.same:
-        if result.diff_ids[:-1] != entry.diff_ids[:-1]:
-            comparison.differences.append("the base layers differ from the lock's")
-        comparison.differences += package_differences(entry.packages, result.packages)
-        comparison.differences += top_layer_differences(client, entry.image_id, result.image_id)
-        discard(client, result.image_id)
-    return comparison
-
-
 def _cmd_pin(args: argparse.Namespace) -> int:
-    lock_path = _lock_path(args)
-    lock = load_lock(lock_path)
-    images_root = _images_root(lock_path)
-    for name in args.names:
-        entry = lock.entry(name)
-        dockerfile = images_root / name / "Dockerfile"
-        declared = context.dockerfile_args(dockerfile)
-        shared = {"BASE", "SOURCE_DATE_EPOCH", *lock.transport}
-        inputs = {k: v or "" for k, v in declared.items() if k not in shared}
-        files = context.file_hashes(images_root, name)
-        sha = context.sha256_of(dockerfile)
-        if (inputs, files, sha) == (entry.inputs, entry.files, entry.dockerfile_sha256):
-            print(f"{name}: the lock already matches {dockerfile}")
+    for pinned in api.pin_images(Kit.open(args.lock), args.names):
+        if not pinned.changed:
+            print(f"{pinned.name}: the lock already matches {pinned.dockerfile}")
             continue
-        stale = entry.image_id is not None
-        lock.images[name] = entry.model_copy(
-            update={
-                "inputs": inputs,
-                "files": files,
-                "dockerfile_sha256": sha,
-                **(
-                    {
-                        "status": "not built",
-                        "image_id": None,
-                        "diff_ids": [],
-                        "packages": [],
-                        "size_bytes": None,
-                        "built_with": {},
-                    }
-                    if stale
-                    else {}
-                ),
-            }
-        )
-        print(
-            f"{name}: recorded the pins of {dockerfile}"
-            + ("; its old build is no longer locked" if stale else "")
-        )
-    save_lock(lock, lock_path)
+        dropped = "; its old build is no longer locked" if pinned.dropped_build else ""
+        print(f"{pinned.name}: recorded the pins of {pinned.dockerfile}{dropped}")
     return EXIT_OK
+
+
+STATE_TEXT = {
+    ImageState.PRESENT: "present",
+    ImageState.NOT_BUILT: "not built",
+    ImageState.UNCHECKED: "recorded (no daemon to check this machine)",
+}
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    lock_path = _lock_path(args)
-    lock = load_lock(lock_path)
-    images_root = _images_root(lock_path)
-    try:
-        client = connect(timeout=10)
-    except DaemonUnavailable:
-        client = None
-    for name, entry in [(BASE, lock.base), *sorted(lock.images.items())]:
-        if entry.image_id is None:
-            state = "not built"
-        elif client is None:
-            state = "recorded (no daemon to check this machine)"
-        elif name == BASE:
-            state = "present" if _has(client, entry.tag, entry.image_id) else "missing here"
-        else:
-            state = (
-                "present"
-                if is_current(client, lock, name, images_root)
-                else "missing or stale here"
-            )
-        print(f"{name:14} {entry.tag:32} {(entry.image_id or '-')[:19]:20} {state}")
+    kit = Kit.open(args.lock)
+    found = api.list_images(kit)
+    if args.json:
+        document = {
+            "schema": LIST_SCHEMA,
+            "lock": str(kit.lock_path),
+            "images_root": str(kit.images_root),
+            "lock_writable": kit.writable,
+            "images": [_as_json(status) for status in found],
+        }
+        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
+        return EXIT_OK
+    for status in found:
+        image_id = (status.image_id or "-")[:19]
+        print(f"{status.name:14} {status.tag:32} {image_id:20} {_state_text(status)}")
     return EXIT_OK
 
 
-def _has(client, tag: str, image_id: str) -> bool:
-    try:
-        return client.images.get(tag).id == image_id
-    except ImageNotFound:
-        return False
+def _state_text(status: ImageStatus) -> str:
+    if status.state in STATE_TEXT:
+        return STATE_TEXT[status.state]
+    return "missing here" if status.name == BASE else "missing or stale here"
+
+
+def _as_json(status: ImageStatus) -> dict[str, str | None]:
+    return {
+        "name": status.name,
+        "tag": status.tag,
+        "image_id": status.image_id,
+        "state": status.state.value,
+    }

@@ -1,7 +1,7 @@
-"""The Docker daemon connection and one-off hardened containers (self-tests, package lists).
+"""One-off hardened containers for image self-tests and package lists.
 
-Containers run the way checks do: read-only root, tmpfs at /work and /tmp, no network, all
-capabilities dropped, no new privileges, the image's non-root user, an init process.
+They run under the same policy as checks (runner.backends.docker_policy): the self-test of an
+image proves that it can check artifacts exactly as the checks will run them.
 """
 
 from __future__ import annotations
@@ -9,30 +9,13 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-import docker
 from docker import DockerClient
 from docker.errors import DockerException
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
-
-class DaemonUnavailable(RuntimeError):
-    """No Docker daemon answers: an infra problem, not a user mistake."""
-
-
-START_HINT = (
-    "start one (`sudo systemctl start docker`, or `sudo dockerd &` where there is no systemd) "
-    "or point DOCKER_HOST at one"
-)
-
-
-def connect(timeout: int = 600) -> DockerClient:
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except (DockerException, RequestsConnectionError) as exc:
-        raise DaemonUnavailable(f"cannot reach the Docker daemon ({exc}): {START_HINT}") from None
-    return client
+from runner.backends.base import Limits
+from runner.backends.docker_policy import CHECK_USER, hardened
 
 
 @dataclass(frozen=True)
@@ -55,22 +38,16 @@ def run_hardened(
     memory_mb: int = 4096,
 ) -> Ran:
     """Run `argv` in a throwaway hardened container; stdout and stderr together."""
-    container = client.containers.create(
+    limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
+    config = hardened(
         image,
-        argv,
-        environment=environment or {},
-        working_dir="/work",
-        read_only=True,
-        tmpfs={"/work": "size=512m,uid=1000,gid=1000,mode=0700", "/tmp": "size=512m,mode=1777"},
-        network_mode="none",
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        init=True,
-        mem_limit=f"{memory_mb}m",
-        memswap_limit=f"{memory_mb}m",
-        pids_limit=512,
+        limits,
+        command=argv,
+        user=CHECK_USER,
         labels={"org.prooflock.role": "image-check"},
+        environment=environment,
     )
+    container = client.containers.create(**config)
     try:
         container.start()
         try:

@@ -20,6 +20,7 @@ from runner.images.inputs import BuildInputs
 
 COMMON = "common"
 SELFTEST = "selftest"
+BYTECODE = "__pycache__"  # pip compiles the .py files of an installed copy: not definitions
 ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$")
 
 
@@ -43,12 +44,14 @@ def sha256_of(path: Path) -> str:
 
 
 def kit_files(images_root: Path, name: str) -> dict[str, Path]:
-    """Files the context takes from the checkout, by their lock key (`common/...` or own)."""
+    """Files the context takes from the kit's images/, by their lock key (`common/...` or own)."""
     own = images_root / name
     found = {}
     for path in sorted(own.rglob("*")):
         rel = path.relative_to(own)
-        if path.is_file() and rel.parts[0] != SELFTEST and rel.as_posix() != "Dockerfile":
+        if rel.parts[0] == SELFTEST or BYTECODE in rel.parts or rel.as_posix() == "Dockerfile":
+            continue
+        if path.is_file():
             found[rel.as_posix()] = path
     for path in sorted((images_root / COMMON).iterdir()):
         if path.is_file():
@@ -72,9 +75,9 @@ def build_context(images_root: Path, name: str, inputs: BuildInputs) -> io.Bytes
         entries[f"build/{rel}"] = (data, 0o644)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path in sorted(entries):
-            data, mode = entries[path]
-            info = tarfile.TarInfo(path)
+        for name_in_context in sorted(entries):
+            data, mode = entries[name_in_context]
+            info = tarfile.TarInfo(name_in_context)
             info.size, info.mode, info.mtime = len(data), mode, 0
             tar.addfile(info, io.BytesIO(data))
     buffer.seek(0)
@@ -87,7 +90,7 @@ def selftest_archive(images_root: Path, name: str) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path in sorted(root.rglob("*")):
-            if path.is_file():
+            if path.is_file() and BYTECODE not in path.relative_to(root).parts:
                 info = tarfile.TarInfo(path.relative_to(root).as_posix())
                 data = path.read_bytes()
                 info.size, info.mtime = len(data), 0

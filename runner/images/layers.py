@@ -16,7 +16,7 @@ import tarfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 # Directories kept but emptied: their content only records when and from where the image was built.
 EMPTIED_DIRS = (
@@ -141,7 +141,7 @@ def write_layer(nodes: Iterable[Node], target: BinaryIO, epoch: int) -> tuple[st
 
 
 def _xattrs(path: str) -> dict[str, str]:
-    found = {}
+    found: dict[str, str] = {}
     try:
         names = os.listxattr(path, follow_symlinks=False)
     except OSError:
@@ -328,17 +328,22 @@ def layer_index(tar: tarfile.TarFile) -> dict[str, str]:
     """path → one line describing the entry (type, mode, owner, mtime, content hash or target)."""
     index = {}
     for member in tar:
-        if member.isreg():
-            with tar.extractfile(member) as data:  # type: ignore[union-attr]
-                content = hashlib.file_digest(data, "sha256").hexdigest()[:16]
-        else:
-            content = member.linkname
+        content = _sha256(tar.extractfile(member))[:16] if member.isreg() else member.linkname
         xattrs = ",".join(sorted(k for k in member.pax_headers if k.startswith("SCHILY.xattr.")))
         index[_member_path(member.name)] = (
             f"{member.type.decode()} {member.mode:o} {member.uid}:{member.gid} "
             f"{int(member.mtime)} {member.size} {content} {xattrs}".rstrip()
         )
     return index
+
+
+def _sha256(data: IO[bytes] | None) -> str:
+    sha = hashlib.sha256()
+    if data is not None:
+        with data:
+            for chunk in iter(lambda: data.read(1 << 20), b""):
+                sha.update(chunk)
+    return sha.hexdigest()
 
 
 def index_differences(old: dict[str, str], new: dict[str, str], limit: int = 40) -> list[str]:

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runner import home
 from runner.errors import UserError, explain
 from runner.models import JsonValue
 
-DEFAULT_LOCK = Path("manifests") / "images.lock.json"
+DEFAULT_LOCK = (
+    home.LOCK
+)  # relative to the kit's home (runner.home): a checkout or the installed copy
 
 
 class Strict(BaseModel):
@@ -82,7 +86,9 @@ class ImagesLock(Strict):
         return entry.image_id
 
 
-def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
+def load_lock(path: Path | None = None) -> ImagesLock:
+    """The lock at `path`, by default the kit's (runner.home), wherever the command runs from."""
+    path = home.lock_path() if path is None else path
     try:
         return ImagesLock.model_validate_json(Path(path).read_bytes())
     except FileNotFoundError:
@@ -91,7 +97,7 @@ def load_lock(path: Path = DEFAULT_LOCK) -> ImagesLock:
         raise UserError(f"{path}: not a valid images lock: {explain(exc)}") from None
 
 
-def save_lock(lock: ImagesLock, path: Path = DEFAULT_LOCK) -> None:
+def save_lock(lock: ImagesLock, path: Path) -> None:
     """Write atomically, pretty and key-sorted, so diffs of the lock stay readable."""
     data = orjson.dumps(
         lock.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
@@ -105,3 +111,45 @@ def save_lock(lock: ImagesLock, path: Path = DEFAULT_LOCK) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@dataclass
+class Kit:
+    """An images lock as loaded, the image definitions beside it (`manifests/` and `images/` are
+    siblings), and whether builds may be recorded in it: not in the copy installed with the
+    package, which a build only compares with."""
+
+    lock: ImagesLock
+    lock_path: Path
+    images_root: Path
+    writable: bool
+
+    @classmethod
+    def open(cls, lock_path: Path | None = None) -> Kit:
+        """The kit's own lock (runner.home), or the lock at `lock_path` and its definitions."""
+        if lock_path is None:
+            root = home.kit_home()
+            return cls(
+                load_lock(root / home.LOCK), root / home.LOCK, root / "images", home.writable_home()
+            )
+        resolved = lock_path.resolve()
+        return cls(
+            load_lock(lock_path),
+            lock_path,
+            resolved.parent.parent / "images",
+            not resolved.is_relative_to(home.PACKAGED),
+        )
+
+    def require_writable(self) -> None:
+        if not self.writable:
+            raise UserError(READ_ONLY.format(path=self.lock_path))
+
+    def save(self) -> None:
+        self.require_writable()
+        save_lock(self.lock, self.lock_path)
+
+
+READ_ONLY = (
+    "{path} is the lock installed with the package and is never written: record builds and pins "
+    "in a checkout (PROOFLOCK_HOME=/path/to/checkout or --lock PATH)"
+)

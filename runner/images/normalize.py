@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docker import DockerClient
-from docker.errors import ImageNotFound
 
 from runner.images import archive
 from runner.images.layers import Squash, write_layer
+from runner.images.state import image_id_of
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def normalize_image(
                 layers.append((diff_id, opener, size))
             layers.append((layer_id, archive.file_opener(layer_path), layer_size))
             expected = archive.image_id(config_bytes)
-            if not _present(client, expected):  # a reproduced image is already here
+            if image_id_of(client, expected) is None:  # a reproduced image is already here
                 archive.write_archive(out_path, config_bytes, layers)
         finally:
             saved.close()
@@ -101,11 +101,3 @@ def normalize_image(
             archive.load(client, out_path, expected)
         seconds["load"] = int(time.monotonic() - clock)
     return Normalized(expected, new_diff_ids, seconds)
-
-
-def _present(client: DockerClient, image_id: str) -> bool:
-    try:
-        client.images.get(image_id)
-    except ImageNotFound:
-        return False
-    return True

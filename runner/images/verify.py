@@ -8,14 +8,20 @@ file, the image's own layer (a build step that is not deterministic).
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from docker import DockerClient
-from docker.errors import ImageNotFound
 
+from runner.errors import UserError
 from runner.images import archive
+from runner.images.base import build_base
+from runner.images.build import BuildOptions, BuildPlan, build_image
+from runner.images.inputs import BuildInputs
 from runner.images.layers import index_differences, layer_index
+from runner.images.lock import ImagesLock, Kit
+from runner.images.state import BASE, connect_for_builds, discard, image_id_of
 
 
 @dataclass
@@ -28,6 +34,54 @@ class Comparison:
     @property
     def same(self) -> bool:
         return self.locked_id == self.rebuilt_id
+
+
+def verify_images(
+    kit: Kit, names: Iterable[str], inputs: BuildInputs, *, client: DockerClient | None = None
+) -> Iterator[Comparison]:
+    """Rebuild each image (or `base`) without cache and compare it with the lock, one by one."""
+    names = list(names)
+    for name in names:
+        if name != BASE:
+            kit.lock.entry(name)  # a UserError naming the image when it is unknown
+    client = client or connect_for_builds()
+    for name in names:
+        if name == BASE:
+            yield verify_base(client, kit.lock, inputs)
+        else:
+            yield verify_image(client, BuildPlan.of(kit, name, inputs))
+
+
+def verify_base(client: DockerClient, lock: ImagesLock, inputs: BuildInputs) -> Comparison:
+    if lock.base.image_id is None:
+        raise UserError("the base has no recorded build: run `prooflock images base`")
+    built = build_base(client, lock, inputs, tag=False)
+    comparison = Comparison(BASE, lock.base.image_id, built.entry.image_id or "")
+    if not comparison.same:
+        comparison.differences = package_differences(lock.base.packages, built.entry.packages)
+        comparison.differences += top_layer_differences(
+            client, lock.base.image_id, comparison.rebuilt_id
+        )
+        discard(client, comparison.rebuilt_id)
+    return comparison
+
+
+def verify_image(client: DockerClient, plan: BuildPlan) -> Comparison:
+    """Rebuild `plan`'s image without cache, untagged, and compare it with the lock's."""
+    entry = plan.entry
+    if entry.image_id is None:
+        raise UserError(
+            f"{plan.name} has no recorded build to verify: run `prooflock images build {plan.name}`"
+        )
+    result = build_image(client, replace(plan, options=BuildOptions(nocache=True, tag=False)))
+    comparison = Comparison(plan.name, entry.image_id, result.image_id)
+    if not comparison.same:
+        if result.diff_ids[:-1] != entry.diff_ids[:-1]:
+            comparison.differences.append("the base layers differ from the lock's")
+        comparison.differences += package_differences(entry.packages, result.packages)
+        comparison.differences += top_layer_differences(client, entry.image_id, result.image_id)
+        discard(client, result.image_id)
+    return comparison
 
 
 def package_differences(locked: list[str], rebuilt: list[str]) -> list[str]:
@@ -44,9 +98,7 @@ def package_differences(locked: list[str], rebuilt: list[str]) -> list[str]:
 
 def top_layer_differences(client: DockerClient, locked_id: str, rebuilt_id: str) -> list[str]:
     """Files that differ in the last layer of two images (both must be on this machine)."""
-    try:
-        client.images.get(locked_id)
-    except ImageNotFound:
+    if image_id_of(client, locked_id) is None:
         return [f"the locked image {locked_id} is not on this machine: cannot compare files"]
     indexes = []
     with tempfile.TemporaryDirectory(prefix="prooflock-verify-") as tmp:
@@ -60,4 +112,6 @@ def top_layer_differences(client: DockerClient, locked_id: str, rebuilt_id: str)
             finally:
                 saved.close()
             path.unlink()
-    return index_differences(*indexes) or ["the layers hold the same files: the configs differ"]
+    return index_differences(indexes[0], indexes[1]) or [
+        "the layers hold the same files: the configs differ"
+    ]

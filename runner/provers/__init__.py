@@ -1,30 +1,60 @@
-"""The prover registry: a name → adapter module table. The core looks adapters up here only."""
+"""The prover registry: every module or package here that defines `ADAPTER` is a prover.
+
+Adding a prover is one module (or package) beside these; nothing else in the core names it.
+"""
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import pkgutil
+from collections.abc import Iterable
+from functools import cache
 
 from runner.provers.base import ProverAdapter
 
-ADAPTER_MODULES = {
-    "rocq": "runner.provers.rocq",
-    "hol-light": "runner.provers.hol_light",
-    "alphageometry": "runner.provers.alphageometry",
-    "asymptote": "runner.provers.asymptote",
-}
+NOT_ADAPTERS = {"base", "common"}
+# Names people reach for that are another name of a prover here.
+ALIASES = {"coq": "rocq", "hol": "hol-light", "hollight": "hol-light", "asy": "asymptote",
+           "ag": "alphageometry", "lean4": "lean", "isabelle/hol": "isabelle"}
 
 
 class UnknownProver(ValueError):
     pass
 
 
+@cache
+def registry() -> dict[str, ProverAdapter]:
+    found: dict[str, ProverAdapter] = {}
+    for module in pkgutil.iter_modules(__path__):
+        if module.name in NOT_ADAPTERS or module.name.startswith("_"):
+            continue
+        adapter = getattr(importlib.import_module(f"{__name__}.{module.name}"), "ADAPTER", None)
+        if not isinstance(adapter, ProverAdapter):
+            raise TypeError(f"runner.provers.{module.name} defines no ADAPTER (a ProverAdapter)")
+        found[adapter.name] = adapter
+    return found
+
+
 def names() -> list[str]:
-    return sorted(ADAPTER_MODULES)
+    return sorted(registry())
+
+
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for a near miss, else ``."""
+    choices = list(choices)
+    lowered = word.lower()
+    alias = ALIASES.get(lowered)
+    if alias in choices:
+        return f" (did you mean {alias!r}?)"
+    close = difflib.get_close_matches(lowered, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def get(name: str) -> ProverAdapter:
     try:
-        module = ADAPTER_MODULES[name]
+        return registry()[name]
     except KeyError:
-        raise UnknownProver(f"unknown prover {name!r} (known: {', '.join(names())})") from None
-    return importlib.import_module(module)  # type: ignore[return-value]
+        raise UnknownProver(
+            f"unknown prover {name!r}{suggestion(name, names())} (known: {', '.join(names())})"
+        ) from None

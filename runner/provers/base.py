@@ -1,129 +1,130 @@
-"""The prover adapter protocol. Each prover is one module in this package implementing it.
+"""The prover adapter protocol: what one prover tells the core, and what the core hands it.
 
-An adapter module provides:
+Each prover is one module (or package) under `runner/provers/` that defines `ADAPTER`, a
+`ProverAdapter`. The registry finds them; the core never names a prover. An adapter:
 
-    NAME: str                 registry name (`--prover NAME`)
-    VERSION: str              bump when verdict logic changes; part of every environment key
-    IMAGE: str                its default image: a directory under images/
-    MODES: tuple[str, ...]    accepted modes; the first is the default
-    SUFFIXES: tuple[str, ...] file endings it expects (advisory, for messages)
-    CLI_OPTIONS: tuple[OptionSpec, ...]  extra `prooflock check` flags, stored in request.options
-
-    image(request) -> str
-        The image (directory under images/) a request runs in; most adapters: always IMAGE.
-    probe(image) -> dict[str, list[str]]
-        Commands whose output identifies a local install (versions); the local backend runs them
-        and the outputs become environment-key inputs. (The docker backend uses the image ID.)
-    split(name, content) -> list[tuple[str, str]]
-        The artifacts inside one file (most provers: the file itself).
-    environment_options(request) -> dict
-        Request options that select a different environment (e.g. an engine), for the key.
-    check(request, sandbox) -> Outcome
-        Check one artifact cold: fresh process(es) in a fresh, empty sandbox.
-    open_worker(backend, limits, request) -> Worker | None
-        A warm worker that serves many checks, each observationally equivalent to `check` in a
-        fresh sandbox; None when the adapter has none (the core then calls `check`). The core
-        pools workers by (image, limits, worker_key(request)) and only hands a worker requests
-        with the same pool key as the one it was opened for.
-    worker_key(request) -> str
-        What else a warm worker is specific to (e.g. a preloaded library set); default "".
-    summary(results) -> rich Table | None
-        A batch's summary in the prover's own categories (shown after multi-artifact checks and
-        runs); default None: the core's verdict counts say enough.
-
-`base` supplies defaults for the optional parts; see `defaults` below.
+- declares its name, version (bump it when verdict logic changes: it is in every environment
+  key), modes (the first is the default), images, and options (validated by the core);
+- says how to identify a local install (`probe`: commands whose output is keyed);
+- checks one resolved request: `check(request, runner) -> Outcome`. The `runner` gives a fresh
+  cold sandbox (`runner.sandbox()`) or a warm server started from a `ServerSpec`
+  (`runner.server(spec)`, pooled by the core); the adapter alone turns what comes back into an
+  Outcome (see `runner.provers.common` for the shared verdict ladder, lexing and servers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
-from rich.table import Table
+from runner.backends.base import Sandbox
+from runner.errors import BadRequest
+from runner.models import CheckResult, JsonValue, Outcome
 
-from runner.backends.base import Backend, Limits, Sandbox
-from runner.models import CheckRequest, CheckResult, JsonValue, Outcome
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from runner.provers.common.server import SandboxServer, ServerSpec
+    from runner.resolve import ResolvedRequest
+
+Options = Mapping[str, JsonValue]
+
+
+class BadOption(BadRequest):
+    """A request option the adapter cannot use: refused before any check (exit 2)."""
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """An adapter-specific `prooflock check` flag, e.g. `--format svg` → options["format"]."""
+    """An adapter option: `prooflock check --format svg` → `request.options["format"] = "svg"`.
 
-    flag: str
+    `parse` turns a raw value (CLI string or JSON from a requests file) into the plain value the
+    adapter reads, or raises BadOption; the core applies it to every request before checking.
+    """
+
     key: str
     help: str
+    metavar: str = "VALUE"
     choices: tuple[str, ...] | None = None
-    reads_file: bool = False  # the value is a path whose content (and name) goes into the request
-    default: str | None = None
+    default: JsonValue = None
+    reads_file: bool = False  # the CLI value is a path; the request carries {"name", "content"}
+    parse: Callable[[JsonValue], JsonValue] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.key.replace("_", "-")
+
+    def resolve(self, prover: str, value: JsonValue) -> JsonValue:
+        if value is None:
+            return self.default
+        if self.choices is not None and value not in self.choices:
+            raise BadOption(
+                f"{prover} option {self.key!r} must be one of {', '.join(self.choices)}, "
+                f"not {value!r}"
+            )
+        if self.reads_file and not (
+            isinstance(value, dict) and isinstance(value.get("content"), str)
+        ):
+            raise BadOption(f'{prover} option {self.key!r} must be {{"name": ..., "content": ...}}')
+        return self.parse(value) if self.parse is not None else value
 
 
-@runtime_checkable
-class Worker(Protocol):
-    kind: str  # e.g. "forkserver", recorded in provenance
+class Runner(Protocol):
+    """What the core hands an adapter for one check."""
 
-    def check(self, request: CheckRequest) -> Outcome: ...
+    @property
+    def cold(self) -> bool:
+        """True when warm state must not be used (a canary re-check): servers are fresh."""
+        ...
 
-    def info(self) -> dict[str, JsonValue]: ...
+    def sandbox(self, purpose: str = "check") -> Sandbox:
+        """A fresh, empty sandbox for this check alone, opened on first call; each `purpose` is a
+        separate sandbox (e.g. a reference rendered where the artifact cannot read it)."""
+        ...
 
-    def close(self) -> None: ...
-
-
-class ProverAdapter(Protocol):
-    NAME: str
-    VERSION: str
-    IMAGE: str
-    MODES: tuple[str, ...]
-    SUFFIXES: tuple[str, ...]
-    CLI_OPTIONS: tuple[OptionSpec, ...]
-
-    def image(self, request: CheckRequest) -> str: ...
-
-    def probe(self, image: str) -> dict[str, list[str]]: ...
-
-    def split(self, name: str, content: str) -> list[tuple[str, str]]: ...
-
-    def environment_options(self, request: CheckRequest) -> dict[str, JsonValue]: ...
-
-    def check(self, request: CheckRequest, sandbox: Sandbox) -> Outcome: ...
-
-    def open_worker(self, backend: Backend, limits: Limits, request: CheckRequest) -> Worker | None: ...
-
-    def worker_key(self, request: CheckRequest) -> str: ...
-
-    def summary(self, results: list[CheckResult]) -> Table | None: ...
+    def server(self, spec: ServerSpec) -> SandboxServer:
+        """A started server for `spec`, warm from the pool when one is idle."""
+        ...
 
 
-class defaults:  # noqa: N801 - a namespace of default protocol parts, imported by adapters
-    """Adapters that need nothing special re-export these."""
-
-    CLI_OPTIONS: tuple[OptionSpec, ...] = ()
-
-    @staticmethod
-    def split(name: str, content: str) -> list[tuple[str, str]]:
-        return [(name, content)]
-
-    @staticmethod
-    def environment_options(request: CheckRequest) -> dict[str, JsonValue]:
-        return {}
-
-    @staticmethod
-    def open_worker(backend: Backend, limits: Limits, request: CheckRequest) -> Worker | None:
-        return None
-
-    @staticmethod
-    def worker_key(request: CheckRequest) -> str:
-        return ""
-
-    @staticmethod
-    def summary(results: list[CheckResult]) -> Table | None:
-        return None
+def whole_file(name: str, content: str) -> list[tuple[str, str]]:
+    return [(name, content)]
 
 
-def fixed_image(name: str) -> Callable[[CheckRequest], str]:
-    """`image` for adapters that always run in the same image."""
+def no_environment_options(options: Options) -> dict[str, JsonValue]:
+    return {}
 
-    def image(request: CheckRequest) -> str:
-        return name
 
-    return image
+def no_summary(results: list[CheckResult]) -> Table | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProverAdapter:
+    name: str
+    version: str
+    modes: tuple[str, ...]
+    images: tuple[str, ...]  # directories under images/ it may run in; the first is the default
+    probe: Callable[[str], dict[str, list[str]]]  # image → commands identifying a local install
+    check: Callable[[ResolvedRequest, Runner], Outcome]
+    options: tuple[OptionSpec, ...] = ()
+    image: Callable[[Options], str] | None = None  # which of `images` a request needs
+    split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
+    environment_options: Callable[[Options], dict[str, JsonValue]] = no_environment_options
+    summary: Callable[[list[CheckResult]], Table | None] = no_summary  # a batch in its own terms
+    # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not
+    # parse; cheap and deterministic, it runs when the request is resolved.
+    validate: Callable[[ResolvedRequest], None] | None = None
+    targets: bool = False  # whether requests may name a target statement
+    description: str = ""  # one line for `--help`
+    extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)
+
+    def image_for(self, options: Options) -> str:
+        return self.image(options) if self.image is not None else self.images[0]
+
+    def option(self, key: str) -> OptionSpec:
+        for spec in self.options:
+            if spec.key == key:
+                return spec
+        raise KeyError(key)

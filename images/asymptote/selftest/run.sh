@@ -1,6 +1,8 @@
 #!/bin/sh
 # Self-test of the asymptote image: good.asy renders to SVG (latex + dvisvgm) and PDF (pdflatex +
-# Ghostscript) with its labels; bad.asy is rejected with an Asymptote error.
+# Ghostscript) with its labels; bad.asy is rejected with an Asymptote error. Then what the
+# adapter relies on: a frozen clock through libfaketime, no LuaTeX or XeTeX, and kpathsea taking
+# shell_escape/openin_any/openout_any from the environment.
 set -u
 fail() { echo "SELFTEST FAILED: $*"; exit 1; }
 asy -version 2>&1 | head -n 1
@@ -17,4 +19,13 @@ fi
 if asy -f svg -o bad bad.asy > bad.log 2>&1; then fail "bad.asy was accepted"; fi
 cat bad.log
 grep -q "drawtriangle_that_does_not_exist" bad.log || fail "bad.asy failed without naming the error"
-echo "SELFTEST PASSED: good.asy rendered to SVG and PDF, bad.asy rejected"
+frozen=$(TZ=UTC env 'LD_PRELOAD=/usr/$LIB/faketime/libfaketime.so.1' 'FAKETIME=2000-01-01 00:00:00' \
+    sh -c 'date +%s; sleep 1; date +%s' 2>&1 | tr '\n' ' ')
+[ "$frozen" = "946684800 946684800 " ] || fail "libfaketime does not freeze the clock: $frozen"
+for engine in luatex lualatex luahbtex xetex xelatex texlua; do
+    if command -v "$engine" >/dev/null; then fail "$engine is installed"; fi
+done
+vars=$(for v in shell_escape openin_any openout_any; do
+    shell_escape=f openin_any=p openout_any=p kpsewhich -var-value "$v"; done | tr '\n' ' ')
+[ "$vars" = "f p p " ] || fail "kpathsea ignores the environment: $vars"
+echo "SELFTEST PASSED: good.asy rendered to SVG and PDF, bad.asy rejected, clock frozen, pdfTeX only"

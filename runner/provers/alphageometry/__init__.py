@@ -10,17 +10,17 @@ Engines (`--engine`): `newclid` (PyPI newclid==2.0.2, image `newclid`) and `ag4m
 (AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`). Both read AlphaGeometry's
 own defs.txt and rules.txt, shipped beside this module.
 
-Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (one
-cold driver run), worker (a warm forkserver that imports the engine once per worker), outcomes
-(NL2AGBench's categories → verdicts), categories (batch tables); sandbox_*.py run in the sandbox.
+Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (the
+in-sandbox drivers and their jobs), worker (the server that imports the engine once), outcomes
+(NL2AGBench's categories → verdicts), categories (batch tables); sandbox/ holds the scripts that
+run inside the sandbox.
 """
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from runner.backends.base import Backend, Limits, Sandbox
-from runner.models import CheckRequest, CheckResult, JsonValue, Outcome
+from runner.models import CheckResult, JsonValue, Outcome
 from runner.provers.alphageometry import (
     categories,
     definitions,
@@ -28,54 +28,40 @@ from runner.provers.alphageometry import (
     outcomes,
     problems,
     validator,
+    worker,
 )
 from runner.provers.alphageometry.engines import ENGINES, Policy
-from runner.provers.alphageometry.worker import EngineWorker, RunEngine
-from runner.provers.base import OptionSpec, defaults
+from runner.provers.base import Options, OptionSpec, ProverAdapter, Runner
+from runner.resolve import ResolvedRequest
 
-NAME = "alphageometry"
 VERSION = "1"
-IMAGE = "newclid"
-MODES = ("proof",)
-SUFFIXES = (".txt", ".jsonl")
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
-LOGIC_ERRORS = ("fast", "paper")
-SYNTAX_CHECKS = ("engine", "validator")
-FENCES = ("reject", "strip")
-CLI_OPTIONS = (
+OPTIONS = (
+    OptionSpec("engine", "DD+AR engine (default newclid)", metavar="ENGINE", choices=ENGINES,
+               default="newclid"),
     OptionSpec(
-        "--engine",
-        "engine",
-        "alphageometry: DD+AR engine (default newclid)",
-        ENGINES,
-        default="newclid",
-    ),
-    OptionSpec(
-        "--logic-errors",
         "logic_errors",
-        "alphageometry: fast = bounded diagram sampling (<= 20 s); "
-        "paper = NL2AGBench's 300 s of silence",
-        LOGIC_ERRORS,
+        "fast = bounded diagram sampling (<= 20 s); paper = NL2AGBench's 300 s of silence",
+        metavar="RULE",
+        choices=("fast", "paper"),
         default="fast",
     ),
     OptionSpec(
-        "--syntax-check",
         "syntax_check",
-        "alphageometry: engine = the engine confirms syntax errors; "
-        "validator = the kit's validator "
-        "alone decides them, in milliseconds",
-        SYNTAX_CHECKS,
+        "engine = the engine confirms syntax errors; validator = the kit's validator alone "
+        "decides them, in milliseconds",
+        metavar="BY",
+        choices=("engine", "validator"),
         default="engine",
     ),
     OptionSpec(
-        "--fences",
         "fences",
-        "alphageometry: reject (default) or strip Markdown code fences around a problem",
-        FENCES,
+        "reject (default) or strip Markdown code fences around a problem",
+        metavar="HOW",
+        choices=("reject", "strip"),
         default="reject",
     ),
 )
-worker_key = defaults.worker_key
 # Short, because a failing probe's command line is quoted in the infra-error message.
 PROBE_NEWCLID = (
     "import sys, importlib.metadata as m\n"
@@ -103,26 +89,12 @@ for name in ("problem.py", "graph.py", "geometry.py", "numericals.py", "pretty.p
 """
 
 
-def options(request: CheckRequest) -> dict[str, str]:
-    """The request's adapter options with defaults filled in."""
-    found = {spec.key: str(request.options.get(spec.key, spec.default)) for spec in CLI_OPTIONS}
-    return found
+def policy(options: Options) -> Policy:
+    return Policy(logic_errors=str(options["logic_errors"]))
 
 
-def _bad_option(request: CheckRequest) -> str | None:
-    for spec in CLI_OPTIONS:
-        value = str(request.options.get(spec.key, spec.default))
-        if spec.choices and value not in spec.choices:
-            return f"unknown {spec.key} {value!r} (choices: {', '.join(spec.choices)})"
-    return None
-
-
-def policy(request: CheckRequest) -> Policy:
-    return Policy(logic_errors=options(request)["logic_errors"])
-
-
-def image(request: CheckRequest) -> str:
-    return IMAGES.get(options(request)["engine"], IMAGE)
+def image(options: Options) -> str:
+    return IMAGES[str(options["engine"])]
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -134,13 +106,12 @@ def split(name: str, content: str) -> list[tuple[str, str]]:
     return problems.split_file(name, content)
 
 
-def environment_options(request: CheckRequest) -> dict[str, JsonValue]:
-    chosen = options(request)
+def environment_options(options: Options) -> dict[str, JsonValue]:
     return {
-        "engine": chosen["engine"],
-        "logic_errors": policy(request).key(),
-        "syntax_check": chosen["syntax_check"],
-        "fences": chosen["fences"],
+        "engine": options["engine"],
+        "logic_errors": policy(options).key(),
+        "syntax_check": options["syntax_check"],
+        "fences": options["fences"],
         "seeds": {"numpy": engines.SEED, "pythonhashseed": engines.PYTHONHASHSEED},
         "defs_sha256": definitions.SHA256[definitions.DEFS_FILE],
         "rules_sha256": definitions.SHA256[definitions.RULES_FILE],
@@ -152,30 +123,36 @@ def summary(results: list[CheckResult]) -> Table:
     return categories.table(categories.tally(results), "alphageometry")
 
 
-def check(request: CheckRequest, sandbox: Sandbox) -> Outcome:
-    """A cold check: a fresh python3 in the fresh sandbox imports the engine for this problem."""
-    engine = options(request)["engine"]
-    return check_with(request, lambda *job: engines.run(sandbox, engine, *job))
+def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+    """Read the problem, let the validator explain it, and run the engine unless it need not.
 
-
-def open_worker(backend: Backend, limits: Limits, request: CheckRequest) -> EngineWorker | None:
-    if _bad_option(request) is not None:
-        return None
-    return EngineWorker(backend, limits, options(request)["engine"], image(request), check_with)
-
-
-def check_with(request: CheckRequest, run_engine: RunEngine) -> Outcome:
-    """Read the problem, let the validator explain it, and run the engine unless it need not."""
-    bad = _bad_option(request)
-    if bad is not None:
-        return outcomes.option_error(request.name, bad)
-    chosen = options(request)
-    read = problems.read_problem(request.name, request.content, lenient=chosen["fences"] == "strip")
+    The engine worker starts only for a problem that needs it: format errors and validator-only
+    outcomes never pay for its import.
+    """
+    options = request.options
+    engine = str(options["engine"])
+    read = problems.read_problem(request.name, request.content, lenient=options["fences"] == "strip")
     if isinstance(read, problems.FormatError):
         return outcomes.format_error(request.name, read)
     fault = validator.validate(read.line)
-    if fault is not None and chosen["syntax_check"] == "validator":
-        return outcomes.from_fault(read, fault, chosen["engine"])
-    timeout = int(request.timeout or 60)
-    run = run_engine(read, policy(request), timeout)
-    return outcomes.from_run(read, run, fault, chosen["engine"], policy(request), timeout)
+    if fault is not None and options["syntax_check"] == "validator":
+        return outcomes.from_fault(read, fault, engine)
+    server = runner.server(worker.server_spec(engine))
+    run = worker.run_on(server, read, policy(options), request.timeout_s)
+    return outcomes.from_run(read, run, fault, engine, policy(options), request.timeout_s)
+
+
+ADAPTER = ProverAdapter(
+    name="alphageometry",
+    version=VERSION,
+    modes=("proof",),
+    images=tuple(IMAGES.values()),
+    probe=probe,
+    check=check,
+    options=OPTIONS,
+    image=image,
+    split=problems.split_file,
+    environment_options=environment_options,
+    summary=summary,
+    description="AlphaGeometry DSL problems, solved by DD+AR (newclid or ag4masses)",
+)

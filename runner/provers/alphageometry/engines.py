@@ -1,11 +1,12 @@
-"""Running an engine driver in the sandbox: its files, the command, the report it prints."""
+"""The engine drivers that run in the sandbox: their files, the job they read, the report they print."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib.resources import files
 
-from runner.backends.base import Completed, Sandbox
+from runner.backends.base import Completed
 from runner.provers.alphageometry import definitions
 from runner.provers.alphageometry.problems import Problem
 
@@ -13,6 +14,7 @@ ENGINES = ("newclid", "ag4masses")
 REPORT_MARK = b"PROOFLOCK-AG-REPORT "
 COMMON = "sandbox_common.py"
 SERVER = "sandbox_server.py"
+SCRIPTS = files(__package__).joinpath("sandbox")  # the scripts that run inside the sandbox
 # Fixed so that diagram sampling (numpy's generators) and set iteration order repeat exactly.
 SEED = 0
 PYTHONHASHSEED = "0"
@@ -58,13 +60,13 @@ def driver_name(engine: str) -> str:
     return f"sandbox_{engine}.py"
 
 
-def install(sandbox: Sandbox, engine: str, *, server: bool = False) -> None:
-    """Write the driver scripts and AlphaGeometry's defs.txt and rules.txt into the sandbox."""
-    scripts = [COMMON, driver_name(engine), *([SERVER] if server else [])]
-    for name in scripts:
-        sandbox.write_file(name, definitions.PACKAGE.joinpath(name).read_bytes())
+def sandbox_files(engine: str) -> dict[str, bytes]:
+    """The server, its engine driver, and AlphaGeometry's defs.txt and rules.txt."""
+    scripts = [COMMON, SERVER, driver_name(engine)]
+    found = {name: SCRIPTS.joinpath(name).read_bytes() for name in scripts}
     for name in (definitions.DEFS_FILE, definitions.RULES_FILE):
-        sandbox.write_file(name, definitions.data_bytes(name))
+        found[name] = definitions.data_bytes(name)
+    return found
 
 
 def job(problem: Problem, policy: Policy, timeout_s: float) -> dict[str, object]:
@@ -79,20 +81,6 @@ def job(problem: Problem, policy: Policy, timeout_s: float) -> dict[str, object]
         "logic_budget_s": policy.budget_s,
         "logic_window_s": policy.window_s,
     }
-
-
-def run(sandbox: Sandbox, engine: str, problem: Problem, policy: Policy, timeout_s: float) -> Run:
-    """A cold run: a fresh python3 imports the engine and checks one problem."""
-    install(sandbox, engine)
-    sandbox.write_file("job.json", json.dumps(job(problem, policy, timeout_s)).encode())
-    argv = ["python3", "-B", driver_name(engine), "job.json"]
-    done = sandbox.run(argv, timeout_s=timeout_s, env=ENV)
-    return Run(
-        report=report_in(done.stdout),
-        completed=done,
-        wall_ms=done.wall_ms,
-        stderr_tail=tail(done.stderr),
-    )
 
 
 def report_in(stdout: bytes) -> dict[str, object] | None:

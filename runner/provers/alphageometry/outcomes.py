@@ -22,7 +22,6 @@ VERDICTS = {
     "syntax_error": Verdict.FAIL,
     "logic_error": Verdict.FAIL,
     "format_error": Verdict.FAIL,
-    "option_error": Verdict.FAIL,
     "timeout": Verdict.TIMEOUT,
     "memory": Verdict.MEMORY,
     "engine_error": Verdict.CRASH,
@@ -80,10 +79,6 @@ def format_error(name: str, error: FormatError) -> Outcome:
     )
 
 
-def option_error(name: str, message: str) -> Outcome:
-    return outcome({"problem": name, "outcome": "option_error", "reason": message}, message)
-
-
 def from_fault(problem: Problem, fault: Fault, engine: str) -> Outcome:
     """A syntax error decided by the kit's validator alone (the engine was not started)."""
     details = _base(problem, engine, "syntax_error")
@@ -108,11 +103,12 @@ def from_run(
         return _no_report(problem, run, engine, timeout_s, worker)
     status = str(report.get("status"))
     if status == "engine_missing":
-        message = f"{report.get('message')} ({INSTALL_HINTS.get(engine, '')})"
+        missing = f"{report.get('message')} ({INSTALL_HINTS.get(engine, '')})"
         return Outcome(
-            verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)], worker=worker
+            verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=missing)], worker=worker
         )
     details = _base(problem, engine, status if status in VERDICTS else "engine_error")
+    message: str | None
     if status == "syntax_error":
         return _syntax_error(problem, report, fault, details, worker, cpu)
     if status == "logic_error":
@@ -174,7 +170,7 @@ def _syntax_error(
         details["syntax_class"],
         index,
     )
-    if agrees:
+    if fault is not None and agrees:
         details["reason"] = fault.reason
     else:
         details["reason"] = (

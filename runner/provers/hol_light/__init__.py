@@ -2,12 +2,23 @@
 
 Loading `hol.ml` takes minutes, so the warm worker (forkserver.py, server.ml) boots once per
 sandbox and forks one child per check: every check starts from the same pristine parent, and
-nothing a check defines, overloads or prints survives it. A check passes only if every phrase of
-the file ran, the file reached its end (`exit 0;;` mid-file is not a pass) and it added no axiom
-(`new_axiom`, `mk_thm` and `CHEAT_TAC` all add one). Files using OCaml's escape hatches (Obj,
-Marshal, `external`, Unix, ...: see source.FORBIDDEN) are refused before they run, since they
-can forge a theorem without an axiom. The cold `check` runs the same server for one request,
-booting HOL Light for that one file.
+nothing a check defines, overloads or prints survives it.
+
+What decides a verdict (server.ml, protocol.py):
+- Before anything runs, the child parses the file with HOL Light's own front end and walks every
+  phrase: only `let` bindings and expressions over identifiers HOL Light's toplevel binds (less a
+  deny-list: Obj, Marshal, Sys, Unix, the toplevel, file I/O, loaders, `exit`, `unsafe_*`, ...)
+  or the file binds itself; no modules, `open`, `external`, classes; no rebinding of a name
+  HOL Light binds. Anything else is `fail` at the offending identifier. `needs` of HOL Light's
+  own library files is allowed as the first phrases only.
+- The child reports on a pipe the artifact cannot reach: where it stopped, and once the file ran
+  to its end, the axioms (`new_axiom`, `mk_thm`; CHEAT_TAC's as placeholders), definitions and
+  the theorems it bound (name and statement), read from the kernel and the toplevel environment.
+- Time and memory come from the server's deadline, the child's exit status, the cgroup's OOM
+  kills and an out-of-memory exception at the address-space limit, never from printed text.
+- With a target, the named theorem must be bound by the file, have no hypotheses, and state the
+  target (parsed by HOL Light after the file, with HOL Light's own notation) up to renaming of
+  bound and type variables; otherwise `wrong_statement`.
 
 Options: `placeholder` (names, default CHEAT_TAC: allowed in statement mode, a `placeholder`
 verdict in proof mode) and `preload` (libraries such as Library/prime.ml a warm parent loads
@@ -17,35 +28,31 @@ source.effective_preload, so a preloaded library never changes a result).
 
 from __future__ import annotations
 
-from runner.backends.base import Backend, Limits, Sandbox
-from runner.models import CheckRequest, Outcome
-from runner.provers.base import OptionSpec, defaults, fixed_image
-from runner.provers.hol_light import forkserver
+from runner.models import Outcome
+from runner.provers.base import OptionSpec, ProverAdapter, Runner
+from runner.provers.hol_light import forkserver, source
+from runner.resolve import ResolvedRequest
 
-NAME = "hol-light"
-VERSION = "2"  # 2: input_value and unsafe_* fenced
-IMAGE = "hol-light"
-MODES = ("proof", "statement")
-SUFFIXES = (".ml", ".hl")
-CLI_OPTIONS = (
-    OptionSpec(
-        flag="--placeholder",
-        key="placeholder",
-        help="hol-light: names that mark an unfinished proof (default CHEAT_TAC; comma-separated)",
-    ),
-    OptionSpec(
-        flag="--preload",
-        key="preload",
-        help="hol-light: libraries a warm parent loads once, e.g. Library/iter.ml (comma-sep.)",
-    ),
-)
-split = defaults.split
-summary = defaults.summary
-environment_options = defaults.environment_options
-image = fixed_image(IMAGE)
-
+VERSION = "3"  # 3: parse-based allow-list, kernel report on its own pipe, theorems, targets
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
+OPTIONS = (
+    OptionSpec(
+        key="placeholder",
+        help="names that mark an unfinished proof, comma-separated (default CHEAT_TAC)",
+        metavar="NAMES",
+        default=list(source.DEFAULT_PLACEHOLDERS),
+        parse=source.parse_placeholders,
+    ),
+    OptionSpec(
+        key="preload",
+        help="libraries a warm parent loads once, comma-separated, e.g. Library/prime.ml; used "
+        "only for files whose first lines `needs` them in that order",
+        metavar="PATHS",
+        default=[],
+        parse=source.parse_preload,
+    ),
+)
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -56,15 +63,23 @@ def probe(image: str) -> dict[str, list[str]]:
     return {"ocaml": [f"{HOL_DIR}/ocaml", "-version"], "packages": ["sh", "-c", packages]}
 
 
-def worker_key(request: CheckRequest) -> str:
-    """One worker serves every preload set: it forks a preloaded parent per set on demand."""
-    return ""
+def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+    refusal = forkserver.refused(request)
+    if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
+        return refusal
+    # One worker serves every preload set: it forks a preloaded parent per set on demand.
+    server = runner.server(forkserver.server_spec(HOL_DIR))
+    return forkserver.check_on(server, request)
 
 
-def open_worker(backend: Backend, limits: Limits, request: CheckRequest) -> forkserver.ForkServer:
-    return forkserver.ForkServer(backend, limits, IMAGE, HOL_DIR)
-
-
-def check(request: CheckRequest, sandbox: Sandbox) -> Outcome:
-    """Cold: boot HOL Light for this one file (minutes), then check it exactly as a worker would."""
-    return forkserver.check_cold(request, sandbox, HOL_DIR)
+ADAPTER = ProverAdapter(
+    name="hol-light",
+    version=VERSION,
+    modes=("proof", "statement"),
+    images=("hol-light",),
+    probe=probe,
+    check=check,
+    options=OPTIONS,
+    targets=True,
+    description="HOL Light .ml files, each run in a fork of a loaded HOL Light",
+)

@@ -1,17 +1,21 @@
-"""The warm worker: one sandbox, HOL Light loaded once, each check in a forked child (server.ml)."""
+"""The warm worker: HOL Light loaded once in a server (server.ml), each check in a forked child.
+
+The kit side is the shared SandboxServer: this module only frames a request, says how the server
+starts, and reads its boot line. A cold check is the same server booted for that one request.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
-import time
 from dataclasses import dataclass
 from importlib.resources import files
 
-from runner.backends.base import Backend, BackendUnavailable, Channel, Limits, Sandbox
-from runner.models import CheckRequest, Diagnostic, JsonValue, Outcome, Verdict
+from runner.backends.base import BackendUnavailable, Sandbox
+from runner.models import Diagnostic, Outcome, Verdict
+from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.hol_light import protocol, source
+from runner.resolve import ResolvedRequest
 
 SERVER_FILE = "server.ml"
 BOOT_LOG = "boot.log"
@@ -24,20 +28,21 @@ PRELOAD_LIMIT_S = 900
 BOOT_ERROR = re.compile(r"^(Error|Exception:).*$", re.MULTILINE)
 
 
-def server_source() -> bytes:
-    return files(__package__).joinpath(SERVER_FILE).read_bytes()
+def server_spec(hol_dir: str) -> ServerSpec:
+    return ServerSpec(
+        name="HOL Light worker",
+        argv=[f"{hol_dir}/ocaml", SERVER_FILE],
+        ready=BOOT_MARKER,
+        boot_timeout_s=BOOT_TIMEOUT_S,
+        files={SERVER_FILE: files(__package__).joinpath(SERVER_FILE).read_bytes()},
+        env={"HOLLIGHT_DIR": hol_dir},
+        boot_note="loading HOL Light takes about 3 min",
+        explain_failure=lambda sandbox: boot_failure(_read_log(sandbox)),
+    )
 
 
-def server_argv(hol_dir: str) -> list[str]:
-    return [f"{hol_dir}/ocaml", SERVER_FILE]
-
-
-def server_env(hol_dir: str) -> dict[str, str]:
-    return {"HOLLIGHT_DIR": hol_dir}
-
-
-def reply_timeout(request: CheckRequest, preload: list[str]) -> float:
-    timeout = float(request.timeout or 60)
+def reply_timeout(request: ResolvedRequest, preload: list[str]) -> float:
+    timeout = float(request.timeout_s)
     if preload:  # the sub-server may have to load first, and may fall back to the plain parent
         return timeout + REPLY_SLACK_S + PRELOAD_LIMIT_S + timeout + 60
     return timeout + REPLY_SLACK_S
@@ -50,11 +55,12 @@ class Boot:
     work_dir: str
 
 
-def read_boot(line: bytes, sandbox: Sandbox) -> Boot:
+def read_boot(server: SandboxServer) -> Boot:
     """The server's `@@BOOT ok|failed <ms> <version> <dir>` line; raises BackendUnavailable."""
-    fields = line.decode("utf-8", errors="replace").strip().split(" ", 3)
-    log = boot_log(sandbox)
+    fields = server.ready_line.decode("utf-8", errors="replace").strip().split(" ", 3)
+    log = boot_log(server)
     if len(fields) != 4 or fields[0] != "ok" or BOOT_ERROR.search(log):
+        server.broken = True
         raise BackendUnavailable(boot_failure(log))
     return Boot(ms=int(fields[1]), hol_version=fields[2], work_dir=fields[3])
 
@@ -69,154 +75,49 @@ def boot_failure(log: str) -> str:
     return message
 
 
-def boot_log(sandbox: Sandbox) -> str:
+def boot_log(server: SandboxServer) -> str:
+    return _read_log(server.sandbox) if server.sandbox is not None else ""
+
+
+def _read_log(sandbox: Sandbox) -> str:
     try:
         return sandbox.read_file(BOOT_LOG).decode("utf-8", errors="replace")
-    except OSError:
+    except (OSError, BackendUnavailable):
         return ""
 
 
-def infra_error(message: str) -> Outcome:
-    return Outcome(verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)])
+def refused(request: ResolvedRequest) -> Outcome | None:
+    """A FAIL for a target the server could not even be asked about, before anything boots.
 
-
-def bad_option(exc: source.BadOption) -> Outcome:
-    return Outcome(
-        verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=f"bad request option: {exc}")]
-    )
-
-
-def refused(request: CheckRequest) -> Outcome | None:
-    """A FAIL for a file that uses an OCaml escape hatch (source.FORBIDDEN), before it runs."""
-    uses = source.forbidden_uses(request.content)
-    if not uses:
+    Everything about the file itself is decided on HOL Light's own parse, in the server.
+    """
+    target = request.target
+    if target is None:
         return None
-    line, column, word = uses[0]
-    lines = request.content.splitlines()
-    message = (
-        f"`{word}` is not allowed in a checked file: it can forge theorems or escape the check"
+    problem = source.target_problem(target.name, target.statement)
+    if problem is None:
+        return None
+    return Outcome(
+        verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=problem, context="target")]
     )
-    context = " ".join(lines[line - 1].split()) if line <= len(lines) else None
-    diagnostic = Diagnostic(message=message, line=line, column=column, context=context)
-    return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic])
 
 
-def frame(request: CheckRequest) -> Outcome | tuple[str, bytes, list[str]]:
-    """A fresh nonce, the request's bytes for the server and the preload set it may be served
-    from; or the FAIL outcome for a file refused before it runs or a bad option."""
-    if (refusal := refused(request)) is not None:
-        return refusal
+def check_on(server: SandboxServer, request: ResolvedRequest) -> Outcome:
+    """Check one file on a started server: send the framed request, read and judge the reply."""
+    boot = read_boot(server)
     nonce = secrets.token_hex(16)
-    try:
-        placeholders = source.placeholders(request)
-        preload = source.effective_preload(source.preload(request), request.content)
-    except source.BadOption as exc:
-        return bad_option(exc)
-    data = protocol.encode_request(nonce, request.timeout or 60, placeholders, preload, request.content)
-    return nonce, data, preload
-
-
-class ForkServer:
-    """A HOL Light forkserver in one long-lived sandbox. Built by `open_worker`."""
-
-    kind = "forkserver"
-
-    def __init__(self, backend: Backend, limits: Limits, image: str, hol_dir: str):
-        self._stack = contextlib.ExitStack()
-        self.checks = 0
-        self.worker_id = secrets.token_hex(4)  # tells workers apart in provenance
-        try:
-            sandbox = self._stack.enter_context(backend.sandbox(image, limits))
-            sandbox.write_file(SERVER_FILE, server_source())
-            self._channel: Channel = sandbox.spawn(server_argv(hol_dir), env=server_env(hol_dir))
-            self._stack.callback(self._channel.close)
-            self.boot = self._wait_for_boot(sandbox)
-            self.backend = backend.info.name
-        except BaseException:
-            self._stack.close()
-            raise
-
-    def _wait_for_boot(self, sandbox: Sandbox) -> Boot:
-        try:
-            self._channel.read_until(BOOT_MARKER, BOOT_TIMEOUT_S)
-            line = self._channel.read_until(b"\n", 10)
-        except TimeoutError:
-            raise BackendUnavailable(
-                f"HOL Light did not finish loading within {BOOT_TIMEOUT_S} s"
-            ) from None
-        except EOFError:
-            raise BackendUnavailable(boot_failure(boot_log(sandbox))) from None
-        return read_boot(line, sandbox)
-
-    def check(self, request: CheckRequest) -> Outcome:
-        framed = frame(request)
-        if isinstance(framed, Outcome):
-            return framed
-        nonce, data, preload = framed
-        clock = time.monotonic()
-        try:
-            self._channel.send(data)
-            raw = self._channel.read_until(
-                protocol.done_marker(nonce), reply_timeout(request, preload)
-            )
-            reply = protocol.parse_reply(raw, nonce)
-            outcome = protocol.outcome_from_reply(reply, request, self.boot.work_dir)
-        except (EOFError, OSError):
-            return infra_error("the HOL Light forkserver exited during the check")
-        except TimeoutError:
-            return infra_error("the HOL Light forkserver stopped answering")
-        except protocol.MalformedReply as exc:
-            return infra_error(f"the HOL Light forkserver sent a bad reply: {exc}")
-        self.checks += 1
-        outcome.worker = {
-            "check_ms": int((time.monotonic() - clock) * 1000),
-            "parent": reply.parent,
-        }
-        return outcome
-
-    def info(self) -> dict[str, JsonValue]:
-        return {
-            "kind": self.kind,
-            "worker_id": self.worker_id,
-            "backend": self.backend,
-            "boot_ms": self.boot.ms,
-            "hol_version": self.boot.hol_version,
-            "checks_served": self.checks,
-        }
-
-    def close(self) -> None:
-        self._stack.close()
-
-
-def check_cold(request: CheckRequest, sandbox: Sandbox, hol_dir: str) -> Outcome:
-    """The same server for one request on stdin: HOL Light boots for this one file."""
-    framed = frame(request)
-    if isinstance(framed, Outcome):
-        return framed
-    nonce, data, preload = framed
-    sandbox.write_file(SERVER_FILE, server_source())
-    done = sandbox.run(
-        server_argv(hol_dir),
-        timeout_s=BOOT_TIMEOUT_S + reply_timeout(request, preload),
-        env=server_env(hol_dir),
-        stdin=data,
+    placeholders = list(request.options["placeholder"])
+    declared = list(request.options["preload"] or [])
+    preload = source.effective_preload(declared, request.content)
+    data = protocol.encode_request(
+        nonce, request.timeout_s, placeholders, preload, request.content, request.target
     )
-    at = done.stdout.find(BOOT_MARKER)
-    if at < 0:
-        if done.timed_out:
-            return infra_error(f"HOL Light did not finish loading within {BOOT_TIMEOUT_S} s")
-        return infra_error(boot_failure(boot_log(sandbox)))
-    line, _, answer = done.stdout[at + len(BOOT_MARKER) :].partition(b"\n")
+    raw = server.exchange(data, protocol.done_marker(nonce), reply_timeout(request, preload))
     try:
-        boot = read_boot(line, sandbox)
-        if protocol.done_marker(nonce) not in answer:
-            raise protocol.MalformedReply(f"HOL Light exited {done.exit_code} without answering")
-        outcome = protocol.outcome_from_reply(
-            protocol.parse_reply(answer, nonce), request, boot.work_dir
-        )
-    except BackendUnavailable as exc:
-        return infra_error(str(exc))
+        reply = protocol.parse_reply(raw, nonce)
+        outcome = protocol.outcome_from_reply(reply, request, boot.work_dir)
     except protocol.MalformedReply as exc:
-        return infra_error(f"the cold HOL Light check failed: {exc}")
-    outcome.worker = {"kind": "cold", "boot_ms": boot.ms, "hol_version": boot.hol_version}
+        server.broken = True
+        raise BackendUnavailable(f"the HOL Light worker sent a bad reply: {exc}") from None
+    outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
     return outcome

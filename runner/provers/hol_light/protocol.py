@@ -1,9 +1,13 @@
 """The forkserver's wire format (see server.ml), and what a reply means: an Outcome.
 
-A reply is `\\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <dir>\\n`, the child's output
-with control lines `\\n@@<nonce> <TAG> <length>\\n<payload>` in it, then `\\n@@<nonce> DONE\\n`.
-The nonce is fresh per check and never visible to the artifact, so its output cannot pose as a
-control line.
+A request is a header line, the file, then the target statement (if any). A reply is
+`\\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <dir>\\n`, the report,
+then `\\n@@<nonce> DONE\\n`. The report is the kit's own account of the check, frames
+`<TAG> <length>\\n<payload>` that the checking child wrote on a pipe the artifact cannot reach:
+where it stopped, why, the axioms, definitions and theorems it left, the target's comparison.
+What the artifact printed is not in the reply at all. Memory and time come from how the child
+ended (its status, the server's deadline, the cgroup's OOM-kill count, an out-of-memory exception
+under the address-space limit), never from text.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from runner.models import CheckRequest, Diagnostic, Outcome, Verdict
+from runner.models import Diagnostic, JsonValue, Outcome, Target, Verdict
+from runner.provers.common import verdicts
 from runner.provers.hol_light import source
+from runner.resolve import ResolvedRequest
 
 ARTIFACT_FILE = "artifact.ml"
 MESSAGE_LIMIT = 2000
@@ -23,14 +29,21 @@ MESSAGE_START = re.compile(r"^(Error|Exception|Parse error|Error in included fil
 
 
 def encode_request(
-    nonce: str, timeout_s: int, placeholders: list[str], preload: list[str], content: str
+    nonce: str,
+    timeout_s: int,
+    placeholders: list[str],
+    preload: list[str],
+    content: str,
+    target: Target | None = None,
 ) -> bytes:
     body = content.encode("utf-8")
+    statement = target.statement.encode("utf-8") if target is not None else b""
+    name = target.name if target is not None else "-"
     header = (
         f"CHECK {nonce} {timeout_s * 1000} {','.join(placeholders) or '-'} "
-        f"{','.join(preload) or '-'} {len(body)}\n"
+        f"{','.join(preload) or '-'} {len(body)} {name} {len(statement)}\n"
     )
-    return header.encode() + body
+    return header.encode() + body + statement
 
 
 def done_marker(nonce: str) -> bytes:
@@ -43,6 +56,7 @@ class Reply:
     code: int
     cpu_ms: int
     parent: str  # plain or preloaded
+    oom: str  # oom (the cgroup killed something during the check), none, unknown
     check_dir: str
     events: list[tuple[str, str]] = field(default_factory=list)
 
@@ -63,102 +77,135 @@ def parse_reply(raw: bytes, nonce: str) -> Reply:
     if start < 0:
         raise MalformedReply("no reply header")
     line_end = raw.index(b"\n", start + len(head))
-    fields = raw[start + len(head) : line_end].decode().split(" ", 4)
-    if len(fields) != 5:
+    fields = raw[start + len(head) : line_end].decode().split(" ", 6)
+    if len(fields) != 7 or not fields[5].isdigit():
         raise MalformedReply(f"bad reply header {fields!r}")
-    status, code, cpu_ms, parent, check_dir = fields
-    reply = Reply(status, int(code), int(cpu_ms), parent, check_dir)
-    body = raw[line_end + 1 :]
-    marker = f"\n@@{nonce} ".encode()
-    at = body.find(marker)
-    while at >= 0:
-        header_end = body.find(b"\n", at + len(marker))
-        if header_end < 0:
-            break
-        tag, _, length = body[at + len(marker) : header_end].decode(errors="replace").partition(" ")
-        if tag == "DONE":
-            break
-        size = int(length) if length.isdigit() else 0
-        payload = body[header_end + 1 : header_end + 1 + size]
-        reply.events.append((tag, payload.decode("utf-8", errors="replace")))
-        at = body.find(marker, header_end + 1 + size)
+    status, code, cpu_ms, parent, oom, length, check_dir = fields
+    reply = Reply(status, int(code), int(cpu_ms), parent, oom, check_dir)
+    report = raw[line_end + 1 : line_end + 1 + int(length)]
+    if raw[line_end + 1 + int(length) :] != done_marker(nonce):
+        raise MalformedReply("the report is not followed by the end of the reply")
+    reply.events = parse_report(report)
     return reply
 
 
-def outcome_from_reply(reply: Reply, request: CheckRequest, work_dir: str) -> Outcome:
+def parse_report(report: bytes) -> list[tuple[str, str]]:
+    events, at = [], 0
+    while at < len(report):
+        header_end = report.find(b"\n", at)
+        if header_end < 0:
+            raise MalformedReply("a report frame without a header")
+        tag, _, length = report[at:header_end].decode(errors="replace").partition(" ")
+        if not length.isdigit():
+            raise MalformedReply(f"a report frame with a bad header {tag!r} {length!r}")
+        end = header_end + 1 + int(length)
+        events.append((tag, report[header_end + 1 : end].decode("utf-8", errors="replace")))
+        at = end
+    return events
+
+
+def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) -> Outcome:
     """The verdict: pass only when the whole file ran, to its end, and added no axiom."""
     content = request.content
     clean = _Normalizer(reply.check_dir, work_dir)
     phrase = _last_phrase(reply)
+    cpu = reply.cpu_ms
     if reply.status == "timeout":
+        message = f"timed out after {request.timeout_s} s"
         return Outcome(
-            verdict=Verdict.TIMEOUT,
-            diagnostics=[_at_phrase(f"timed out after {request.timeout} s", phrase, content)],
-            cpu_ms=reply.cpu_ms,
+            verdict=Verdict.TIMEOUT, diagnostics=[_at_phrase(message, phrase, content)], cpu_ms=cpu
         )
+    if reply.has("REFUSED"):
+        return _refused(reply.payloads("REFUSED")[-1], content, cpu)
     if reply.has("SYNTAX"):
         return _failed(reply, clean(reply.payloads("SYNTAX")[-1]), None, content)
+    if reply.has("MEMORY"):  # Out_of_memory raised with the process at its address-space limit
+        message = f"HOL Light ran out of memory (limit {request.limits.memory_mb} MB)"
+        return Outcome(
+            verdict=Verdict.MEMORY, diagnostics=[_at_phrase(message, phrase, content)], cpu_ms=cpu
+        )
     if reply.has("FAILED"):
-        text = clean(reply.payloads("FAILED")[-1])
-        verdict = Verdict.MEMORY if "Out_of_memory" in text else Verdict.FAIL
-        return _failed(reply, text, phrase, content, verdict)
+        return _failed(reply, clean(reply.payloads("FAILED")[-1]), phrase, content)
+    if reply.has("OVERFLOW"):
+        message = "the file made more theory than the kit can report; it was not judged"
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
     if reply.has("RESULT") and not reply.has("UNREPORTABLE"):
         return _finished(reply, request)
     if reply.status == "signaled":
-        verdict = Verdict.MEMORY if reply.code == SIGKILL else Verdict.CRASH
-        reason = (
-            "killed (out of memory?)" if reply.code == SIGKILL else f"died of signal {reply.code}"
-        )
+        # Only the kernel kills a check (the server's own kill is the timeout, and a checked file
+        # cannot send signals): SIGKILL is the OOM killer unless the cgroup's count says not.
+        if reply.code == SIGKILL and reply.oom != "none":
+            limit = request.limits.memory_mb
+            verdict, reason = Verdict.MEMORY, f"killed for memory (limit {limit} MB)"
+        else:
+            verdict, reason = Verdict.CRASH, f"died of signal {reply.code}"
         return Outcome(
             verdict=verdict,
             diagnostics=[_at_phrase(f"HOL Light {reason}", phrase, content)],
-            cpu_ms=reply.cpu_ms,
+            cpu_ms=cpu,
         )
     if reply.has("UNREPORTABLE"):
         message = "the file ran, but its theory could not be read back: " + clean(
             reply.payloads("UNREPORTABLE")[-1]
         )
-        return Outcome(
-            verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=reply.cpu_ms
-        )
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
     if not reply.has("START"):
         raise MalformedReply(f"the check process {reply.status} {reply.code} before starting")
     message = (
         f"the file stopped before its end (exit code {reply.code}); a file must run to its end"
     )
     return Outcome(
-        verdict=Verdict.FAIL,
-        diagnostics=[_at_phrase(message, phrase, content)],
-        cpu_ms=reply.cpu_ms,
+        verdict=Verdict.FAIL, diagnostics=[_at_phrase(message, phrase, content)], cpu_ms=cpu
     )
 
 
-def _finished(reply: Reply, request: CheckRequest) -> Outcome:
+def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
+    unlisted = _unlisted(reply)
     axioms = [_one_line(a) for a in reply.payloads("AXIOM")]
     placeholder_axioms = [_one_line(a) for a in reply.payloads("PLACEHOLDER")]
-    details = {
+    placeholder_count = len(placeholder_axioms) + unlisted.get("PLACEHOLDER", 0)
+    theorems: list[JsonValue] = [_theorem(t) for t in reply.payloads("THEOREM")]
+    details: dict[str, JsonValue] = {
         "definitions": [_one_line(d) for d in reply.payloads("DEFINITION")],
         "constants": [_named(c, "type") for c in reply.payloads("CONSTANT")],
         "types": [
             {"name": n["name"], "arity": int(n["arity"])}
             for n in (_named(t, "arity") for t in reply.payloads("TYPE"))
         ],
-        "phrases": len(reply.payloads("PHRASE")),
+        "theorems": theorems,
+        "phrases": _phrase_count(reply),
     }
+    if unlisted:
+        details["unlisted"] = dict(sorted(unlisted.items()))
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
     forbidden = [a for a in axioms if a not in request.allowed_axioms]
-    written = source.placeholder_uses(request.content, source.placeholders(request))
-    diagnostics = []
-    if request.mode == "proof" and (placeholder_axioms or written):
-        verdict = Verdict.PLACEHOLDER
-        used = ", ".join(f"`{name}`" for name in written) or "a placeholder"
-        admitted = f"{len(placeholder_axioms)} theorems admitted"
-        diagnostics.append(Diagnostic(message=f"proof left unfinished: {used} ({admitted})"))
-    elif forbidden:
-        verdict = Verdict.AXIOM
-        diagnostics.append(Diagnostic(message="adds axioms not allowed: " + "; ".join(forbidden)))
-    else:
-        verdict = Verdict.PASS
+    if unlisted.get("AXIOM"):  # too many to list: none of those can be on the allowed list
+        forbidden.append(f"{unlisted['AXIOM']} more axioms")
+    placeholders: list[str] = []
+    if request.mode == "proof":
+        written = source.placeholder_uses(request.content, list(request.options["placeholder"]))
+        if placeholder_count or written:
+            used = ", ".join(f"`{name}`" for name in written) or "a placeholder"
+            placeholders = [f"{used} ({placeholder_count} theorems admitted)"]
+    target = request.target
+    statement_problem = None
+    if target is not None:
+        compared = reply.payloads("TARGET")
+        if not compared:
+            return verdicts.failed(f"the target `{target.name}` was not compared")
+        problem = _target_problem(target, compared[-1])
+        if problem is not None and problem[0]:  # the target itself is unusable: no verdict on it
+            return Outcome(
+                verdict=Verdict.FAIL,
+                diagnostics=[Diagnostic(message=problem[1], context="target")],
+                assumptions=assumptions,
+                details=details,
+                cpu_ms=reply.cpu_ms,
+            )
+        statement_problem = problem[1] if problem is not None else None
+    verdict, diagnostics = verdicts.judge(
+        placeholders=placeholders, forbidden=forbidden, statement_problem=statement_problem
+    )
     return Outcome(
         verdict=verdict,
         diagnostics=diagnostics,
@@ -168,12 +215,38 @@ def _finished(reply: Reply, request: CheckRequest) -> Outcome:
     )
 
 
+def _target_problem(target: Target, payload: str) -> tuple[bool, str] | None:
+    """(the target is unusable, why) or None when the file proved exactly the target."""
+    status, _, rest = payload.partition("\n")
+    theorem, _, stated = rest.partition("\n")
+    if status == "same":
+        return None
+    if status == "unparsable":
+        return True, f"the target statement does not parse as a HOL term: {stated}"
+    if status == "not_boolean":
+        return True, f"the target statement is not a proposition: {stated}"
+    if status == "missing":
+        return False, f"the file binds no theorem `{target.name}`; the target is: {stated}"
+    if status == "not_a_theorem":
+        return False, f"`{target.name}` is not a theorem (type {theorem}); the target is: {stated}"
+    if status == "hypotheses":
+        return False, f"theorem `{target.name}` has hypotheses: {theorem}; the target is: {stated}"
+    return False, f"theorem `{target.name}` states: {theorem}; the target is: {stated}"
+
+
+def _refused(payload: str, content: str, cpu: int) -> Outcome:
+    line, column, message = payload.split(" ", 2)
+    diagnostic = Diagnostic(
+        message=message, line=int(line), column=int(column), context=_line_text(content, int(line))
+    )
+    return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic], cpu_ms=cpu)
+
+
 def _failed(
     reply: Reply,
     text: str,
     phrase: tuple[int, int, int, int] | None,
     content: str,
-    verdict: Verdict = Verdict.FAIL,
 ) -> Outcome:
     message, located = _message(text)
     if located is not None:
@@ -182,7 +255,7 @@ def _failed(
         diagnostic = Diagnostic(message=message, line=line, column=column, context=context)
     else:
         diagnostic = _at_phrase(message, phrase, content)
-    return Outcome(verdict=verdict, diagnostics=[diagnostic], cpu_ms=reply.cpu_ms)
+    return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic], cpu_ms=reply.cpu_ms)
 
 
 def _message(text: str) -> tuple[str, tuple[int, int] | None]:
@@ -215,6 +288,25 @@ def _last_phrase(reply: Reply) -> tuple[int, int, int, int] | None:
         return None
     _, *span = (int(x) for x in phrases[-1].split())
     return tuple(span)  # type: ignore[return-value]
+
+
+def _phrase_count(reply: Reply) -> int:
+    """Phrases run (the server keeps only the last PHRASE frame: its index counts them)."""
+    phrases = reply.payloads("PHRASE")
+    return int(phrases[-1].split()[0]) + 1 if phrases else 0
+
+
+def _unlisted(reply: Reply) -> dict[str, int]:
+    counts = {}
+    for payload in reply.payloads("UNLISTED"):
+        tag, _, count = payload.partition(" ")
+        counts[tag] = int(count)
+    return counts
+
+
+def _theorem(payload: str) -> JsonValue:
+    name, _, statement = payload.partition("\n")
+    return {"name": name, "statement": _one_line(statement)}
 
 
 def _phrase_text(content: str, phrase: tuple[int, int, int, int]) -> str:

@@ -6,12 +6,14 @@
    HOL Light source (the artifact, the boot self-test, placeholder wrappers) is parsed at run time.
 
    Protocol, stdin -> stdout, one request at a time:
-     request  "CHECK <nonce> <timeout_ms> <placeholders|-> <preload|-> <length>\n" <length bytes>
-     reply    "\n@@<nonce> REPLY <status> <code> <cpu_ms> <plain|preloaded> <dir>\n"
-              <child output> "\n@@<nonce> DONE\n"
-   The child interleaves "\n@@<nonce> <TAG> ..." control lines with its output. Only the server
-   and the child hold the nonce (a local, never a toplevel name), so nothing the artifact prints
-   can pose as a control line. Python sends lists comma-separated; it validates their items. *)
+     request  "CHECK <nonce> <timeout_ms> <placeholders|-> <preload|-> <length> <target|->
+              <statement_length>\n" <length bytes of source> <statement_length bytes>
+     reply    "\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <dir>\n"
+              <report> "\n@@<nonce> DONE\n"
+   The report is the kit's own account of the check, written by the child on a pipe only the
+   kit holds (the artifact's stdout and stderr go to /dev/null): frames "<TAG> <length>\n<payload>".
+   A check's verdict rests on that report and on how the child ended, never on what it printed.
+   Python sends lists comma-separated; it validates their items. *)
 
 #directory "+compiler-libs";;
 #load "unix.cma";;
@@ -42,15 +44,318 @@ end = struct
   let made_axioms = ref []
   let made () = !made_axioms
   let wrap f x =
-    let before = axioms () in
+    let before = Hol.axioms () in
     let record () =
       List.iter
         (fun ax -> if not (List.memq ax before) then made_axioms := ax :: !made_axioms)
-        (axioms ())
+        (Hol.axioms ())
     in
     match f x with
     | result -> record (); result
     | exception e -> record (); raise e
+end;;
+
+(* What a checked file may say, decided on the parse HOL Light itself makes of it (camlp5 with
+   HOL Light's syntax, i.e. `!Toploop.parse_use_file`), never on its text.
+
+   A file is a list of toplevel phrases: `let` bindings and expressions (and a few harmless
+   directives). An identifier it uses must be one the file binds itself or one in scope in the
+   toplevel after HOL Light loaded (its library, the OCaml standard library it runs on, and the
+   nums library it includes), less a deny-list of what reaches outside HOL Light's logic: the
+   process, files, the toplevel, unchecked memory. A qualified name must start from a module of
+   the standard library, of the nums library or one HOL Light defines, and pass through no denied
+   module. A file may not rebind a name HOL Light already binds (`prove`, `e`, `top_thm`, ...), so
+   a phrase means what HOL Light means by it. Modules, functors, `open`, `include`, classes,
+   `external` and extension nodes are refused outright: they could hide any of the above. *)
+module Prooflock_fence : sig
+  type names
+
+  val current : unit -> names
+  val describe : names -> string
+
+  type refusal = { line : int; column : int; message : string }
+
+  val leading_needs :
+    Parsetree.toplevel_phrase list ->
+    (string * Location.t * Parsetree.toplevel_phrase) list * Parsetree.toplevel_phrase list
+  val needs_refusal : string -> Location.t -> refusal option
+  val first_refusal : names -> Parsetree.toplevel_phrase list -> refusal option
+  val top_level_names : Parsetree.toplevel_phrase list -> string list
+end = struct
+  open Stdlib
+  open Parsetree
+
+  (* Modules whose values reach the process, the runtime or the toplevel; the prefixes cover the
+     compiler's own units and this server's modules. *)
+  let denied_modules =
+    [ "Obj"; "Marshal"; "Sys"; "Unix"; "UnixLabels"; "Printexc"; "Toploop"; "Topdirs"; "Gc";
+      "Callback"; "Arg"; "Oo"; "Nat"; "In_channel"; "Out_channel"; "Domain"; "Effect";
+      "Thread"; "Mutex"; "Condition"; "Event"; "Dynlink"; "Std_exit"; "Ephemeron" ]
+  let denied_module_prefixes = [ "Camlinternal"; "Stdlib__"; "Prooflock" ]
+
+  (* Compilation units HOL Light's library consists of, besides the modules it defines. *)
+  let library_units = [ "Stdlib"; "Num"; "Big_int"; "Ratio"; "Arith_status" ]
+
+  (* Values denied wherever they are found (unqualified or in any module): the process, files,
+     HOL Light's loaders and paths, and user printers (which would change what a report reads). *)
+  let denied_values =
+    [ "exit"; "at_exit"; "do_at_exit"; "do_domain_local_at_exit"; "open_out"; "open_out_bin";
+      "open_out_gen"; "open_in"; "open_in_bin"; "open_in_gen"; "input_value"; "output_value";
+      "from_file"; "from_file_bin"; "temp_file"; "open_temp_file"; "set_temp_dir_name";
+      "map_file"; "command"; "read_arg"; "read_arg0"; "write_arg"; "write_arg0";
+      "file_of_string"; "strings_of_file"; "string_of_file"; "use_file"; "loads"; "loadt";
+      "load_on_path"; "needs"; "file_on_path"; "hol_expand_directory"; "load_path";
+      "loaded_files"; "hol_dir"; "temp_path"; "help"; "help_path"; "install_user_printer";
+      "delete_user_printer"; "try_user_printer" ]
+  let denied_value_prefixes = [ "unsafe_"; "prooflock" ]
+  let denied_in_module = [ ("Digest", "file") ]
+
+  let allowed_directives = [ "print_depth"; "print_length"; "warnings" ]
+
+  let starts_with_any prefixes name =
+    List.exists (fun prefix -> String.starts_with ~prefix name) prefixes
+
+  let denied_module name = List.mem name denied_modules || starts_with_any denied_module_prefixes name
+  let denied_value name = List.mem name denied_values || starts_with_any denied_value_prefixes name
+
+  type names = {
+    values : (string, unit) Hashtbl.t;  (* every unqualified value in scope *)
+    modules : (string, unit) Hashtbl.t;  (* modules a qualified name may start from *)
+  }
+
+  let current () =
+    let env = !Toploop.toplevel_env in
+    let values = Hashtbl.create 32768 and modules = Hashtbl.create 256 in
+    Env.fold_values (fun name _ _ () -> Hashtbl.replace values name ()) None env ();
+    let allow name = if not (denied_module name) then Hashtbl.replace modules name () in
+    List.iter allow library_units;
+    Env.fold_modules (fun name _ _ () -> allow name) (Some (Longident.Lident "Stdlib")) env ();
+    (* Modules defined by toplevel phrases: HOL Light's own (this server's are denied above). *)
+    Env.fold_modules
+      (fun name path _ () ->
+        match path with
+        | Path.Pident id when not (Ident.persistent id) -> allow name
+        | _ -> ())
+      None env ();
+    { values; modules }
+
+  let sorted table = List.sort compare (Hashtbl.fold (fun k () acc -> k :: acc) table [])
+
+  let describe names =
+    let values = sorted names.values in
+    let denied = List.filter denied_value values in
+    Printf.sprintf
+      "modules allowed (%d): %s\nvalues in scope: %d, of which denied (%d): %s\n\
+       denied modules: %s; and any module starting %s\n\
+       denied values anywhere: %s; and any value starting %s\n"
+      (Hashtbl.length names.modules) (String.concat " " (sorted names.modules))
+      (List.length values) (List.length denied) (String.concat " " denied)
+      (String.concat " " denied_modules) (String.concat ", " denied_module_prefixes)
+      (String.concat " " denied_values) (String.concat ", " denied_value_prefixes)
+
+  type refusal = { line : int; column : int; message : string }
+
+  exception Refused of refusal
+
+  let refuse (loc : Location.t) message =
+    let start = loc.Location.loc_start in
+    raise
+      (Refused
+         { line = start.Lexing.pos_lnum; column = start.Lexing.pos_cnum - start.Lexing.pos_bol;
+           message })
+
+  let not_allowed loc what why =
+    refuse loc (Printf.sprintf "%s is not allowed in a checked file: %s" what why)
+
+  let rec flatten = function
+    | Longident.Lident name -> Some [ name ]
+    | Longident.Ldot (prefix, name) -> Option.map (fun p -> p @ [ name ]) (flatten prefix)
+    | Longident.Lapply _ -> None
+
+  let escape = "reaches outside HOL Light's logic (files, the process or the toplevel)"
+
+  (* An unqualified name is refused only when the toplevel has it and it is denied: any other
+     is HOL Light's, the file's own, or unbound (OCaml says so when the phrase runs). A denied
+     name is refused even where the file binds it locally, since outside that scope it is not. *)
+  let check_value names (lid : Longident.t Location.loc) =
+    match flatten lid.txt with
+    | None -> not_allowed lid.loc "a functor application" "modules are not part of a proof"
+    | Some [ name ] ->
+        if Hashtbl.mem names.values name && denied_value name then
+          not_allowed lid.loc (Printf.sprintf "`%s`" name) ("it " ^ escape)
+    | Some path ->
+        let shown = Printf.sprintf "`%s`" (String.concat "." path) in
+        let rev = List.rev path in
+        let name = List.hd rev and modules = List.rev (List.tl rev) in
+        let root = List.hd modules and last = List.hd (List.tl rev) in
+        List.iter
+          (fun m ->
+            if denied_module m then
+              not_allowed lid.loc shown (Printf.sprintf "module %s %s" m escape))
+          modules;
+        if not (Hashtbl.mem names.modules root) then
+          not_allowed lid.loc shown
+            (Printf.sprintf "module %s is not part of HOL Light's library" root);
+        if denied_value name || List.mem (last, name) denied_in_module then
+          not_allowed lid.loc shown ("it " ^ escape)
+
+  let pattern_names pattern =
+    let found = ref [] in
+    let iterator =
+      { Ast_iterator.default_iterator with
+        pat =
+          (fun it p ->
+            (match p.ppat_desc with
+             | Ppat_var name | Ppat_alias (_, name) -> found := (name.txt, name.loc) :: !found
+             | _ -> ());
+            Ast_iterator.default_iterator.pat it p) }
+    in
+    iterator.pat iterator pattern;
+    List.rev !found
+
+  let fence names =
+    let open Ast_iterator in
+    let no what loc = not_allowed loc what "it could hide what the file runs" in
+    { default_iterator with
+      expr =
+        (fun it e ->
+          (match e.pexp_desc with
+           | Pexp_ident lid -> check_value names lid
+           | Pexp_open _ -> no "`open`" e.pexp_loc
+           | Pexp_letmodule _ -> no "a local module" e.pexp_loc
+           | Pexp_pack _ -> no "a first-class module" e.pexp_loc
+           | Pexp_object _ | Pexp_new _ | Pexp_send _ | Pexp_setinstvar _ | Pexp_override _ ->
+               no "an object" e.pexp_loc
+           | _ -> ());
+          default_iterator.expr it e);
+      binding_op =
+        (fun it op ->
+          check_value names { txt = Longident.Lident op.pbop_op.txt; loc = op.pbop_op.loc };
+          default_iterator.binding_op it op);
+      pat =
+        (fun it p ->
+          (match p.ppat_desc with
+           | Ppat_unpack _ -> no "a first-class module" p.ppat_loc
+           | Ppat_open _ -> no "`open`" p.ppat_loc
+           | _ -> ());
+          default_iterator.pat it p);
+      typ =
+        (fun it t ->
+          (match t.ptyp_desc with
+           | Ptyp_package _ -> no "a first-class module type" t.ptyp_loc
+           | _ -> ());
+          default_iterator.typ it t);
+      structure_item =
+        (fun it item ->
+          (match item.pstr_desc with
+           | Pstr_primitive _ -> no "an `external` declaration" item.pstr_loc
+           | Pstr_module _ | Pstr_recmodule _ | Pstr_modtype _ ->
+               no "a module definition" item.pstr_loc
+           | Pstr_open _ -> no "`open`" item.pstr_loc
+           | Pstr_include _ -> no "`include`" item.pstr_loc
+           | Pstr_class _ | Pstr_class_type _ -> no "a class" item.pstr_loc
+           | _ -> ());
+          default_iterator.structure_item it item);
+      module_expr = (fun _ m -> no "a module expression" m.pmod_loc);
+      module_type = (fun _ m -> no "a module type" m.pmty_loc);
+      class_expr = (fun _ c -> no "a class" c.pcl_loc);
+      class_type = (fun _ c -> no "a class type" c.pcty_loc);
+      extension = (fun _ (name, _) -> no "an extension node" name.loc) }
+
+  let check_phrase names iterator = function
+    | Ptop_dir d ->
+        if not (List.mem d.pdir_name.txt allowed_directives) then
+          not_allowed d.pdir_loc
+            (Printf.sprintf "the directive #%s" d.pdir_name.txt)
+            "files are loaded with `needs` at the top only"
+    | Ptop_def items ->
+        List.iter
+          (fun item ->
+            (match item.pstr_desc with
+             | Pstr_value (_, bindings) ->
+                 List.iter
+                   (fun binding ->
+                     List.iter
+                       (fun (name, loc) ->
+                         if Hashtbl.mem names.values name then
+                           not_allowed loc
+                             (Printf.sprintf "rebinding `%s`" name)
+                             "HOL Light's library already binds it")
+                       (pattern_names binding.pvb_pat))
+                   bindings
+             | _ -> ());
+            iterator.Ast_iterator.structure_item iterator item)
+          items
+
+  let first_refusal names phrases =
+    let iterator = fence names in
+    match List.iter (check_phrase names iterator) phrases with
+    | () -> None
+    | exception Refused refusal -> Some refusal
+
+  let top_level_names phrases =
+    let seen = Hashtbl.create 64 in
+    List.concat_map
+      (function
+        | Ptop_def items ->
+            List.concat_map
+              (fun item ->
+                match item.pstr_desc with
+                | Pstr_value (_, bindings) ->
+                    List.concat_map (fun b -> List.map fst (pattern_names b.pvb_pat)) bindings
+                | _ -> [])
+              items
+        | Ptop_dir _ -> [])
+      phrases
+    |> List.filter (fun name ->
+           if Hashtbl.mem seen name then false else (Hashtbl.add seen name (); true))
+
+  (* `needs "Library/x.ml";;` phrases before any other: how a file says what it builds on. *)
+  let leading_needs phrases =
+    let rec go found = function
+      | (Ptop_def
+           [ { pstr_desc =
+                 Pstr_eval
+                   ( { pexp_desc =
+                         Pexp_apply
+                           ( { pexp_desc = Pexp_ident { txt = Longident.Lident "needs"; _ }; _ },
+                             [ (Asttypes.Nolabel,
+                                { pexp_desc = Pexp_constant (Pconst_string (path, _, _));
+                                  pexp_loc; _ }) ] );
+                       _ },
+                     _ );
+               _ } ] as phrase)
+        :: rest ->
+          go ((path, pexp_loc, phrase) :: found) rest
+      | rest -> (List.rev found, rest)
+    in
+    go [] phrases
+
+  (* Only HOL Light's own library files, by a plain relative path that exists: `needs` looks in
+     the check's directory first, which holds nothing but the artifact. *)
+  let needs_refusal path loc =
+    let hol_dir = Unix.realpath Prooflock_boot.hol_dir in
+    let parts = String.split_on_char '/' path in
+    let plain part = part <> "" && part <> "." && part <> ".." in
+    let full = Filename.concat hol_dir path in
+    let inside =
+      match Unix.realpath full with
+      | real -> String.starts_with ~prefix:(hol_dir ^ "/") real && not (Sys.is_directory real)
+      | exception Unix.Unix_error _ -> false
+    in
+    if Filename.is_relative path && List.for_all plain parts
+       && (Filename.check_suffix path ".ml" || Filename.check_suffix path ".hl")
+       && inside
+    then None
+    else
+      Some
+        { line = loc.Location.loc_start.Lexing.pos_lnum;
+          column = loc.Location.loc_start.Lexing.pos_cnum - loc.Location.loc_start.Lexing.pos_bol;
+          message =
+            Printf.sprintf
+              "`needs \"%s\"`: a checked file may load only HOL Light's own library files \
+               (relative paths under HOL Light's directory that exist)"
+              path }
 end;;
 
 module Prooflock_server : sig
@@ -59,27 +364,38 @@ end = struct
   open Stdlib
 
   (* The theory as HOL Light left it: "new" always means new relative to this, also on a
-     preloaded parent, so a check reports the same facts whichever parent ran it. *)
-  let base_axioms = axioms ()
-  let base_definitions = definitions ()
-  let base_constants = constants ()
-  let base_types = types ()
+     preloaded parent, so a check reports the same facts whichever parent ran it. These are the
+     kernel's own lists (module Hol, fusion.ml), whatever the toplevel names mean later. *)
+  let base_axioms = Hol.axioms ()
+  let base_definitions = Hol.definitions ()
+  let base_constants = Hol.constants ()
+  let base_types = Hol.types ()
 
-  (* How HOL Light prints terms, which a check may change (interface, infixes, flags): reports
-     print with HOL Light's own settings, so an artifact cannot make `F` read as an allowed axiom. *)
+  (* How HOL Light parses and prints terms, which a check may change (interface, infixes,
+     abbreviations, hidden constants, user parsers, flags): reports print, and targets parse,
+     with HOL Light's own settings, so an artifact can neither make `F` read as an allowed axiom
+     nor make a target mean something easier. *)
   let base_interface = !the_interface
   let base_overloads = !the_overload_skeletons
   let base_binders = binders ()
   let base_prefixes = prefixes ()
   let base_infixes = infixes ()
+  let base_reserved = reserved_words ()
+  let base_abbrevs = type_abbrevs ()
+  let base_implicit = !the_implicit_types
+  let base_hidden = List.filter is_hidden (List.map fst (constants ()))
+  let base_parsers = installed_parsers ()
+  let base_comment = !comment_token
   let base_unspaced = !unspaced_binops
   let base_prebroken = !prebroken_binops
   let base_flags =
     (!reverse_interface_mapping, !print_unambiguous_comprehensions, !typify_universal_set,
      !print_all_thm)
+  let base_parse_flags =
+    (!ignore_constant_varstruct, !type_invention_warning, !type_invention_error)
   let base_margin = Format.get_margin ()
 
-  let restore_printing () =
+  let restore_notation () =
     the_interface := base_interface;
     the_overload_skeletons := base_overloads;
     List.iter unparse_as_binder (binders ());
@@ -88,6 +404,21 @@ end = struct
     List.iter parse_as_prefix base_prefixes;
     List.iter (fun (name, _) -> unparse_as_infix name) (infixes ());
     List.iter parse_as_infix base_infixes;
+    unreserve_words (reserved_words ());
+    reserve_words base_reserved;
+    List.iter (fun (name, _) -> remove_type_abbrev name) (type_abbrevs ());
+    List.iter new_type_abbrev base_abbrevs;
+    the_implicit_types := base_implicit;
+    List.iter
+      (fun (name, _) ->
+        match is_hidden name, List.mem name base_hidden with
+        | true, false -> unhide_constant name
+        | false, true -> hide_constant name
+        | _ -> ())
+      (constants ());
+    List.iter (fun (name, _) -> delete_parser name) (installed_parsers ());
+    List.iter install_parser (List.rev base_parsers);
+    comment_token := base_comment;
     unspaced_binops := base_unspaced;
     prebroken_binops := base_prebroken;
     let mapping, comprehensions, universal, all_thm = base_flags in
@@ -95,12 +426,34 @@ end = struct
     print_unambiguous_comprehensions := comprehensions;
     typify_universal_set := universal;
     print_all_thm := all_thm;
+    let varstruct, warning, error = base_parse_flags in
+    ignore_constant_varstruct := varstruct;
+    type_invention_warning := warning;
+    type_invention_error := error;
     Format.set_margin base_margin
+
+  (* The path a type is, once abbreviations (`thm` for `Hol.thm`) are expanded. *)
+  let head_path env ty =
+    match (Ctype.expand_head env ty).Types.desc with
+    | Types.Tconstr (path, [], _) -> Some path
+    | _ -> None
+
+  (* The kernel's type of theorems, as HOL Light bound it: a file's own `type thm` is another. *)
+  let thm_path =
+    let env = !Toploop.toplevel_env in
+    let path, _ = Env.find_type_by_name (Longident.Lident "thm") env in
+    Option.get (head_path env (Ctype.newconstr path []))
+
   let work_dir = Sys.getcwd ()
   let boot_entries = Sys.readdir work_dir
 
-  let output_cap = 1 lsl 20
+  (* The report stays below what the kit reads of a reply (runner.backends.base, 4 MB). *)
+  let report_cap = 3 lsl 20
   let phrase_capture_cap = 1 lsl 16
+  let listed_cap = 1000  (* axioms, definitions, constants, types listed; then a count *)
+  let theorems_cap = 2000
+  let statement_cap = 4000  (* an axiom or definition as printed *)
+  let theorem_cap = 1000  (* a bound theorem's statement in the details *)
 
   (* -- small helpers --------------------------------------------------------------------- *)
 
@@ -110,13 +463,18 @@ end = struct
 
   let send fd s = write_all fd s 0
 
+  (* An artifact can make printing raise (its own formatter functions): never let that escape. *)
+  let quietly f = try f () with _ -> ()
+
   let flush_all () =
-    Format.pp_print_flush Format.std_formatter ();
-    Format.pp_print_flush Format.err_formatter ();
-    flush stdout;
-    flush stderr
+    quietly (fun () -> Format.pp_print_flush Format.std_formatter ());
+    quietly (fun () -> Format.pp_print_flush Format.err_formatter ());
+    quietly (fun () -> flush stdout);
+    quietly (fun () -> flush stderr)
 
   let one_line s = String.map (fun c -> if c = '\n' || c = '\r' then ' ' else c) s
+
+  let cut limit s = if String.length s <= limit then s else String.sub s 0 (limit - 3) ^ "..."
 
   let split_list s = if s = "-" then [] else String.split_on_char ',' s
 
@@ -146,6 +504,72 @@ end = struct
     output_string oc s;
     close_out oc
 
+  let read_file path =
+    match open_in_bin path with
+    | ic ->
+        let text = try really_input_string ic (in_channel_length ic) with _ -> "" in
+        close_in_noerr ic;
+        (* /proc files have no length: read them line by line *)
+        if text <> "" then text
+        else begin
+          let ic = open_in_bin path and lines = Buffer.create 4096 in
+          (try
+             while true do
+               Buffer.add_string lines (input_line ic);
+               Buffer.add_char lines '\n'
+             done
+           with End_of_file -> ());
+          close_in_noerr ic;
+          Buffer.contents lines
+        end
+    | exception Sys_error _ -> ""
+
+  (* The number after `key` on a line of `text` (e.g. "oom_kill 3", "VmPeak:  123 kB"). *)
+  let field_after key text =
+    List.find_map
+      (fun line ->
+        match List.filter (( <> ) "") (String.split_on_char ' ' (String.trim line)) with
+        | k :: value :: _ when k = key -> int_of_string_opt value
+        | _ -> None)
+      (String.split_on_char '\n' (String.map (fun c -> if c = '\t' then ' ' else c) text))
+
+  (* -- memory, from the kernel's accounts ------------------------------------------------- *)
+
+  (* OOM kills in this process's memory cgroup (v1 or v2), if the sandbox lets us read them. *)
+  let oom_kills () =
+    let v1_path =
+      List.find_map
+        (fun line ->
+          match String.split_on_char ':' line with
+          | [ _; "memory"; path ] -> Some path
+          | _ -> None)
+        (String.split_on_char '\n' (read_file "/proc/self/cgroup"))
+    in
+    let candidates =
+      (match v1_path with
+       | Some path -> [ "/sys/fs/cgroup/memory" ^ path ^ "/memory.oom_control" ]
+       | None -> [])
+      @ [ "/sys/fs/cgroup/memory/memory.oom_control"; "/sys/fs/cgroup/memory.events" ]
+    in
+    List.find_map (fun path -> field_after "oom_kill" (read_file path)) candidates
+
+  (* Under an address-space limit (the local backend), OCaml raises Out_of_memory when the heap
+     cannot grow: it counts as `memory` only if the process really came close to the limit. *)
+  let near_memory_limit () =
+    let limit =
+      List.find_map
+        (fun line ->
+          if String.starts_with ~prefix:"Max address space" line then
+            match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+            | _ :: _ :: _ :: soft :: _ -> int_of_string_opt soft
+            | _ -> None
+          else None)
+        (String.split_on_char '\n' (read_file "/proc/self/limits"))
+    in
+    match limit, field_after "VmPeak:" (read_file "/proc/self/status") with
+    | Some limit, Some peak_kb -> peak_kb * 1024 >= limit / 4 * 3
+    | _ -> false
+
   (* -- running HOL Light phrases ----------------------------------------------------------- *)
 
   (* What the toplevel printed (through Format) during the current phrase: its error message. *)
@@ -164,21 +588,40 @@ end = struct
     in
     Format.pp_set_formatter_out_functions formatter { out with Format.out_string }
 
+  (* The exception a phrase's evaluation raised, as the toplevel saw it (not as it printed it). *)
+  let raised = ref None
+
   let () =
     capture_output Format.std_formatter;
-    capture_output Format.err_formatter;
+    capture_output Format.err_formatter
+
+  (* The formatters as set up here, put back before the kit reports anything. *)
+  let base_std_out = Format.pp_get_formatter_out_functions Format.std_formatter ()
+  let base_err_out = Format.pp_get_formatter_out_functions Format.err_formatter ()
+
+  let restore_formatters () =
+    Format.pp_set_formatter_out_functions Format.std_formatter base_std_out;
+    Format.pp_set_formatter_out_functions Format.err_formatter base_err_out
+
+  let () =
     (* `File "artifact.ml", line 3, characters 4-9:` then the message, without a source excerpt. *)
-    Clflags.error_style := Some Misc.Error_style.Short
+    Clflags.error_style := Some Misc.Error_style.Short;
+    let print = !Toploop.print_out_phrase in
+    Toploop.print_out_phrase :=
+      fun ppf phrase ->
+        (match phrase with Outcometree.Ophr_exception (exn, _) -> raised := Some exn | _ -> ());
+        print ppf phrase
 
   (* Compiler errors print as such; anything else (camlp5 prints its parse errors itself and
      raises Exit) prints as an exception. *)
   let report exn =
     try Location.report_exception Format.std_formatter exn
-    with _ ->
-      if exn <> Exit then
-        Format.fprintf Format.std_formatter "Exception: %s@." (Printexc.to_string exn)
+    with _ -> (
+      match exn with
+      | Exit -> ()
+      | _ -> Format.fprintf Format.std_formatter "Exception: %s@." (Printexc.to_string exn))
 
-  type phrase_result = Phrase_ok | Phrase_failed of string
+  type phrase_result = Phrase_ok | Phrase_failed of string * bool (* message, out of memory *)
 
   let included_file_error text =
     let needle = "Error in included file" in
@@ -188,23 +631,35 @@ end = struct
 
   let execute phrase =
     Buffer.clear capture;
+    raised := None;
     let ok =
       try Toploop.execute_phrase true Format.std_formatter phrase
-      with exn -> report exn; false
+      with exn -> raised := Some exn; quietly (fun () -> report exn); false
     in
     flush_all ();
     let text = Buffer.contents capture in
-    (* HOL Light's `needs`/`loadt` print this and carry on; a file they load must load whole. *)
-    if ok && not (included_file_error text) then Phrase_ok else Phrase_failed text
+    (* HOL Light's `needs` prints this and carries on; a file it loads must load whole. *)
+    if ok && not (included_file_error text) then Phrase_ok
+    else
+      let out_of_memory =
+        match !raised with Some Out_of_memory -> near_memory_limit () | _ -> false
+      in
+      Phrase_failed (text, out_of_memory)
 
   let parse lexbuf =
     Buffer.clear capture;
     match !Toploop.parse_use_file lexbuf with
     | phrases -> Ok phrases
     | exception exn ->
-        report exn;
+        quietly (fun () -> report exn);
         flush_all ();
         Error (Buffer.contents capture)
+
+  let parse_source ~name source =
+    let lexbuf = Lexing.from_string source in
+    Location.init lexbuf name;
+    Location.input_name := name;
+    parse lexbuf
 
   let position p = Printf.sprintf "%d %d" p.Lexing.pos_lnum (p.Lexing.pos_cnum - p.Lexing.pos_bol)
 
@@ -218,54 +673,35 @@ end = struct
         position d.Parsetree.pdir_loc.Location.loc_start
         ^ " " ^ position d.Parsetree.pdir_loc.Location.loc_end
 
+  (* Run phrases from index `first`; `mark tag payload` receives report frames. *)
+  let run_phrases ~mark ~first phrases =
+    let rec go i = function
+      | [] -> true
+      | phrase :: rest -> (
+          mark "PHRASE" (string_of_int i ^ " " ^ span phrase);
+          match execute phrase with
+          | Phrase_ok -> go (i + 1) rest
+          | Phrase_failed (text, out_of_memory) ->
+              if out_of_memory then mark "MEMORY" "";
+              mark "FAILED" text;
+              false)
+    in
+    go first phrases
+
   let silent_mark _ _ = ()
 
-  (* Directives that load or find code bypass the checks on what an artifact loads (and a failed
-     `#use` does not even fail the phrase): artifacts load code with `needs`/`loadt` only. *)
-  let allowed_directives =
-    [ "print_depth"; "print_length"; "warnings"; "install_printer"; "remove_printer" ]
-
-  let directive_refused = function
-    | Parsetree.Ptop_dir d ->
-        let name = d.Parsetree.pdir_name.Location.txt in
-        if List.mem name allowed_directives then None
-        else
-          Some
-            (Printf.sprintf
-               "Error: the directive #%s is not allowed in a checked file (load files with \
-                needs or loadt)\n"
-               name)
-    | Parsetree.Ptop_def _ -> None
-
-  (* Run HOL Light source; `mark tag payload` receives control lines. *)
-  let run_source ~name ~mark source =
-    let lexbuf = Lexing.from_string source in
-    Location.init lexbuf name;
-    Location.input_name := name;
-    match parse lexbuf with
-    | Error text -> mark "SYNTAX" text; false
-    | Ok phrases ->
-        let rec go i = function
-          | [] -> true
-          | phrase :: rest -> (
-              mark "PHRASE" (string_of_int i ^ " " ^ span phrase);
-              let result =
-                match directive_refused phrase with
-                | Some message -> Phrase_failed message
-                | None -> execute phrase
-              in
-              match result with
-              | Phrase_ok -> go (i + 1) rest
-              | Phrase_failed text -> mark "FAILED" text; false)
-        in
-        go 0 phrases
+  (* The kit's own HOL Light source (self-test, placeholder wrappers, preloads): no fence. *)
+  let run_trusted ~name source =
+    match parse_source ~name source with
+    | Ok phrases -> run_phrases ~mark:silent_mark ~first:0 phrases
+    | Error _ -> false
 
   (* -- one check, in a forked child ------------------------------------------------------- *)
 
   let wrap_placeholders names =
     List.iter
       (fun p ->
-        ignore (run_source ~name:"placeholder" ~mark:silent_mark
+        ignore (run_trusted ~name:"placeholder"
                   (Printf.sprintf "let %s = fun x -> Prooflock_placeholder.wrap %s x;;" p p)))
       names
 
@@ -301,48 +737,143 @@ end = struct
     in
     rename tm
 
-  let string_of_canonical_thm th =
-    let hyps = List.map (fun h -> one_line (string_of_term (canonical_term h))) (hyp th) in
-    String.concat ", " hyps ^ (if hyps = [] then "|- " else " |- ")
-    ^ one_line (string_of_term (canonical_term (concl th)))
+  let string_of_canonical_term tm = one_line (string_of_term (canonical_term tm))
+
+  let string_of_canonical_thm ?(limit = statement_cap) th =
+    let hyps = List.map string_of_canonical_term (hyp th) in
+    cut limit
+      (String.concat ", " hyps ^ (if hyps = [] then "|- " else " |- ")
+       ^ string_of_canonical_term (concl th))
 
   let string_of_canonical_type ty =
     one_line (string_of_type (type_subst (canonical_tyvars (tyvars ty)) ty))
 
-  let report_theory mark =
-    restore_printing ();
-    let made = Prooflock_placeholder.made () in
-    List.iter
-      (fun ax ->
-        mark (if List.memq ax made then "PLACEHOLDER" else "AXIOM") (string_of_canonical_thm ax))
-      (List.rev (newer (axioms ()) base_axioms));
-    List.iter
-      (fun d -> mark "DEFINITION" (string_of_canonical_thm d))
-      (List.rev (newer (definitions ()) base_definitions));
-    List.iter
-      (fun (name, ty) -> mark "CONSTANT" (name ^ " " ^ string_of_canonical_type ty))
-      (List.rev (newer (constants ()) base_constants));
-    List.iter
-      (fun (name, arity) -> mark "TYPE" (name ^ " " ^ string_of_int arity))
-      (List.rev (newer (types ()) base_types))
+  (* At most `cap` items of a kind, then how many more there were. *)
+  let mark_listed ?(cap = listed_cap) mark tag items =
+    List.iteri (fun i item -> if i < cap then mark tag (item ())) items;
+    let more = List.length items - cap in
+    if more > 0 then mark "UNLISTED" (tag ^ " " ^ string_of_int more)
 
-  (* The child: fd 1 and 2 are the capture pipe. A control line's payload is length-prefixed. *)
-  let child_check ~nonce ~placeholders source =
+  let report_theory mark =
+    let made = Prooflock_placeholder.made () in
+    let new_axioms = List.rev (newer (Hol.axioms ()) base_axioms) in
+    let placeholders, others = List.partition (fun ax -> List.memq ax made) new_axioms in
+    mark_listed mark "AXIOM" (List.map (fun ax () -> string_of_canonical_thm ax) others);
+    mark_listed mark "PLACEHOLDER"
+      (List.map (fun ax () -> string_of_canonical_thm ax) placeholders);
+    mark_listed mark "DEFINITION"
+      (List.map (fun d () -> string_of_canonical_thm d)
+         (List.rev (newer (Hol.definitions ()) base_definitions)));
+    mark_listed mark "CONSTANT"
+      (List.map (fun (name, ty) () -> name ^ " " ^ string_of_canonical_type ty)
+         (List.rev (newer (Hol.constants ()) base_constants)));
+    mark_listed mark "TYPE"
+      (List.map (fun (name, arity) () -> name ^ " " ^ string_of_int arity)
+         (List.rev (newer (Hol.types ()) base_types)))
+
+  type bound = Theorem of thm | Not_a_theorem of string | Unbound
+
+  (* What a toplevel name holds now, read from the toplevel's environment by its type. *)
+  let bound_value name =
+    let env = !Toploop.toplevel_env in
+    match Env.find_value_by_name (Longident.Lident name) env with
+    | exception Not_found -> Unbound
+    | path, description -> (
+        let ty = description.Types.val_type in
+        match head_path env ty with
+        | Some p when Path.same p thm_path ->
+            Theorem (Obj.obj (Toploop.eval_value_path env path) : thm)
+        | _ -> Not_a_theorem (one_line (Format.asprintf "%a" Printtyp.type_expr ty)))
+
+  let report_theorems mark names =
+    let theorems =
+      List.filter_map
+        (fun name ->
+          match bound_value name with
+          | Theorem th ->
+              Some (fun () -> name ^ "\n" ^ string_of_canonical_thm ~limit:theorem_cap th)
+          | Not_a_theorem _ | Unbound -> None)
+        names
+    in
+    mark_listed ~cap:theorems_cap mark "THEOREM" theorems
+
+  (* Equal up to renaming bound variables (aconv) and type variables, consistently. *)
+  let same_statement a b =
+    let canonical tm =
+      let vars = type_vars_in_term tm in
+      inst (List.mapi (fun i v -> (mk_vartype ("?" ^ string_of_int i), v)) vars) tm
+    in
+    aconv (canonical a) (canonical b)
+
+  (* The target, parsed now (after the file, with HOL Light's notation), against what the file
+     bound under its name. Payload: status, then the theorem's and the target's statements. *)
+  let report_target mark names (name, statement) =
+    let result status theorem target = mark "TARGET" (status ^ "\n" ^ theorem ^ "\n" ^ target) in
+    match parse_term statement with
+    | exception exn -> result "unparsable" "" (one_line (Printexc.to_string exn))
+    | tm when type_of tm <> bool_ty ->
+        result "not_boolean" "" (string_of_canonical_term tm ^ " : " ^ string_of_canonical_type (type_of tm))
+    | tm -> (
+        let target = cut statement_cap (string_of_canonical_term tm) in
+        if not (List.mem name names) then result "missing" "" target
+        else
+          match bound_value name with
+          | Unbound -> result "missing" "" target
+          | Not_a_theorem ty -> result "not_a_theorem" ty target
+          | Theorem th ->
+              let stated = string_of_canonical_thm th in
+              if hyp th <> [] then result "hypotheses" stated target
+              else if same_statement (concl th) tm then result "same" stated target
+              else result "differs" stated target)
+
+  (* The names a parent serves checks with: HOL Light's, and a preloaded library's. *)
+  let parent_names = ref (Prooflock_fence.current ())
+
+  let loaded_count () = List.length !loaded_files
+
+  (* The child. Its stdout and stderr are /dev/null; `report` is the kit's pipe. *)
+  let child_check ~report ~placeholders ~target source =
     let mark tag payload =
-      flush_all ();
-      send Unix.stdout
-        (Printf.sprintf "\n@@%s %s %d\n%s" nonce tag (String.length payload) payload)
+      send report (Printf.sprintf "%s %d\n%s" tag (String.length payload) payload)
+    in
+    let refused (r : Prooflock_fence.refusal) =
+      mark "REFUSED" (Printf.sprintf "%d %d %s" r.line r.column r.message)
     in
     (* Our own set-up phrases print nothing the artifact's output could be confused with. *)
     wrap_placeholders placeholders;
     mark "START" "";
-    if run_source ~name:"artifact.ml" ~mark source then begin
-      mark "END" "";
-      (try report_theory mark
-       with exn -> mark "UNREPORTABLE" (Printexc.to_string exn));
-      mark "RESULT" ""
-    end;
-    flush_all ()
+    match parse_source ~name:"artifact.ml" source with
+    | Error text -> mark "SYNTAX" text
+    | Ok phrases -> (
+        let needs, rest = Prooflock_fence.leading_needs phrases in
+        let bad_needs =
+          List.find_map (fun (path, loc, _) -> Prooflock_fence.needs_refusal path loc) needs
+        in
+        match bad_needs, Prooflock_fence.first_refusal !parent_names rest with
+        | Some r, _ | None, Some r -> refused r
+        | None, None -> (
+            let loaded = loaded_count () in
+            let needs_phrases = List.map (fun (_, _, phrase) -> phrase) needs in
+            if run_phrases ~mark ~first:0 needs_phrases then
+              (* A library the parent had not loaded binds names of its own: check again. *)
+              let names =
+                if loaded_count () = loaded then !parent_names else Prooflock_fence.current ()
+              in
+              match Prooflock_fence.first_refusal names rest with
+              | Some r -> refused r
+              | None ->
+                  if run_phrases ~mark ~first:(List.length needs) rest then begin
+                    mark "END" "";
+                    let bound = Prooflock_fence.top_level_names rest in
+                    (try
+                       restore_formatters ();
+                       restore_notation ();
+                       report_theory mark;
+                       report_theorems mark bound;
+                       Option.iter (report_target mark bound) target
+                     with exn -> mark "UNREPORTABLE" (Printexc.to_string exn));
+                    mark "RESULT" ""
+                  end))
 
   (* fds private to servers: a child closes all of them, so it cannot talk to Python or to a
      sub-server directly. *)
@@ -367,82 +898,119 @@ end = struct
 
   type finish = Exited of int | Signaled of int | Timed_out
 
+  type ending = Deadline | Eof | Reaped of Unix.process_status
+
   (* "plain" (HOL Light only) or "preloaded" (a sub-server): provenance for the reply. *)
   let parent_kind = ref "plain"
 
   let check_counter = ref 0
 
-  (* Fork a child that runs `source`, capture its output, kill it at the deadline. *)
-  let run_check ~nonce ~timeout_ms ~placeholders source =
+  (* The child's report as it arrives: frames kept in order up to the cap, except PHRASE frames,
+     of which only the last matters (where a timeout struck); it goes at the end. *)
+  type report_reader = {
+    pending : Buffer.t;
+    kept : Buffer.t;
+    mutable last_phrase : string;
+    mutable overflow : bool;
+  }
+
+  let new_reader () =
+    { pending = Buffer.create 4096; kept = Buffer.create 4096; last_phrase = ""; overflow = false }
+
+  let rec take_frames reader =
+    let data = Buffer.contents reader.pending in
+    match String.index_opt data '\n' with
+    | None -> ()
+    | Some eol -> (
+        match String.split_on_char ' ' (String.sub data 0 eol) with
+        | [ tag; length ] ->
+            let length = int_of_string length in
+            if String.length data >= eol + 1 + length then begin
+              let frame = String.sub data 0 (eol + 1 + length) in
+              Buffer.clear reader.pending;
+              Buffer.add_string reader.pending
+                (String.sub data (eol + 1 + length) (String.length data - eol - 1 - length));
+              if tag = "PHRASE" then reader.last_phrase <- frame
+              else if Buffer.length reader.kept + String.length frame <= report_cap then
+                Buffer.add_string reader.kept frame
+              else reader.overflow <- true;
+              take_frames reader
+            end
+        | _ -> reader.overflow <- true; Buffer.clear reader.pending)
+
+  let report_of reader =
+    Buffer.contents reader.kept ^ reader.last_phrase
+    ^ if reader.overflow then "OVERFLOW 0\n" else ""
+
+  (* Fork a child that checks `source`, read its report, kill it at the deadline. *)
+  let run_check ~nonce ~timeout_ms ~placeholders ~target source =
     incr check_counter;
     let dir = Filename.concat work_dir (Printf.sprintf "check%d" !check_counter) in
     Unix.mkdir dir 0o700;
-    let out_r, out_w = Unix.pipe () in
+    let report_r, report_w = Unix.pipe () in
     let deadline = Unix.gettimeofday () +. (float_of_int timeout_ms /. 1000.) in
+    let oom_before = oom_kills () in
     flush_all ();
     let cpu_before = let t = Unix.times () in t.Unix.tms_cutime +. t.Unix.tms_cstime in
     match Unix.fork () with
     | 0 ->
         enter_child_process ();
-        Unix.close out_r;
+        Unix.close report_r;
         ignore (Unix.setsid ());
         let null = null_fd () in
         Unix.dup2 null Unix.stdin;
-        Unix.dup2 out_w Unix.stdout;
-        Unix.dup2 out_w Unix.stderr;
+        Unix.dup2 null Unix.stdout;
+        Unix.dup2 null Unix.stderr;
         Unix.close null;
-        Unix.close out_w;
         watch_over_child ~deadline;
         Unix.chdir dir;
         write_file "artifact.ml" source;
-        (try child_check ~nonce ~placeholders source with _ -> ());
+        (try child_check ~report:report_w ~placeholders ~target source with _ -> ());
         flush_all ();
         Unix._exit 0
     | pid ->
-        Unix.close out_w;
-        let head = Buffer.create 4096 and tail = Buffer.create 4096 in
-        let keep chunk =
-          if Buffer.length head < output_cap / 4 then Buffer.add_string head chunk
-          else begin
-            Buffer.add_string tail chunk;
-            if Buffer.length tail > output_cap then begin
-              let keep = Buffer.sub tail (Buffer.length tail - (output_cap / 2)) (output_cap / 2) in
-              Buffer.clear tail;
-              Buffer.add_string tail "\n[... output cut ...]\n";
-              Buffer.add_string tail keep
-            end
-          end
-        in
+        Unix.close report_w;
+        let reader = new_reader () in
         let chunk = Bytes.create 65536 in
         let rec pump () =
           let left = deadline -. Unix.gettimeofday () in
-          if left <= 0. then `Deadline
+          if left <= 0. then Deadline
           else
-            match Unix.select [ out_r ] [] [] (Float.min left 0.5) with
+            match Unix.select [ report_r ] [] [] (Float.min left 0.5) with
             | [], _, _ -> (
                 (* Quiet: done if the child exited (a grandchild may still hold the pipe). *)
                 match Unix.waitpid [ Unix.WNOHANG ] pid with
                 | 0, _ -> pump ()
-                | _, status -> `Reaped status)
+                | _, status -> Reaped status)
             | _ ->
-                let n = Unix.read out_r chunk 0 (Bytes.length chunk) in
-                if n = 0 then `Eof else (keep (Bytes.sub_string chunk 0 n); pump ())
+                let n = Unix.read report_r chunk 0 (Bytes.length chunk) in
+                if n = 0 then Eof
+                else begin
+                  Buffer.add_subbytes reader.pending chunk 0 n;
+                  take_frames reader;
+                  pump ()
+                end
             | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
         in
         let ending = pump () in
         (try Unix.kill (-pid) Sys.sigkill with Unix.Unix_error _ -> ());
         let status =
           match ending with
-          | `Reaped status -> status
-          | `Eof | `Deadline -> snd (Unix.waitpid [] pid)
+          | Reaped status -> status
+          | Eof | Deadline -> snd (Unix.waitpid [] pid)
         in
-        Unix.close out_r;
+        Unix.close report_r;
         let cpu_after = let t = Unix.times () in t.Unix.tms_cutime +. t.Unix.tms_cstime in
         let finish =
           match ending, status with
-          | `Deadline, _ -> Timed_out
+          | Deadline, _ -> Timed_out
           | _, Unix.WEXITED code -> Exited code
           | _, (Unix.WSIGNALED s | Unix.WSTOPPED s) -> Signaled s
+        in
+        let oom =
+          match oom_before, oom_kills () with
+          | Some before, Some after -> if after > before then "oom" else "none"
+          | _ -> "unknown"
         in
         remove_quietly dir;
         restore_work_dir ();
@@ -452,9 +1020,10 @@ end = struct
           | Signaled s -> "signaled " ^ string_of_int s
           | Timed_out -> "timeout 0"
         in
-        Printf.sprintf "\n@@%s REPLY %s %d %s %s\n%s%s\n@@%s DONE\n" nonce status_text
-          (int_of_float ((cpu_after -. cpu_before) *. 1000.)) !parent_kind dir
-          (Buffer.contents head) (Buffer.contents tail) nonce
+        let report = report_of reader in
+        Printf.sprintf "\n@@%s REPLY %s %d %s %s %d %s\n%s\n@@%s DONE\n" nonce status_text
+          (int_of_float ((cpu_after -. cpu_before) *. 1000.)) !parent_kind oom
+          (String.length report) dir report nonce
 
   (* -- preloaded parents ------------------------------------------------------------------ *)
 
@@ -502,30 +1071,34 @@ end = struct
     | exception End_of_file -> ()
     | header -> (
         match String.split_on_char ' ' header with
-        | [ "CHECK"; nonce; timeout_ms; placeholders; preload; length ] ->
+        | [ "CHECK"; nonce; timeout_ms; placeholders; preload; length; target_name;
+            statement_length ] ->
             let source = really_input_string input (int_of_string length) in
+            let statement = really_input_string input (int_of_string statement_length) in
+            let target = if target_name = "-" then None else Some (target_name, statement) in
             let reply =
               let forwarded =
                 if preload = "-" || not may_preload then None
-                else forward ~nonce ~timeout_ms ~placeholders ~preload ~source
+                else forward ~nonce ~timeout_ms ~placeholders ~preload ~source ~target_name
+                       ~statement
               in
               match forwarded with
               | Some reply -> reply
               | None ->
                   run_check ~nonce ~timeout_ms:(int_of_string timeout_ms)
-                    ~placeholders:(split_list placeholders) source
+                    ~placeholders:(split_list placeholders) ~target source
             in
             send output reply;
             serve ~input ~output ~may_preload
         | _ -> send output ("\n@@ BAD-REQUEST " ^ one_line header ^ "\n"))
 
-  and forward ~nonce ~timeout_ms ~placeholders ~preload ~source =
+  and forward ~nonce ~timeout_ms ~placeholders ~preload ~source ~target_name ~statement =
     match subserver preload with
     | None -> None
     | Some sub -> (
         let request =
-          Printf.sprintf "CHECK %s %s %s - %d\n%s" nonce timeout_ms placeholders
-            (String.length source) source
+          Printf.sprintf "CHECK %s %s %s - %d %s %d\n%s%s" nonce timeout_ms placeholders
+            (String.length source) target_name (String.length statement) source statement
         in
         let marker = Printf.sprintf "\n@@%s DONE\n" nonce in
         let deadline = Unix.gettimeofday () +. (float_of_string timeout_ms /. 1000.) +. 60. in
@@ -582,13 +1155,14 @@ end = struct
           try
             Unix.mkdir dir 0o700;
             Unix.chdir dir;
-            run_source ~name:"preload.ml" ~mark:silent_mark source
+            run_trusted ~name:"preload.ml" source
           with _ -> false
         in
         (try Unix.chdir work_dir with Unix.Unix_error _ -> ());
         remove_quietly dir;
         send rep_w (if loaded then "READY\n" else "FAILED\n");
         if loaded then begin
+          parent_names := Prooflock_fence.current ();
           Gc.compact ();
           serve ~input:(Unix.in_channel_of_descr req_r) ~output:rep_w ~may_preload:false
         end;
@@ -607,11 +1181,11 @@ end = struct
   (* Proof that HOL Light really loaded: it prints errors and carries on when it did not. *)
   let self_test () =
     prooflock_hol_loaded
-    && run_source ~name:"self-test.ml" ~mark:silent_mark
-         "let _ = ARITH_RULE `2 + 2 = 4` in ();;\n"
+    && run_trusted ~name:"self-test.ml" "let _ = ARITH_RULE `2 + 2 = 4` in ();;\n"
 
   let main () =
     let ok = self_test () in
+    Format.printf "@.prooflock allow-list@.%s@." (Prooflock_fence.describe !parent_names);
     Gc.compact ();  (* a smaller heap forks faster; done before the boot is declared over *)
     flush_all ();
     let boot_ms = int_of_float ((Unix.gettimeofday () -. Prooflock_boot.started) *. 1000.) in

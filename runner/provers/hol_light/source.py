@@ -1,45 +1,24 @@
-"""What an artifact's text says before it runs: leading `needs`, placeholder uses, options."""
+"""What an artifact's text says before it runs: leading `needs`, placeholder uses, options.
+
+These read the text only to pick a parent and to word messages. What a file may do is decided
+by the server on HOL Light's own parse of it (server.ml, Prooflock_fence), never here.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-from runner.models import CheckRequest, JsonValue
-from runner.provers.hol_light.ocaml_text import code_only
+from runner.models import JsonValue
+from runner.provers.base import BadOption
+from runner.provers.common.lexing import ocaml_code as code_only
 
 DEFAULT_PLACEHOLDERS = ("CHEAT_TAC",)
 # Names are spliced into a HOL Light phrase and paths into the protocol: keep both plain.
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_']*\Z")
-LIBRARY_PATH = re.compile(r"[A-Za-z0-9_+-]+(/[A-Za-z0-9_+.-]+)*\.(ml|hl)\Z")
+# Relative, inside HOL Light's directory: no `.` or `..` component (the server checks again).
+LIBRARY_PATH = re.compile(r"(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9_+-]+(/[A-Za-z0-9_+.-]+)*\.(ml|hl)\Z")
 _NEEDS = re.compile(r'\s*needs\s+"([^"\n]*)"\s*;;')
-
-
-# OCaml that steps around HOL Light's kernel or around the check: `Obj.magic (Some ([], `F`))` is
-# a theorem `|- F` that adds no axiom; Marshal, input_value (unmarshalling bytes the artifact
-# carries in its own text) and `external "%identity"` forge the same way, and unsafe_* accesses
-# can overwrite the heap; Unix and the toplevel's own modules reach the kit's processes; a file
-# written with open_out, open_temp_file or Sys.command could be loaded past this scan; a user
-# printer could make the report misread the theory. Not a sandbox: a fence against the known ways.
-FORBIDDEN = re.compile(
-    r"(?<![\w'])(Obj|Marshal|input_value|unsafe_\w+|Unix|UnixLabels|Toploop|Topdirs|Out_channel"
-    r"|Stdlib__\w+|external|open_out\w*|open_temp_file|command|install_user_printer)(?![\w'])"
-)
-
-
-class BadOption(ValueError):
-    """A request option this adapter cannot use (reported as the check's diagnostic)."""
-
-
-def forbidden_uses(content: str) -> list[tuple[int, int, str]]:
-    """(line, column, word) of each FORBIDDEN word in the code (not comments, strings, terms)."""
-    code = code_only(content)
-    found = []
-    for match in FORBIDDEN.finditer(code):
-        line = code.count("\n", 0, match.start()) + 1
-        column = match.start() - (code.rfind("\n", 0, match.start()) + 1)
-        found.append((line, column, match[1]))
-    return found
 
 
 def leading_needs(content: str) -> list[str]:
@@ -72,20 +51,37 @@ def effective_preload(declared: list[str], content: str) -> list[str]:
     return common
 
 
-def placeholders(request: CheckRequest) -> list[str]:
-    """The request's placeholder names (`options["placeholder"]`, default CHEAT_TAC)."""
-    names = _as_list(request.options.get("placeholder"), DEFAULT_PLACEHOLDERS)
+def target_problem(name: str, statement: str) -> str | None:
+    """Why a target cannot be sent to HOL Light at all (its statement is parsed by HOL Light)."""
+    if not IDENTIFIER.match(name):
+        return f"the target name {name!r} is not a HOL Light theorem name (an OCaml identifier)"
+    if not statement.strip():
+        return "the target statement is empty"
+    return None
+
+
+def parse_placeholders(value: JsonValue) -> JsonValue:
+    """The `placeholder` option: HOL Light identifiers (comma-separated or a list)."""
+    names = _as_list(value, DEFAULT_PLACEHOLDERS)
     bad = [n for n in names if not IDENTIFIER.match(n)]
     if bad:
         raise BadOption(
-            f"placeholder must be a HOL Light identifier such as CHEAT_TAC, not {bad[0]!r}"
+            f"hol-light option 'placeholder' must name HOL Light identifiers such as CHEAT_TAC, "
+            f"not {bad[0]!r}"
         )
-    return names
+    return list(names)
 
 
-def preload(request: CheckRequest) -> list[str]:
-    """The request's declared preload set (`options["preload"]`); unusable paths are dropped."""
-    return [p for p in _as_list(request.options.get("preload"), ()) if LIBRARY_PATH.match(p)]
+def parse_preload(value: JsonValue) -> JsonValue:
+    """The `preload` option: library paths such as Library/prime.ml (comma-separated or a list)."""
+    paths = _as_list(value, ())
+    bad = [p for p in paths if not LIBRARY_PATH.match(p)]
+    if bad:
+        raise BadOption(
+            f"hol-light option 'preload' must name library files such as Library/prime.ml, "
+            f"not {bad[0]!r}"
+        )
+    return list(paths)
 
 
 def placeholder_uses(content: str, names: Iterable[str]) -> list[str]:
@@ -106,4 +102,4 @@ def _as_list(value: JsonValue, default: Iterable[str]) -> list[str]:
         return [part.strip() for part in value.split(",") if part.strip()]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value if v.strip()]
-    raise BadOption(f"expected a name or a list of names, not {value!r}")
+    raise BadOption(f"hol-light: expected a name or a list of names, not {value!r}")

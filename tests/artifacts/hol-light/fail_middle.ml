@@ -1,7 +1,7 @@
-let FIRST = ARITH_RULE `1 + 1 = 2`;;
+let FIRST_FACT = ARITH_RULE `1 + 1 = 2`;;
 
-let SECOND = prove
+let SECOND_FACT = prove
  (`!x. x * 0 = 1`,
   REWRITE_TAC[MULT_CLAUSES]);;
 
-let THIRD = ARITH_RULE `2 + 2 = 4`;;
+let THIRD_FACT = ARITH_RULE `2 + 2 = 4`;;

@@ -1,0 +1,71 @@
+"""`python -m benchmarks [--quick] [NAME ...]`: every benchmark side by side, one table.
+
+Each module in benchmarks/ that defines `rows(quick: bool) -> list[Row]` contributes rows; the
+table is printed as markdown and written as JSON to benchmarks/results/latest.json (and a
+timestamped copy). A module whose tools are missing here (no Docker daemon, no newclid) says so
+in its rows' notes instead of failing the whole table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.table import Row, markdown
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if m.name not in ("table",))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small corpora (CI)")
+    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {modules()})")
+    args = parser.parse_args()
+    rows: list[Row] = []
+    notes: list[str] = []
+    for name in args.names or modules():
+        module = importlib.import_module(f"benchmarks.{name}")
+        if not hasattr(module, "rows") and not hasattr(module, "notes"):
+            continue
+        print(f"benchmark {name} ...", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        rows.extend(module.rows(args.quick) if hasattr(module, "rows") else [])
+        notes.extend(module.notes(args.quick) if hasattr(module, "notes") else [])
+        print(f"benchmark {name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    table = markdown(rows) + "".join(f"\n- {note}" for note in notes)
+    print(table)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    data = {
+        "schema": "prooflock.bench/1",
+        "when": stamp,
+        "quick": args.quick,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "arch": platform.machine(),
+            "python": platform.python_version(),
+        },
+        "rows": [row.as_json() for row in rows],
+        "notes": notes,
+        "markdown": table,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    for path in (RESULTS / "latest.json", RESULTS / f"bench-{stamp}.json"):
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""The one Docker connection and the one hardening policy, for checks and image self-tests alike.
+
+A container gets: no network (loopback only), a read-only root, tmpfs `/work` and `/tmp`, every
+capability dropped, no-new-privileges, an unprivileged user, memory without swap, pid and CPU
+limits, and an init process. Files travel over exec stdin, never through a host mount.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import docker
+from docker import DockerClient
+from docker.errors import DockerException
+from requests.exceptions import RequestException
+
+from runner.backends.base import BackendUnavailable, Limits
+
+WORKDIR = "/work"
+CHECK_USER = "1000:1000"  # runs the prover
+KEEPALIVE_USER = "65534:65534"  # owns a sandbox's idle process, out of CHECK_USER's reach
+LABEL = "org.prooflock.sandbox"
+START_HINT = (
+    "start it (`dockerd > /var/log/dockerd.log 2>&1 &`, or `systemctl start docker`), "
+    "point DOCKER_HOST at one, or use --backend local"
+)
+
+
+class DaemonUnavailable(BackendUnavailable):
+    """No Docker daemon answers."""
+
+
+def connect(timeout: int = 300) -> DockerClient:
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except (DockerException, RequestException) as exc:
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise DaemonUnavailable(f"no Docker daemon answers at {host} ({_short(exc)}): {START_HINT}") from None
+    return client
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def hardened(
+    image: str,
+    limits: Limits,
+    *,
+    command: list[str],
+    user: str,
+    labels: dict[str, str],
+    environment: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for `client.containers.create` under the kit's hardening policy."""
+    tmpfs_opts = "rw,exec,nosuid,nodev"
+    return {
+        "image": image,
+        "command": command,
+        "user": user,
+        "environment": environment or {},
+        "working_dir": WORKDIR,
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {
+            WORKDIR: f"{tmpfs_opts},size={limits.tmpfs_mb}m,uid=1000,gid=1000,mode=0700",
+            "/tmp": f"{tmpfs_opts},size={limits.tmpfs_mb}m,mode=1777",
+        },
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": f"{limits.memory_mb}m",
+        "memswap_limit": f"{limits.memory_mb}m",
+        "pids_limit": limits.pids,
+        "nano_cpus": limits.cpus * 1_000_000_000,
+        "shm_size": "16m",
+        "init": True,
+        "labels": labels,
+    }

@@ -1,0 +1,89 @@
+"""The `prooflock` command: check prover artifacts reproducibly, keep and publish the records.
+
+Exit codes, on every command: 0 success; 1 a check did not pass, a replay or an audit differs;
+2 bad input (one line on stderr, never a traceback); 3 the machine failed (no daemon, an image
+not built, storage unreachable): fix it and re-run the same command to resume.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+from runner.cli import checking, records
+from runner.cli.common import EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
+from runner.errors import InfraFailure, UserError
+from runner.images.commands import add_image_commands, cmd_images
+from runner.provenance import kit_version
+
+DESCRIPTION = """Check theorem-prover artifacts (Rocq, HOL Light, Lean, Isabelle, AlphaGeometry,
+Asymptote) in pinned, sandboxed environments, and keep every verdict in a hash-chained record
+that anyone can replay, audit and publish."""
+EPILOG = """start here:
+  prooflock check --prover rocq proof.v          check files now
+  prooflock run requests.jsonl                   a resumable run into a checkpoint log
+  prooflock replay LOG|BUNDLE|s3://...           re-check a published result here
+  prooflock publish LOG --out BUNDLE             a self-contained, content-addressed bundle
+  prooflock audit BUNDLE                         check a result's environment without re-running
+  prooflock images build rocq                    build a pinned prover image
+
+exit codes: 0 ok; 1 not passed / differs; 2 bad input; 3 the machine failed (re-run to resume)
+"""
+
+Command = Callable[..., int]
+COMMANDS: dict[str, Command] = {
+    "check": checking.cmd_check,
+    "run": checking.cmd_run,
+    "replay": checking.cmd_replay,
+    "verify-log": records.cmd_verify_log,
+    "publish": records.cmd_publish,
+    "audit": records.cmd_audit,
+    "report": records.cmd_report,
+    "upload": records.cmd_upload,
+    "download": records.cmd_download,
+    "serve": records.cmd_serve,
+    "images": cmd_images,
+}
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="prooflock", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"prooflock {kit_version()}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser
+    )
+    checking.add_commands(commands)
+    records.add_commands(commands)
+    add_image_commands(commands)
+    return parser
+
+
+def _infra_errors() -> tuple[type[BaseException], ...]:
+    from runner.backends.base import BackendUnavailable  # noqa: PLC0415
+
+    found: list[type[BaseException]] = [InfraFailure, BackendUnavailable]
+    try:
+        from runner.storage import StorageUnavailable  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - boto3 is a dependency
+        pass
+    else:
+        found.append(StorageUnavailable)
+    return tuple(found)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"{exc.prog}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except UserError as exc:
+        print(f"prooflock: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except _infra_errors() as exc:
+        print(f"prooflock: infra error: {exc}", file=sys.stderr)
+        return EXIT_INFRA
+    except KeyboardInterrupt:
+        print("prooflock: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130

@@ -1,0 +1,38 @@
+"""Where a run's checks execute, when not in this process: `ray`, a Ray cluster (`prooflock[ray]`).
+
+`run_requests(..., executor=None)` checks with the run's own `Checker`; `executor_for("ray", ...)`
+returns an executor that sends the same work to a cluster. Ray is imported only when a Ray
+executor is made, so the kit works without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from runner.errors import UserError
+from runner.executors.ray_cluster import RayExecutor
+from runner.settings import Settings
+
+EXECUTORS = ("local", "ray")
+
+
+def executor_for(
+    kind: str,
+    settings: Settings,
+    *,
+    address: str | None = None,
+    runtime_env: Mapping[str, Any] | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> RayExecutor | None:
+    """`local`: None (the run checks in this process); `ray`: a `RayExecutor` on `address`."""
+    if kind == "local":
+        if address is not None:
+            raise UserError("--address names a Ray cluster: use it with --executor ray")
+        return None
+    if kind == "ray":
+        return RayExecutor(address or "auto", settings, runtime_env=runtime_env, notify=notify)
+    raise UserError(f"unknown executor {kind!r} (executors: {', '.join(EXECUTORS)})")
+
+
+__all__ = ["EXECUTORS", "RayExecutor", "executor_for"]

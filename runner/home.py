@@ -1,0 +1,53 @@
+"""Where the kit's own files are: the image definitions (`images/`) and the images lock.
+
+In order: `PROOFLOCK_HOME` (a checkout whose lock you want to use), the checkout this package
+runs from, or the copy installed with the package (a wheel carries both as package data).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runner.errors import InfraFailure
+
+LOCK = Path("manifests") / "images.lock.json"
+PACKAGED = Path(__file__).resolve().parent / "kit"  # in a wheel only: runner/images/wheel.py
+
+
+def _is_home(path: Path) -> bool:
+    return (path / LOCK).is_file() and (path / "images").is_dir()
+
+
+def kit_home() -> Path:
+    configured = os.environ.get("PROOFLOCK_HOME")
+    if configured:
+        home = Path(configured).expanduser().resolve()
+        if not _is_home(home):
+            raise InfraFailure(
+                f"PROOFLOCK_HOME={configured} holds no {LOCK} and images/: point it at a "
+                "prooflock checkout, or unset it to use the installed copy"
+            )
+        return home
+    checkout = Path(__file__).resolve().parent.parent
+    if _is_home(checkout):
+        return checkout
+    if _is_home(PACKAGED):
+        return PACKAGED
+    raise InfraFailure(
+        "this prooflock install carries no images lock: reinstall it, or set PROOFLOCK_HOME to a "
+        "prooflock checkout"
+    )
+
+
+def lock_path() -> Path:
+    return kit_home() / LOCK
+
+
+def images_root() -> Path:
+    return kit_home() / "images"
+
+
+def writable_home() -> bool:
+    """Whether recording builds in the lock is allowed (a checkout, not an installed copy)."""
+    return kit_home() != PACKAGED

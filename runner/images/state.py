@@ -1,0 +1,125 @@
+"""What this Docker daemon holds of the locked images.
+
+One question, asked one way everywhere: is the image the lock records here, under its tag, and
+built from the definitions as they are now? Also the removal of what a build leaves behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from docker import DockerClient
+from docker.errors import APIError, ImageNotFound
+
+from runner.backends.docker_policy import connect
+from runner.errors import UserError
+from runner.images import context
+from runner.images.lock import ImagesLock
+
+BASE = "base"  # the offline base, listed and verified beside the prover images
+BUILD_TIMEOUT = 600  # seconds the daemon may stay silent: a quiet build step, saving a large image
+
+
+class ImageState(StrEnum):
+    PRESENT = "present"  # the tag is the locked ID, and nothing it is built from has changed
+    MISSING = "missing"  # no image under the tag here
+    STALE = "stale"  # the tag is another image, the base is not the locked one, or a pin changed
+    NOT_BUILT = "not built"  # the lock records no build
+    UNCHECKED = "unchecked"  # recorded, but no daemon answered to say whether it is here
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    name: str
+    tag: str
+    image_id: str | None
+    state: ImageState
+
+
+def connect_for_builds() -> DockerClient:
+    """The daemon connection (runner.backends.docker_policy), patient enough for builds."""
+    return connect(timeout=BUILD_TIMEOUT)
+
+
+def image_id_of(client: DockerClient, reference: str) -> str | None:
+    """The ID of the image `reference` (a tag or an ID) names on this daemon, or None."""
+    try:
+        return str(client.images.get(reference).id)
+    except ImageNotFound:
+        return None
+
+
+def locked_state(
+    client: DockerClient, lock: ImagesLock, name: str, images_root: Path
+) -> ImageState:
+    """Whether the image the lock records for `name` (or `base`) is here and current."""
+    entry = lock.base if name == BASE else lock.entry(name)
+    if entry.image_id is None:
+        return ImageState.NOT_BUILT
+    found = image_id_of(client, entry.tag)
+    if found is None:
+        return ImageState.MISSING
+    if found != entry.image_id:
+        return ImageState.STALE
+    if name == BASE:
+        return ImageState.PRESENT
+    if locked_state(client, lock, BASE, images_root) is not ImageState.PRESENT:
+        return ImageState.STALE
+    image = lock.entry(name)
+    unchanged = (
+        context.sha256_of(images_root / name / "Dockerfile") == image.dockerfile_sha256
+        and context.file_hashes(images_root, name) == image.files
+    )
+    return ImageState.PRESENT if unchanged else ImageState.STALE
+
+
+def is_current(client: DockerClient, lock: ImagesLock, name: str, images_root: Path) -> bool:
+    """The tagged image is the locked one and nothing it was built from has changed since."""
+    return locked_state(client, lock, name, images_root) is ImageState.PRESENT
+
+
+def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -> list[ImageStatus]:
+    """The base and every locked image, with their state here (UNCHECKED without a daemon)."""
+    found = []
+    entries = [(BASE, lock.base.tag, lock.base.image_id)]
+    entries += [(name, entry.tag, entry.image_id) for name, entry in sorted(lock.images.items())]
+    for name, tag, image_id in entries:
+        if image_id is None:
+            state = ImageState.NOT_BUILT
+        elif client is None:
+            state = ImageState.UNCHECKED
+        else:
+            state = locked_state(client, lock, name, images_root)
+        found.append(ImageStatus(name, tag, image_id, state))
+    return found
+
+
+def require_base(client: DockerClient, lock: ImagesLock) -> str:
+    """The locked base's tag, once it is here and (when the lock records one) the locked ID."""
+    base = lock.base
+    found = image_id_of(client, base.tag)
+    if found is None:
+        raise UserError(f"the base image {base.tag} is missing: run `prooflock images base`")
+    if base.image_id is not None and found != base.image_id:
+        raise UserError(
+            f"{base.tag} is {found}, not the locked {base.image_id}: run `prooflock images base`"
+        )
+    return base.tag
+
+
+def discard(client: DockerClient, reference: str, *, untag: bool = False) -> None:
+    """Remove an image no tag refers to (or, with `untag`, drop the tag `reference`), pruning
+    the intermediate images of its build. Tagged images and images in use are left alone."""
+    try:
+        image = client.images.get(reference)
+    except ImageNotFound:
+        return
+    if untag and reference not in image.tags:
+        return
+    if not untag and image.tags:
+        return
+    with contextlib.suppress(APIError):
+        client.images.remove(reference if untag else str(image.id), noprune=False)

@@ -1,0 +1,37 @@
+"""The wheel's copy of the kit: `images/` and the images lock, as `runner/kit/` package data.
+
+pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`, which loads this file on its own
+while it builds (so: the standard library and setuptools only, no `runner` imports). An installed
+prooflock finds the copy through `runner.home.PACKAGED`; a checkout keeps them where they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools.command.build_py import build_py  # type: ignore[import-untyped, unused-ignore]
+
+IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
+LOCK = Path("manifests") / "images.lock.json"
+PACKAGED = Path("runner") / "kit"  # runner.home.PACKAGED, relative to the wheel's root
+
+
+def kit_files() -> list[Path]:
+    """The files the wheel carries, relative to the project's root (the build's directory)."""
+    files = [p for p in sorted(IMAGES.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return [*files, LOCK]
+
+
+class BuildPyWithKit(build_py):
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:  # an editable install runs from the checkout and reads it there
+            return
+        for source in kit_files():
+            target = Path(self.build_lib) / PACKAGED / source
+            self.mkpath(str(target.parent))
+            self.copy_file(str(source), str(target))  # keeps the mode: scripts stay executable
+
+    def get_source_files(self) -> list[str]:
+        """What an sdist must carry for a wheel built from it to have the kit too."""
+        return [*super().get_source_files(), *(str(path) for path in kit_files())]

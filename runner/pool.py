@@ -1,0 +1,120 @@
+"""Warm servers kept between checks, and the `Runner` an adapter gets for one check.
+
+Servers are pooled by (image, limits without the timeout, server name, server key): workers
+enforce each request's own timeout, so the timeout does not split the pool (a HOL Light worker
+costs minutes to boot). A server that failed a check, or is worn out, is closed, never reused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+
+from runner.backends.base import Backend, Limits, Sandbox
+from runner.models import JsonValue
+from runner.provers.common.server import Notify, SandboxServer, ServerSpec
+from runner.resolve import ResolvedRequest
+
+PoolKey = tuple[str, Limits, str, str]
+
+
+class ServerPool:
+    def __init__(self, backend_for: Callable[[str], Backend], notify: Notify, max_idle: int):
+        self._backend_for = backend_for
+        self.notify = notify
+        self._max_idle = max(1, max_idle)
+        self._idle: OrderedDict[int, tuple[PoolKey, SandboxServer]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(image: str, limits: Limits, spec: ServerSpec) -> PoolKey:
+        return (image, replace(limits, timeout_s=0), spec.name, spec.key)
+
+    def checkout(self, image: str, limits: Limits, spec: ServerSpec) -> SandboxServer:
+        wanted = self.key(image, limits, spec)
+        with self._lock:
+            for ident, (key, server) in reversed(self._idle.items()):
+                if key == wanted:
+                    del self._idle[ident]
+                    return server
+        return SandboxServer(self._backend_for(image), image, wanted[1], spec, self.notify)
+
+    def checkin(self, image: str, server: SandboxServer) -> None:
+        if server.worn_out() or not server.started:
+            server.close()
+            return
+        evicted = []
+        with self._lock:
+            self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
+            while len(self._idle) > self._max_idle:  # the least recently used goes first
+                evicted.append(self._idle.popitem(last=False)[1][1])
+        for old in evicted:
+            old.close()
+
+    def close(self) -> None:
+        with self._lock:
+            servers = [server for _, server in self._idle.values()]
+            self._idle.clear()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                server.close()
+
+
+class CheckRun:
+    """The `Runner` for one check: a lazily opened cold sandbox, and servers from the pool."""
+
+    def __init__(
+        self, request: ResolvedRequest, backend_for: Callable[[str], Backend], pool: ServerPool, cold: bool
+    ):
+        self.request = request
+        self._backend_for = backend_for
+        self._pool = pool
+        self._cold = cold
+        self._stack = contextlib.ExitStack()
+        self._sandboxes: dict[str, Sandbox] = {}
+        self._servers: list[SandboxServer] = []
+        self.reused_server = False
+
+    @property
+    def cold(self) -> bool:
+        return self._cold
+
+    def sandbox(self, purpose: str = "check") -> Sandbox:
+        if purpose not in self._sandboxes:
+            box = self._backend_for(self.request.image).sandbox(self.request.image, self.request.limits)
+            self._sandboxes[purpose] = self._stack.enter_context(box)
+        return self._sandboxes[purpose]
+
+    def server(self, spec: ServerSpec) -> SandboxServer:
+        if self._cold:
+            backend = self._backend_for(self.request.image)
+            server = SandboxServer(backend, self.request.image, self.request.limits, spec, self._pool.notify)
+        else:
+            server = self._pool.checkout(self.request.image, self.request.limits, spec)
+            self.reused_server = self.reused_server or server.started
+        self._servers.append(server)
+        server.start()
+        return server
+
+    def worker_kind(self) -> str:
+        if self._servers:
+            return "warm" if self.reused_server else ("fresh-server" if self._cold else "server")
+        return "cold"
+
+    def worker_info(self) -> dict[str, JsonValue]:
+        if len(self._servers) == 1:
+            return self._servers[0].info()
+        return {"servers": [server.info() for server in self._servers]} if self._servers else {}
+
+    def finish(self, healthy: bool) -> None:
+        """Return servers to the pool after a check that did not fail on them; close the rest."""
+        for server in self._servers:
+            if healthy and not self._cold:
+                self._pool.checkin(self.request.image, server)
+            else:
+                server.close()
+        self._servers.clear()
+        self._stack.close()

@@ -1,0 +1,153 @@
+"""Comparing a render with a reference diagram: compile success of both, keyword F1, SSIM.
+
+The reference never enters the artifact's sandbox. Everything on the artifact's side (its PDF for
+SSIM, that PDF's raster) is done first, in the check's sandbox; only then is a second sandbox
+opened (`runner.sandbox("reference")`) where the reference is guarded, rendered and rasterized.
+On the local backend the reference's bytes are thus nowhere on disk while artifact code runs; on
+docker they are in another container. The SSIM is computed here, on the two rasters' bytes.
+
+Kept for a report, by sha256 in `Outcome.files` and named in the comparison: the reference's PDF
+(`reference_outputs`, {format: sha256}) and the two same-size gray rasters SSIM compared
+(`rasters`, {"artifact": sha256, "reference": sha256}).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+from runner.backends.base import Sandbox
+from runner.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.provers.asymptote import compare as asy_compare
+from runner.provers.asymptote import guard
+from runner.provers.asymptote.render import (
+    WITH_WORK_TMPDIR,
+    Render,
+    Timings,
+    output_path,
+    render,
+)
+from runner.provers.base import Runner
+from runner.resolve import ResolvedRequest
+
+REFERENCE_SANDBOX = "reference"
+
+
+@dataclass
+class Comparison:
+    details: dict[str, JsonValue]
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def keep(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        self.files[sha] = data
+        return sha
+
+
+def compare_with_reference(
+    runner: Runner,
+    request: ResolvedRequest,
+    reference: tuple[str, str],
+    outcome: Outcome,
+    fmt: str,
+    timeout: float,
+    timings: Timings,
+) -> Comparison:
+    """Compile success of both, keyword F1 of the sources, SSIM of the renders (see asy_compare)."""
+    name, reference_source = reference
+    artifact_compiles = outcome.verdict is Verdict.PASS
+    comparison = Comparison({
+        "reference": name,
+        "artifact_compiles": artifact_compiles,
+        "reference_compiles": False,
+        "keyword_f1": asy_compare.keyword_f1(request.content, reference_source),
+        "ssim": None,
+    })
+    artifact_raster, ssim_error = None, None
+    if artifact_compiles:  # all of the artifact's side first, before the reference exists
+        artifact_raster, ssim_error = _artifact_raster(
+            runner.sandbox(), request.content, fmt, timeout, timings
+        )
+    sandbox = runner.sandbox(REFERENCE_SANDBOX)
+    problem, reference_render = _render_reference(sandbox, reference_source, timeout, timings)
+    if reference_render is None or reference_render.data is None:
+        comparison.details["reference_error"] = problem
+        return comparison
+    comparison.details["reference_compiles"] = True
+    comparison.details["reference_outputs"] = {"pdf": comparison.keep(reference_render.data)}
+    if not artifact_compiles:
+        return comparison
+    if artifact_raster is None:
+        comparison.details["ssim_error"] = ssim_error
+        return comparison
+    reference_raster, ssim_error = _raster(sandbox, "reference", timeout, timings)
+    if reference_raster is None:
+        comparison.details["ssim_error"] = ssim_error
+        return comparison
+    started = time.monotonic()
+    comparison.details["ssim"] = asy_compare.ssim(artifact_raster, reference_raster)
+    timings.steps["ssim"] = int((time.monotonic() - started) * 1000)
+    comparison.details["rasters"] = {
+        "artifact": comparison.keep(artifact_raster),
+        "reference": comparison.keep(reference_raster),
+    }
+    return comparison
+
+
+def _artifact_raster(
+    sandbox: Sandbox, source: str, fmt: str, timeout: float, timings: Timings
+) -> tuple[bytes | None, str | None]:
+    """The raster of the artifact's PDF (rendered again when the request asked another format)."""
+    directory = "artifact"
+    if fmt != "pdf":  # SSIM compares PDF rasters; a fresh directory, untouched by the first run
+        directory = "artifact-pdf"
+        again = render(sandbox, directory, source, "pdf", timeout)
+        timings.add("render_pdf", again.done)
+        if again.data is None:
+            return None, f"the artifact did not render to PDF: {_first_problem(again)}"
+    return _raster(sandbox, directory, timeout, timings)
+
+
+def _render_reference(
+    sandbox: Sandbox, source: str, timeout: float, timings: Timings
+) -> tuple[str | None, Render | None]:
+    """(why it did not compile, the render): the reference passes the artifact's guard too."""
+    started = time.monotonic()
+    refused = guard.refusals(source)
+    timings.steps["reference_guard"] = int((time.monotonic() - started) * 1000)
+    if refused:
+        return _where(refused[0]) + refused[0].message, None
+    done = render(sandbox, "reference", source, "pdf", timeout)
+    timings.add("reference", done.done)
+    return (None if done.data is not None else _first_problem(done)), done
+
+
+def _raster(
+    sandbox: Sandbox, directory: str, timeout: float, timings: Timings
+) -> tuple[bytes | None, str | None]:
+    """The PDF in `directory` rasterized at the fixed SSIM size, or why it could not be."""
+    side = "reference" if directory == "reference" else "artifact"
+    raster = f"raster-{side}.png"
+    done = sandbox.run(
+        [*WITH_WORK_TMPDIR, "gs", *asy_compare.RASTER_ARGS, f"-sOutputFile={raster}",
+         output_path(directory, "pdf")],
+        timeout_s=timeout,
+    )
+    timings.add("raster", done)
+    if not done.ok:
+        return None, f"ghostscript could not rasterize the {side} PDF (exit {done.exit_code})"
+    return sandbox.read_file(raster), None
+
+
+def _first_problem(failed: Render) -> str:
+    if failed.done.timed_out:
+        return "timed out"
+    for diagnostic in failed.diagnostics:
+        if diagnostic.severity == "error":
+            return _where(diagnostic) + diagnostic.message
+    return failed.missing or f"asy exited {failed.done.exit_code}"
+
+
+def _where(diagnostic: Diagnostic) -> str:
+    return f"{diagnostic.line}.{diagnostic.column}: " if diagnostic.line is not None else ""

@@ -1,0 +1,161 @@
+"""A long-lived server process in its own sandbox: the shared half of every warm worker.
+
+The kit side only moves bytes: it installs the server's files, spawns it, waits for its ready
+marker, then sends request frames and reads replies up to a marker. What the frames mean is the
+adapter's business (each server keeps its own wire format). A server is started on first use, so
+a request refused before it runs never pays for a boot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from runner.backends.base import Backend, BackendUnavailable, Channel, Limits, Sandbox
+from runner.models import JsonValue
+
+
+class ServerFailed(BackendUnavailable):
+    """The server did not start, died, or stopped answering: an infra error, never a verdict."""
+
+
+class ServerTimeout(ServerFailed, TimeoutError):
+    """No reply within the deadline. Adapters whose server cannot enforce the check's own
+    timeout catch this to give a `timeout` verdict (the core then discards the server)."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str  # for messages: "HOL Light forkserver"
+    argv: Sequence[str]
+    ready: bytes  # printed once the server can take requests; the rest of that line is kept
+    boot_timeout_s: float
+    files: Mapping[str, bytes] = field(default_factory=dict)  # written to the work dir first
+    env: Mapping[str, str] = field(default_factory=dict)
+    key: str = ""  # what else a server is specific to (a preloaded prefix): part of its pool key
+    boot_note: str = ""  # shown while it boots, e.g. "about 3 min"
+    max_checks: int | None = None  # recycled after this many checks (None: never)
+    # Why it did not start, read from its sandbox before that is closed (e.g. from a boot log).
+    explain_failure: Callable[[Sandbox], str | None] | None = None
+
+
+Notify = Callable[[str], None]
+
+
+class SandboxServer:
+    """One server in one sandbox. Not thread-safe: the pool hands it to one check at a time."""
+
+    _ids = itertools.count(1)
+
+    def __init__(
+        self, backend: Backend, image: str, limits: Limits, spec: ServerSpec, notify: Notify
+    ):
+        self.backend, self.image, self.limits, self.spec = backend, image, limits, spec
+        self._notify = notify
+        self.worker_id = f"{spec.name.split()[0].lower()}-{next(self._ids)}-{secrets.token_hex(2)}"
+        self._stack = contextlib.ExitStack()
+        self._channel: Channel | None = None
+        self.sandbox: Sandbox | None = None
+        self.ready_line = b""
+        self.boot_ms: int | None = None
+        self.served = 0
+        self.broken = False  # set by an adapter (or on failure): the pool must not reuse it
+
+    @property
+    def started(self) -> bool:
+        return self._channel is not None
+
+    def start(self) -> bytes:
+        """Boot the server (once); the bytes after its ready marker, up to the end of that line."""
+        if self._channel is not None:
+            return self.ready_line
+        note = f" ({self.spec.boot_note})" if self.spec.boot_note else ""
+        self._notify(f"starting {self.spec.name}{note}")
+        clock = time.monotonic()
+        try:
+            self.sandbox = self._stack.enter_context(self.backend.sandbox(self.image, self.limits))
+            for relpath, data in sorted(self.spec.files.items()):
+                self.sandbox.write_file(relpath, data)
+            channel = self.sandbox.spawn(self.spec.argv, env=self.spec.env)
+            self._stack.callback(channel.close)
+            channel.read_until(self.spec.ready, self.spec.boot_timeout_s)
+            self.ready_line = channel.read_until(b"\n", 30).rstrip(b"\n")
+        except TimeoutError:
+            why = self._explain_failure()
+            self.close()
+            raise ServerFailed(
+                why or f"the {self.spec.name} did not start within {self.spec.boot_timeout_s:.0f} s"
+            ) from None
+        except EOFError as exc:
+            why = self._explain_failure()
+            self.close()
+            raise ServerFailed(why or f"the {self.spec.name} exited while starting: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+        self._channel = channel
+        self.boot_ms = int((time.monotonic() - clock) * 1000)
+        self._notify(f"{self.spec.name} ready in {self.boot_ms / 1000:.1f} s")
+        return self.ready_line
+
+    def _explain_failure(self) -> str | None:
+        if self.spec.explain_failure is None or self.sandbox is None:
+            return None
+        try:
+            return self.spec.explain_failure(self.sandbox)
+        except Exception:  # noqa: BLE001 - a failing explanation must not hide the failure
+            return None
+
+    def send(self, data: bytes) -> None:
+        channel = self._ready_channel()
+        try:
+            channel.send(data)
+        except (EOFError, OSError) as exc:
+            self.broken = True
+            raise ServerFailed(f"the {self.spec.name} has exited: {exc}") from None
+
+    def read_until(self, marker: bytes, timeout_s: float) -> bytes:
+        channel = self._ready_channel()
+        try:
+            return channel.read_until(marker, timeout_s)
+        except TimeoutError:
+            self.broken = True
+            raise ServerTimeout(
+                f"the {self.spec.name} sent no reply within {timeout_s:.0f} s"
+            ) from None
+        except EOFError as exc:
+            self.broken = True
+            raise ServerFailed(f"the {self.spec.name} exited during the check: {exc}") from None
+
+    def exchange(self, data: bytes, until: bytes, timeout_s: float) -> bytes:
+        """Send one request frame and read its reply through `until` (inclusive)."""
+        self.send(data)
+        reply = self.read_until(until, timeout_s)
+        self.served += 1
+        return reply
+
+    def _ready_channel(self) -> Channel:
+        self.start()
+        assert self._channel is not None
+        return self._channel
+
+    def worn_out(self) -> bool:
+        limit = self.spec.max_checks
+        return self.broken or (limit is not None and self.served >= limit)
+
+    def info(self) -> dict[str, JsonValue]:
+        return {
+            "kind": "server",
+            "server": self.spec.name,
+            "worker_id": self.worker_id,
+            "boot_ms": self.boot_ms,
+            "checks_served": self.served,
+        }
+
+    def close(self) -> None:
+        self._channel = None
+        self._stack.close()

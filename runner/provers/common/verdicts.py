@@ -1,0 +1,95 @@
+"""The verdict ladder every adapter climbs, so each verdict means the same for every prover.
+
+1. How the process ended (`stopped`): timeout, memory (from the exit status and the cgroup or
+   rlimit, never from text), crash (a signal, or the prover's own anomaly), fail (non-zero).
+2. What the kernel reported for a finished check (`judge`): placeholder, then axiom, then
+   wrong statement, then pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runner.backends.base import Completed
+from runner.models import Diagnostic, Outcome, Verdict
+
+
+def infra_error(message: str) -> Outcome:
+    """The kit or the machine failed: retried by the core, never counted against the artifact."""
+    return Outcome(verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)])
+
+
+def failed(message: str, *, line: int | None = None, column: int | None = None,
+           context: str | None = None) -> Outcome:
+    where = Diagnostic(message=message, line=line, column=column, context=context)
+    return Outcome(verdict=Verdict.FAIL, diagnostics=[where])
+
+
+def stopped(
+    done: Completed,
+    diagnostics: list[Diagnostic],
+    tool: str,
+    *,
+    crashed: bool = False,
+) -> Outcome | None:
+    """The outcome of a process that did not succeed, or None when it exited 0.
+
+    `crashed`: the prover said it broke itself (an anomaly), which is not a verdict on the artifact.
+    """
+    cpu = done.cpu_ms
+    if done.timed_out:
+        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, cpu_ms=cpu)
+    if done.out_of_memory:
+        message = f"{tool} exceeded the memory limit"
+        return Outcome(
+            verdict=Verdict.MEMORY, diagnostics=[*diagnostics, Diagnostic(message=message)], cpu_ms=cpu
+        )
+    if done.exit_code == 0 and not crashed:
+        return None
+    if done.signal is not None or crashed:
+        reason = f"{tool} died (signal {done.signal})" if done.signal else f"{tool} crashed"
+        return Outcome(
+            verdict=Verdict.CRASH, diagnostics=[*diagnostics, Diagnostic(message=reason)], cpu_ms=cpu
+        )
+    if not any(d.severity == "error" for d in diagnostics):
+        diagnostics = [*diagnostics, Diagnostic(message=f"{tool} exited {done.exit_code}")]
+    return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, cpu_ms=cpu)
+
+
+def judge(
+    *,
+    placeholders: Sequence[str],
+    forbidden: Sequence[str],
+    statement_problem: str | None = None,
+) -> tuple[Verdict, list[Diagnostic]]:
+    """The verdict of a check that ran to its end, and the diagnostic that explains it.
+
+    `placeholders`: unfinished proofs the mode does not allow (already filtered by mode);
+    `forbidden`: assumptions not on the request's allowed list; `statement_problem`: why the
+    target theorem is missing or differs.
+    """
+    if placeholders:
+        listed = ", ".join(placeholders)
+        return Verdict.PLACEHOLDER, [Diagnostic(message=f"proof left unfinished: {listed}")]
+    if forbidden:
+        listed = ", ".join(forbidden)
+        return Verdict.AXIOM, [Diagnostic(message=f"relies on assumptions not allowed: {listed}")]
+    if statement_problem is not None:
+        return Verdict.WRONG_STATEMENT, [Diagnostic(message=statement_problem)]
+    return Verdict.PASS, []
+
+
+def allowed(name: str, allowed_names: Sequence[str], own_prefix: str | None = None) -> bool:
+    """Whether an assumption the prover reported is on the request's allowed list.
+
+    Reported names are qualified only as far as needed (`Classical_Prop.classic`), so an entry
+    matches by dotted suffix either way, except that a short entry never covers an assumption the
+    artifact declares itself (`<own_prefix>.classic`): only its full name does.
+    """
+    for entry in allowed_names:
+        if name == entry or entry.endswith("." + name):
+            return True
+        own = own_prefix is not None and name.startswith(own_prefix + ".")
+        if name.endswith("." + entry) and not own:
+            return True
+    return False

@@ -1,0 +1,132 @@
+"""Isabelle/HOL + AFP adapter: theories checked on a warm Isabelle server, one per session.
+
+A request is refused when it is resolved (`validate`: a bad request, exit 2) if the file name
+is not a theory name or its `theory` header names another theory, or if its target cannot be read
+as one proposition (brackets or cartouches that do not pair up, a broken symbol). A theory fails
+before it runs when it does not lex, has no theory header, or uses ML in any form, an oracle,
+quick_and_dirty, code reflection or external provers (source.DENIED). Otherwise the worker
+(sandbox/isabelle_worker.py) runs it with `use_theories` in the session chosen by `--session`
+(HOL by default; HOL-Analysis or an AFP session also work), next to a report theory whose ML lists
+each theorem's oracles and the theory's axioms. Verdicts: an error is `fail` with its position;
+`sorry`, `oops` or a skip_proof oracle is `placeholder` (allowed in statement mode);
+`axiomatization` or another oracle is `axiom` unless allowed; with a target, the named theorem's
+proposition must be alpha-equivalent to the target read under the theory's imports.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runner.errors import BadRequest
+from runner.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.provers.base import BadOption, Options, OptionSpec, ProverAdapter, Runner
+from runner.provers.isabelle import judging, source, worker
+from runner.resolve import ResolvedRequest
+
+VERSION = "1"
+SESSION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*$")
+
+
+def parse_session(value: JsonValue) -> JsonValue:
+    if not isinstance(value, str) or not SESSION_NAME.match(value):
+        raise BadOption(
+            f"isabelle option 'session' must be a session name such as HOL or HOL-Analysis, not {value!r}"
+        )
+    return value
+
+
+OPTIONS = (
+    OptionSpec(
+        key="session",
+        help="the logic session theories are checked in (HOL, HOL-Analysis, an AFP session, ...)",
+        metavar="NAME",
+        default="HOL",
+        parse=parse_session,
+    ),
+)
+
+
+def probe(image: str) -> dict[str, list[str]]:
+    components = "cat /opt/prooflock/isabelle-pins.txt 2>/dev/null || echo 'no pins file'"
+    return {"isabelle": ["isabelle", "version"], "pins": ["sh", "-c", components]}
+
+
+def environment_options(options: Options) -> dict[str, JsonValue]:
+    return {"session": options["session"]}  # another session is another logic: another heap
+
+
+def validate(request: ResolvedRequest) -> None:
+    """Refuse a file named for another theory, or a target the report cannot hold: BadRequest."""
+    problem = source.theory_name_problem(request.name, request.content)
+    if problem is None and request.target is not None:
+        problem = source.target_problem(request.target.statement)
+    if problem is not None:
+        raise BadRequest(problem)
+
+
+def refused(request: ResolvedRequest) -> Outcome | None:
+    found = source.refusals(request.content)
+    if found:
+        first = found[0]
+        diagnostic = Diagnostic(
+            message=first.message, line=first.line, column=first.column, context=first.context
+        )
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic])
+    problem = source.header_problem(request.content)
+    if problem is not None:
+        return Outcome(
+            verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=problem, line=1, column=0)]
+        )
+    return None
+
+
+def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+    validate(request)  # resolve() ran it already; the target is pasted into the report's ML
+    refusal = refused(request)
+    if refusal is not None:
+        return refusal
+    header = source.header(request.content)
+    assert header is not None  # refused() checked it
+    server = runner.server(worker.server_spec(str(request.options["session"])))
+    boot = worker.read_boot(server)
+    if not boot.ok:
+        server.broken = True
+        return _session_failure(boot.problem, str(request.options["session"]))
+    target = request.target
+    reply = worker.run_on(
+        server,
+        [{"name": header.name, "text": request.content}],
+        request.timeout_s,
+        {"name": target.name, "statement": target.statement} if target is not None else None,
+    )
+    outcome = judging.outcome_of(reply, request, header.name)
+    outcome.worker = {
+        "worker_id": server.worker_id,
+        "isabelle_worker": reply.get("stats") or {},
+        "boot_ms": boot.boot_ms,
+    }
+    return outcome
+
+
+def _session_failure(problem: str, session: str) -> Outcome:
+    if "Bad session" in problem or "Undefined session" in problem or "Unknown session" in problem:
+        message = f"session {session} is not in the isabelle image: {problem}"
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)])
+    from runner.provers.common.verdicts import infra_error
+
+    return infra_error(f"the Isabelle session {session} did not start: {problem}")
+
+
+ADAPTER = ProverAdapter(
+    name="isabelle",
+    version=VERSION,
+    modes=("proof", "statement"),
+    images=("isabelle",),
+    probe=probe,
+    check=check,
+    validate=validate,
+    options=OPTIONS,
+    environment_options=environment_options,
+    targets=True,
+    description="Isabelle/HOL theories (with the AFP), checked on a warm Isabelle server",
+)

@@ -1,0 +1,289 @@
+"""Isabelle theory source read before anything runs: outer tokens, the header, what is refused.
+
+Isabelle's outer syntax is small and fixed: comments `(* *)` nest, cartouches `‹ ›` (or
+`\\<open> \\<close>`) nest, and strings, `` `...` `` and `{* *}` hold inner syntax. A keyword of the
+theory language is an identifier token outside all of those, so a word that only appears inside
+a proposition or a comment is never mistaken for a command.
+
+Refused before any check: ML in every form (`ML`, `ML_file`, `setup`, `declaration`,
+`method_setup`, ... can change the running system), the `oracle` command, `quick_and_dirty`
+(lets `sorry`-like cheats through), code printing and reflection (inject ML), and tools that leave
+the sandbox (`sledgehammer`). Everything else is judged by the kernel: the worker's report lists
+each theorem's oracles and the theory's axioms (see sandbox/isabelle_worker.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runner.provers.common.lexing import position
+
+THEORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_']*$")
+SYMBOLS = {"\\<open>": "‹", "\\<close>": "›"}
+
+DENIED = {
+    "ML": "runs ML code",
+    "ML_file": "runs ML code",
+    "ML_val": "runs ML code",
+    "ML_command": "runs ML code",
+    "ML_prf": "runs ML code",
+    "ML_export": "runs ML code",
+    "ML_import": "runs ML code",
+    "SML_file": "runs ML code",
+    "SML_import": "runs ML code",
+    "SML_export": "runs ML code",
+    "setup": "runs ML code",
+    "local_setup": "runs ML code",
+    "declaration": "runs ML code",
+    "syntax_declaration": "runs ML code",
+    "attribute_setup": "runs ML code",
+    "method_setup": "runs ML code",
+    "simproc_setup": "runs ML code",
+    "parse_translation": "runs ML code",
+    "print_translation": "runs ML code",
+    "typed_print_translation": "runs ML code",
+    "parse_ast_translation": "runs ML code",
+    "print_ast_translation": "runs ML code",
+    "oracle": "adds an oracle: unchecked theorems",
+    "quick_and_dirty": "lets unfinished proofs through",
+    "code_printing": "injects code into generated programs",
+    "code_reflect": "runs generated code as ML",
+    "sledgehammer": "calls external provers",
+    "external_file": "reads files outside the theory",
+}
+PLACEHOLDERS = {"sorry", "oops", "admit"}
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    offset: int
+
+
+class LexError(ValueError):
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+def tokens(source: str) -> list[Token]:
+    """Outer-syntax words (identifiers, long names, keywords like `[[`), literals dropped."""
+    for symbol, glyph in SYMBOLS.items():
+        source = source.replace(symbol, glyph + " " * (len(symbol) - 1))
+    found: list[Token] = []
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c.isspace():
+            i += 1
+        elif source.startswith("(*", i):
+            i = _nested_end(source, i, "(*", "*)", "comment")
+        elif c == "‹":
+            i = _nested_end(source, i, "‹", "›", "cartouche")
+        elif source.startswith("{*", i):
+            end = source.find("*}", i + 2)
+            if end < 0:
+                raise LexError("unterminated {* *} text", i)
+            i = end + 2
+        elif c in '"`':
+            i = _quoted_end(source, i)
+        elif c.isalpha() or c == "_":
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_'.]*", source[i:])
+            assert m is not None
+            found.append(Token(m.group(0).rstrip("."), i))
+            i += m.end()
+        elif source.startswith("[[", i):
+            found.append(Token("[[", i))
+            i += 2
+        else:
+            found.append(Token(c, i))
+            i += 1
+    return found
+
+
+def _nested_end(source: str, start: int, opening: str, closing: str, what: str) -> int:
+    depth, i = 0, start
+    while i < len(source):
+        if source.startswith(opening, i):
+            depth += 1
+            i += len(opening)
+        elif source.startswith(closing, i):
+            depth -= 1
+            i += len(closing)
+            if depth == 0:
+                return i
+        else:
+            i += 1
+    raise LexError(f"unterminated {what}", start)
+
+
+def _quoted_end(source: str, start: int) -> int:
+    quote, i = source[start], start + 1
+    while i < len(source):
+        if source[i] == "\\":
+            i += 2
+        elif source[i] == quote:
+            return i + 1
+        else:
+            i += 1
+    raise LexError("unterminated string", start)
+
+
+@dataclass(frozen=True)
+class Header:
+    name: str
+    imports: tuple[str, ...]
+    offset: int
+
+
+def header(source: str) -> Header | None:
+    """`theory NAME imports A "B.C" ... begin`, or None when the file does not start so."""
+    found = tokens(source)
+    if not found or found[0].text != "theory" or len(found) < 2:
+        return None
+    name = found[1].text
+    imports = [
+        m.group(1) or m.group(2)
+        for m in re.finditer(r'"([^"]+)"|([A-Za-z_][\w.\'-]*)', _header_text(source))
+        if (m.group(1) or m.group(2)) not in ("imports", "begin", "keywords", "abbrevs")
+    ]
+    return Header(name=name, imports=tuple(imports), offset=found[1].offset)
+
+
+def _header_text(source: str) -> str:
+    """The text between `imports` and `begin` (or `keywords`)."""
+    m = re.search(r"\bimports\b(.*?)\b(begin|keywords|abbrevs)\b", source, re.DOTALL)
+    return m.group(1) if m else ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    message: str
+    line: int
+    column: int
+    context: str
+
+
+def refusals(source: str) -> list[Refusal]:
+    try:
+        found = tokens(source)
+    except LexError as exc:
+        return [_refusal(source, exc.offset, f"the theory does not lex: {exc}")]
+    out = []
+    for token in found:
+        if token.text in DENIED:
+            out.append(
+                _refusal(
+                    source,
+                    token.offset,
+                    f"`{token.text}` is not allowed in a checked theory: it {DENIED[token.text]}",
+                )
+            )
+    return out
+
+
+def placeholders(source: str) -> list[tuple[str, int]]:
+    """`sorry`, `oops`, `admit` as outer commands: (word, line). `oops` leaves no theorem behind."""
+    return [
+        (t.text, position(source, t.offset)[0]) for t in tokens(source) if t.text in PLACEHOLDERS
+    ]
+
+
+def theory_name_problem(file_name: str, source: str) -> str | None:
+    """Why this file's name cannot name its theory (None: it can). A file without a readable
+    header is not judged here: that is the theory's own failure (`header_problem`)."""
+    stem = file_name.rsplit("/", 1)[-1]
+    stem = stem[: -len(".thy")] if stem.endswith(".thy") else stem
+    if not THEORY_NAME.match(stem):
+        return f"{file_name!r} is not a theory file name: it must be a theory name (a letter, then letters, digits, _ or ') with .thy"
+    try:
+        found = header(source)
+    except LexError:
+        return None
+    if found is not None and found.name != stem:
+        return f"the theory header names theory {found.name!r}, but the file is {file_name!r}: they must agree"
+    return None
+
+
+def header_problem(source: str) -> str | None:
+    """Why the file is not a theory at all (None: it starts with a theory header)."""
+    try:
+        found = header(source)
+    except LexError as exc:
+        return f"the theory does not lex: {exc}"
+    if found is None:
+        return "the file does not start with a theory header (`theory NAME imports ... begin`)"
+    return None
+
+
+# An Isabelle symbol: `\<forall>`, `\<^sub>`; a `\<` that does not close is none.
+SYMBOL = re.compile(r"\\<\^?[A-Za-z][A-Za-z0-9_']*>")
+PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def target_problem(statement: str) -> str | None:
+    """Why a target cannot be read as one proposition in the report theory (None: it can).
+
+    The statement goes into an ML string inside the report theory's `ML ‹...›` block, and from
+    there to `Syntax.read_prop`: its cartouches must pair up anywhere (they delimit that block),
+    its symbols must be whole, and its brackets must pair up outside inner-syntax strings
+    (`''...''`, `"..."`), cartouches and comments.
+    """
+    if not statement.strip():
+        return "the target statement is empty"
+    if "\\<" in SYMBOL.sub("", statement):
+        return "the target statement has a `\\<` that does not start an Isabelle symbol"
+    text = statement.replace("\\<open>", "‹").replace("\\<close>", "›")
+    depth = 0
+    for c in text:
+        depth += {"‹": 1, "›": -1}.get(c, 0)
+        if depth < 0:
+            return "the target statement closes a cartouche it never opened"
+    if depth:
+        return "the target statement leaves a cartouche open"
+    opened: list[str] = []
+    i = 0
+    while i < len(text):
+        for opening, closing in (("''", "''"), ('"', '"'), ("(*", "*)"), ("‹", "›")):
+            if text.startswith(opening, i):
+                end = _skip(text, i, opening, closing)
+                if end < 0:
+                    return f"the target statement leaves `{opening}` open"
+                i = end
+                break
+        else:
+            c = text[i]
+            if c in PAIRS:
+                opened.append(PAIRS[c])
+            elif c in PAIRS.values():
+                if not opened:
+                    return f"the target statement closes a bracket it never opened: {c!r}"
+                expected = opened.pop()
+                if c != expected:
+                    return f"the target statement closes {expected!r} with {c!r}"
+            i += 1
+    if opened:
+        return f"the target statement leaves a bracket open (missing {opened[-1]!r})"
+    return None
+
+
+def _skip(text: str, start: int, opening: str, closing: str) -> int:
+    """The end of the literal, comment or cartouche opening at `start`, or -1."""
+    if opening == "‹":
+        depth, i = 0, start
+        while i < len(text):
+            depth += {"‹": 1, "›": -1}.get(text[i], 0)
+            i += 1
+            if depth == 0:
+                return i
+        return -1
+    end = text.find(closing, start + len(opening))
+    return -1 if end < 0 else end + len(closing)
+
+
+def _refusal(source: str, offset: int, message: str) -> Refusal:
+    line, column = position(source, offset)
+    lines = source.splitlines()
+    context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
+    return Refusal(message=message, line=line, column=column, context=context)

@@ -1,0 +1,162 @@
+"""The cold path: Debian's own coqc, coqchk and two small drivers, in one fresh sandbox.
+
+1. `coqc` compiles the file as library `Artifact`.
+2. `coqchk -o -norec Artifact` re-checks the compiled library and prints its context summary
+   (axioms, type-in-type, unsafe fixpoints, assumed positivity) and the constants it checked.
+3. A driver that only `Require`s the library (nothing of it imported, its `Global` options
+   refused before it ran) asks `Print Assumptions` once for all those constants, through one
+   lemma whose proof names them all.
+4. With a target, a second driver elaborates the target after the file's own `Require`s, then
+   loads the library and compares the theorem's type with it (Ltac `constr_eq`: syntactic
+   equality up to alpha-conversion, universe levels unified).
+The warm worker computes the same evidence in-process (worker.py); verdict.py reads either.
+"""
+
+from __future__ import annotations
+
+from runner.backends.base import Completed, Sandbox
+from runner.provers.rocq import report, source
+from runner.provers.rocq.report import MODULE, SOURCE, CheckerReport, Inconsistent
+from runner.provers.rocq.verdict import Evidence, target_valid
+from runner.resolve import ResolvedRequest
+
+COQC = ("coqc", "-q", "-noglob", "-Q", ".", "")
+COQCHK = ("coqchk", "-o", "-Q", ".", "", "-norec", MODULE)
+AUDIT_DRIVER = "ProoflockAudit.v"
+TARGET_DRIVER = "ProoflockTarget.v"
+NOT_FOUND = "was not found in the current environment"
+
+
+def run(request: ResolvedRequest, sandbox: Sandbox) -> Evidence:
+    timeout = float(request.timeout_s)
+    sandbox.write_file(SOURCE, request.content.encode())
+    compiled = sandbox.run([*COQC, SOURCE], timeout_s=timeout)
+    evidence = Evidence(compiled)
+    if not compiled.ok:
+        return evidence
+    if request.mode == "proof":
+        checked = sandbox.run(COQCHK, timeout_s=timeout)
+        evidence.checked = checked
+        evidence.cpu_ms += checked.cpu_ms or 0
+        if checked.ok:
+            evidence.checker = report.read_checker(checked.text)
+            _collect_assumptions(sandbox, evidence, evidence.checker, timeout)
+    if request.target is not None:
+        evidence.target = _compare_target(sandbox, request, evidence, timeout)
+    return evidence
+
+
+def _collect_assumptions(
+    sandbox: Sandbox, evidence: Evidence, checker: CheckerReport, timeout: float
+) -> None:
+    """Print Assumptions over every constant coqchk checked that a term can name.
+
+    A name coqchk checked inside a module type or a functor body names nothing a term can use:
+    the driver cannot find it, so it is dropped and the driver runs again.
+    """
+    roots = checker.roots()
+    while roots:
+        text = audit_driver(roots)
+        sandbox.write_file(AUDIT_DRIVER, text.encode())
+        done = sandbox.run([*COQC, AUDIT_DRIVER], timeout_s=timeout)
+        evidence.cpu_ms += done.cpu_ms or 0
+        if done.ok:
+            try:
+                evidence.used = report.read_assumptions(done.stdout.decode("utf-8", "replace"), checker)
+            except Inconsistent as exc:
+                evidence.problem = str(exc)
+            evidence.roots = roots
+            return
+        unknown = _unknown_root(done, text, roots)
+        if unknown is None:
+            evidence.checked = _failed_audit(done)
+            return
+        roots = [r for r in roots if r != unknown]
+    evidence.roots, evidence.used = [], set()
+
+
+def audit_driver(roots: list[str]) -> str:
+    poses = "".join(f"pose (r{i} := @{name}).\n" for i, name in enumerate(roots))
+    return (
+        f"Require {MODULE}.\nUnset Printing All.\nSet Printing Width 1000.\n"
+        f"Lemma __prooflock_roots : True.\nProof.\n{poses}exact I.\nDefined.\n"
+        "Print Assumptions __prooflock_roots.\n"
+    )
+
+
+def _unknown_root(done: Completed, text: str, roots: list[str]) -> str | None:
+    """The root the driver could not find, when that is why it failed."""
+    if done.timed_out or done.out_of_memory or done.signal is not None:
+        return None
+    errors = [
+        d
+        for d in report.parse_messages(done.stderr.decode("utf-8", "replace"), text)
+        if d.severity == "error"
+    ]
+    first_pose = 6  # the line of `pose (r0 := ...)` in audit_driver
+    if len(errors) == 1 and errors[0].line is not None and NOT_FOUND in errors[0].message:
+        index = errors[0].line - first_pose
+        if 0 <= index < len(roots):
+            return roots[index]
+    return None
+
+
+def _failed_audit(done: Completed) -> Completed:
+    """A driver that failed for another reason: its own end, as the audit's (never a pass)."""
+    if done.timed_out or done.out_of_memory or done.signal is not None:
+        return done
+    return Completed(
+        argv=done.argv, exit_code=done.exit_code, stdout=done.stdout, stderr=done.stderr,
+        signal=done.signal, cpu_ms=done.cpu_ms, wall_ms=done.wall_ms,
+    )
+
+
+def target_driver(request: ResolvedRequest) -> tuple[str, dict[int, str]]:
+    """The driver, and what a failure on each of its lines means."""
+    assert request.target is not None
+    name = f"@{MODULE}.{request.target.name}"
+    text = source.prefix(request.content).code + "\n"
+    meaning: dict[int, str] = {}
+
+    def add(sentence: str, failure: str | None = None) -> None:
+        nonlocal text
+        first = text.count("\n") + 1
+        text += sentence + "\n"
+        if failure is not None:
+            for line in range(first, text.count("\n") + 1):
+                meaning[line] = failure
+
+    add(f"Definition __prooflock_target : Prop := {request.target.statement}.", "ELABORATE")
+    add(f"Require {MODULE}.")
+    add(f"Check {name}.", "MISSING")
+    add("Goal True.")
+    add(f"let c := constr:({name}) in is_const c.", "MISSING")
+    add(
+        f"let c := constr:({name}) in let t := type of c in "
+        "let s := eval cbv delta [__prooflock_target] in __prooflock_target in constr_eq t s.",
+        "DIFFERS",
+    )
+    add("exact I.\nQed.")
+    return text, meaning
+
+
+def _compare_target(
+    sandbox: Sandbox, request: ResolvedRequest, evidence: Evidence, timeout: float
+) -> str | None:
+    if not target_valid(request):
+        return "INVALID"
+    text, meaning = target_driver(request)
+    sandbox.write_file(TARGET_DRIVER, text.encode())
+    done = sandbox.run([*COQC, TARGET_DRIVER], timeout_s=timeout)
+    evidence.cpu_ms += done.cpu_ms or 0
+    if done.ok:
+        return "MATCH"
+    if done.timed_out or done.out_of_memory or done.signal is not None:
+        return None
+    errors = [
+        d
+        for d in report.parse_messages(done.stderr.decode("utf-8", "replace"), text)
+        if d.severity == "error"
+    ]
+    line = errors[0].line if errors else None
+    return meaning.get(line) if line is not None else None

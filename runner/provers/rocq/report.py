@@ -1,0 +1,231 @@
+"""What Coq's own tools report, read: coqc's messages, coqchk's context summary, Print Assumptions.
+
+Every reading here is of a channel the artifact cannot write: coqc's located messages are the
+compiler's (the artifact's own output is never parsed for a verdict), coqchk prints only names
+from the compiled library, and the assumptions come from a driver that does not import the
+artifact (cold) or from the worker's audit (warm). Both paths produce the same `Audit`, and the
+assumptions are built from it by one function, so a verdict never depends on the path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from runner.models import Diagnostic
+
+MODULE = "Artifact"
+SOURCE = f"{MODULE}.v"
+LOCATION = re.compile(r'^File "[^"]*", line (\d+), characters (\d+)-(\d+):$')
+MESSAGE = re.compile(r"^(Error|Warning|Anomaly)\b:?\s*(.*)$", re.DOTALL)
+MESSAGE_LIMIT = 2000
+
+
+def parse_messages(output: str, source: str) -> list[Diagnostic]:
+    """coqc's `File ..., line L, characters A-B:` blocks (and unlocated ones) as diagnostics."""
+    diagnostics: list[Diagnostic] = []
+    lines = source.splitlines()
+    location: tuple[int, int, int] | None = None
+    block: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(block).strip()
+        match = MESSAGE.match(text)
+        if match:
+            kind, message = match.groups()
+            severity = "warning" if kind == "Warning" else "error"
+            message = message if kind != "Anomaly" else f"Anomaly: {message}"
+            line = column = context = None
+            if location is not None:
+                line, column, end = location
+                if 0 < line <= len(lines):
+                    context = lines[line - 1][column:end] or None
+            message = re.sub(r"\./" + re.escape(SOURCE), SOURCE, " ".join(message.split()))
+            diagnostics.append(
+                Diagnostic(
+                    severity=severity,
+                    message=message[:MESSAGE_LIMIT],
+                    line=line,
+                    column=column,
+                    context=context,
+                )
+            )
+        block.clear()
+
+    for raw in output.splitlines():
+        located = LOCATION.match(raw)
+        if located:
+            flush()
+            location = tuple(int(g) for g in located.groups())  # type: ignore[assignment]
+        elif MESSAGE.match(raw) and block:
+            flush()
+            location = None
+            block.append(raw)
+        else:
+            block.append(raw)
+    flush()
+    return diagnostics
+
+
+# -- coqchk -------------------------------------------------------------------------------------
+
+_SUMMARY_SECTIONS = {
+    "Axioms": "axioms",
+    "Constants/Inductives relying on type-in-type": "type_in_type",
+    "Constants/Inductives relying on unsafe (co)fixpoints": "unguarded",
+    "Inductives whose positivity is assumed": "nonpositive",
+}
+_SECTION = re.compile(r"^\* (.+?):\s*(<none>)?\s*$")
+_NAME = re.compile(r"^\s+([^\s]+)\s*$")
+
+
+@dataclass
+class CheckerReport:
+    """coqchk's verbose trace and CONTEXT SUMMARY (`coqchk -o -norec Artifact`, or the worker)."""
+
+    checked: list[str] = field(default_factory=list)  # `checking cst:` names, in order
+    module_types: set[str] = field(default_factory=set)  # paths of module types and parameters
+    functors: set[str] = field(default_factory=set)
+    axioms: set[str] = field(default_factory=set)
+    type_in_type: set[str] = field(default_factory=set)
+    unguarded: set[str] = field(default_factory=set)
+    nonpositive: set[str] = field(default_factory=set)
+    impredicative_set: bool = False
+    complete: bool = False  # the summary was printed (every module was checked)
+
+    def roots(self) -> list[str]:
+        """The checked constants a term can name: none inside a module type or a functor."""
+        hidden = self.module_types | self.functors
+        seen: dict[str, None] = {}
+        for name in self.checked:
+            if not any(name.startswith(path + ".") for path in hidden):
+                seen.setdefault(name)
+        return list(seen)
+
+    def flagged(self) -> list[str]:
+        """Declarations the kernel accepted without one of its checks, as assumptions."""
+        return sorted(
+            [f"{n} (unsafe universe hierarchy)" for n in self.type_in_type]
+            + [f"{n} (assumed guarded)" for n in self.unguarded]
+            + [f"{n} (assumed positive)" for n in self.nonpositive]
+        )
+
+
+def read_checker(text: str) -> CheckerReport:
+    report = CheckerReport()
+    section: str | None = None
+    last_module: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("checking cst:"):
+            report.checked.append(stripped.removeprefix("checking cst:").strip())
+            last_module = None
+        elif stripped.startswith("checking module type:"):
+            path = stripped.removeprefix("checking module type:").strip()
+            report.module_types.add(path)
+            if last_module is not None and not path.startswith(last_module + "."):
+                report.functors.add(last_module)  # its first parameter
+            last_module = None
+        elif stripped.startswith("checking module:"):
+            last_module = stripped.removeprefix("checking module:").strip()
+        elif stripped == "CONTEXT SUMMARY":
+            report.complete = True
+        elif report.complete and (match := _SECTION.match(line)):
+            section = _SUMMARY_SECTIONS.get(match.group(1))
+            if match.group(1).startswith("Theory: Set is impredicative"):
+                report.impredicative_set = True
+        elif report.complete and section and (match := _NAME.match(line)):
+            getattr(report, section).add(match.group(1))
+    return report
+
+
+# -- Print Assumptions --------------------------------------------------------------------------
+
+_FLAG_LINE = re.compile(
+    r"^(\S+) (is assumed to be positive|is assumed to be guarded|relies on an unsafe hierarchy|"
+    r"relies on definitional UIP)\.\s*$"
+)
+_HEADERS = ("Axioms:", "Section Variables:", "Opaque constants:", "Transparent constants:")
+
+
+class Inconsistent(ValueError):
+    """The reports disagree, or one cannot be read: an infra error, never a verdict."""
+
+
+def read_assumptions(text: str, report: CheckerReport) -> set[str]:
+    """The axioms `Print Assumptions` listed, by the full names coqchk gives them.
+
+    The driver prints names as short as its (artifact-free) namespace allows; each must be the
+    full name, or the dotted suffix of exactly one, of an axiom coqchk found in the same library
+    closure. Flag lines are read but not used: the flagged declarations come from coqchk.
+    """
+    found: set[str] = set()
+    section = None
+    for line in text.splitlines():
+        if not line.strip() or line[0].isspace():
+            continue
+        if line.startswith("Closed under the global context"):
+            section = None
+        elif line in _HEADERS:
+            section = line
+        elif line.startswith("used in "):
+            continue
+        elif section == "Axioms:" and _FLAG_LINE.match(line):
+            continue
+        elif section == "Axioms:":
+            name = line.split(" : ", 1)[0].strip()
+            if " " in name:
+                raise Inconsistent(f"Print Assumptions printed a line the kit cannot read: {line!r}")
+            found.add(_full_name(name, report.axioms))
+        else:
+            raise Inconsistent(f"Print Assumptions printed {line[:200]!r}")
+    return found
+
+
+def _full_name(printed: str, axioms: set[str]) -> str:
+    if printed in axioms:
+        return printed
+    own = printed.startswith(MODULE + ".")
+    candidates = [
+        a for a in axioms if a.endswith("." + printed) and a.startswith(MODULE + ".") == own
+    ]
+    if len(candidates) != 1:
+        raise Inconsistent(
+            f"Print Assumptions names {printed}, which is not exactly one of coqchk's axioms"
+        )
+    return candidates[0]
+
+
+# -- The audit, from either path ----------------------------------------------------------------
+
+
+@dataclass
+class Audit:
+    """What the kernel-side audit found about one compiled library."""
+
+    checker: CheckerReport
+    roots: list[str]  # the constants whose assumptions were collected
+    used: set[str]  # the axioms they reach (full names)
+
+
+def assumptions(audit: Audit, declares: bool) -> list[str]:
+    """The file's assumptions, cross-checked; raises Inconsistent when the reports disagree.
+
+    coqchk is the authority: every axiom it finds in the library itself, and every declaration
+    it found accepted without a kernel check, is an assumption whatever Print Assumptions says.
+    Print Assumptions adds the library axioms the file's constants reach. A file that declares
+    constants but whose audit lists none is never a pass.
+    """
+    checker = audit.checker
+    if not checker.complete:
+        raise Inconsistent("coqchk printed no context summary")
+    if checker.impredicative_set:
+        raise Inconsistent("coqchk checked with an impredicative Set")
+    own = {a for a in checker.axioms if a.startswith(MODULE + ".")}
+    if declares and not checker.checked:
+        raise Inconsistent("the file declares constants but the audit lists none")
+    if missing := sorted(own - audit.used):
+        raise Inconsistent(f"Print Assumptions did not reach {', '.join(missing)}, which coqchk lists")
+    if unknown := sorted(a for a in audit.used if a not in checker.axioms):
+        raise Inconsistent(f"Print Assumptions lists {', '.join(unknown)}, which coqchk does not")
+    return sorted(audit.used | own) + checker.flagged()

@@ -1,0 +1,1026 @@
+(* The warm Rocq worker: coqc's own compile, split where a file's leading `Require`s end.
+
+   The parent (P) initialises Coq exactly as `coqc -q -noglob -Q . "" Artifact.v` does, starts
+   library `Artifact`, and runs the prefix (the kit writes it to Artifact.v before the boot).
+   For each request it forks:
+   - K1, the compile: the file with its prefix blanked (so every location is the file's own) is
+     run by coqc's own loop, the library saved to Artifact.vo, then the assumptions of every
+     constant the library declares are computed as `Print Assumptions` computes them, from
+     kernel terms, and written to a pipe only the parent holds;
+   - K2, the audit, forked from the same pristine parent after K1 has exited: coqchk's own
+     checking modules (checker/, from Coq 8.16.1) re-check Artifact.vo against the parent's
+     libraries and print coqchk's context summary; a target statement is elaborated here, in a
+     state the artifact never touched, and compared with the theorem the .vo holds.
+   A request whose prefix is not the parent's is served by a child (C) that loads that prefix
+   first (used by the base worker, whose prefix is empty). Nothing a check does survives it.
+
+   Wire format (stdin/stdout; the artifact's processes never hold either):
+     ready:   "\n@@PROOFLOCK-ROCQ-READY <ok|failed> <boot_ms>\n"
+     request: "CHECK <nonce> <timeout_ms> <fields>\n", then per field "<name> <len>\n<bytes>"
+     reply:   "\n@@<nonce> <TAG> <len>\n<bytes>" ... "\n@@<nonce> DONE\n" *)
+
+let artifact_v = "Artifact.v"
+let artifact_vo = "Artifact.vo"
+
+(* ------------------------------------------------------------------------------------------ *)
+(* Small helpers *)
+
+let read_all path =
+  try
+    let ic = open_in_bin path in
+    let n = in_channel_length ic in
+    let s = really_input_string ic n in
+    close_in ic;
+    s
+  with Sys_error _ -> ""
+
+let write_all path data =
+  let oc = open_out_bin path in
+  output_string oc data;
+  close_out oc
+
+let remove path = try Sys.remove path with Sys_error _ -> ()
+
+let rec remove_tree path =
+  match (Unix.lstat path).Unix.st_kind with
+  | Unix.S_DIR ->
+    Array.iter (fun n -> remove_tree (Filename.concat path n)) (try Sys.readdir path with _ -> [||]);
+    (try Unix.rmdir path with Unix.Unix_error _ -> ())
+  | _ -> remove path
+  | exception Unix.Unix_error _ -> ()
+
+(* What the work dir held once the worker was up: everything else a check left (a micromega
+   cache, say) is removed before the next check, so no check sees another's files. *)
+let kept = ref []
+let remember_work_dir () = kept := Array.to_list (Sys.readdir ".")
+let clean_work_dir () =
+  Array.iter (fun name -> if not (List.mem name !kept) then remove_tree name) (Sys.readdir ".")
+
+let flush_everything () =
+  Format.pp_print_flush !Topfmt.std_ft ();
+  Format.pp_print_flush !Topfmt.err_ft ();
+  Format.pp_print_flush Format.std_formatter ();
+  Format.pp_print_flush Format.err_formatter ();
+  flush_all ()
+
+let now_ms () = Unix.gettimeofday () *. 1000.
+
+let profile = Sys.getenv_opt "PROOFLOCK_ROCQ_PROFILE" <> None
+let mark what =
+  if profile then Printf.eprintf "@@T %s %.1f %.1f\n%!" what (Sys.time () *. 1000.) (now_ms ())
+
+(* Output beyond this is cut: the kit keeps a few MB per check at most. *)
+let output_cap = 1_000_000
+
+let capped s = if String.length s <= output_cap then s else String.sub s 0 output_cap
+
+(* Run [f] with fds 1 and 2 sent to files; the parent keeps its own. *)
+let with_redirect ~out ~err f =
+  flush_everything ();
+  let saved_out = Unix.dup Unix.stdout and saved_err = Unix.dup Unix.stderr in
+  let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
+  let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
+  Unix.dup2 fd_out Unix.stdout;
+  Unix.dup2 fd_err Unix.stderr;
+  Unix.close fd_out;
+  Unix.close fd_err;
+  let restore () =
+    flush_everything ();
+    Unix.dup2 saved_out Unix.stdout;
+    Unix.dup2 saved_err Unix.stderr;
+    Unix.close saved_out;
+    Unix.close saved_err
+  in
+  match f () with
+  | v -> restore (); v
+  | exception e -> restore (); raise e
+
+(* ------------------------------------------------------------------------------------------ *)
+(* The memory cgroup's OOM-kill count, so a child the kernel killed for memory is reported as
+   such (from the cgroup, never from what the child printed). None when not readable. *)
+
+let oom_kills () =
+  let count_in path key =
+    match open_in path with
+    | exception Sys_error _ -> None
+    | ic ->
+      let rec loop () =
+        match input_line ic with
+        | exception End_of_file -> None
+        | line ->
+          (match String.split_on_char ' ' line with
+           | [k; v] when k = key -> int_of_string_opt v
+           | _ -> loop ())
+      in
+      let r = loop () in
+      close_in ic;
+      r
+  in
+  match count_in "/sys/fs/cgroup/memory.events" "oom_kill" with
+  | Some n -> Some n
+  | None -> count_in "/sys/fs/cgroup/memory/memory.oom_control" "oom_kill"
+
+(* ------------------------------------------------------------------------------------------ *)
+(* Children: forked with their output in files and a private pipe back to the parent. *)
+
+type ended = Exited of int | Signaled of int | Timed_out | Memory
+
+type child = {
+  ended : ended;
+  report : string;  (* what the child wrote on its private pipe *)
+  cpu_ms : int;
+  wall_ms : int;
+}
+
+let child_space_overhead =
+  match Sys.getenv_opt "PROOFLOCK_ROCQ_CHILD_GC" with
+  | Some v -> int_of_string v
+  | None -> 1000
+
+let child_minor_heap =
+  match Sys.getenv_opt "PROOFLOCK_ROCQ_CHILD_MINOR" with
+  | Some v -> int_of_string v
+  | None -> 1024 * 1024
+
+let devnull () = Unix.openfile "/dev/null" [Unix.O_RDWR] 0
+
+let children_cpu () =
+  let t = Unix.times () in
+  t.Unix.tms_cutime +. t.Unix.tms_cstime
+
+(* [body w] runs in the child with its report pipe [w]; it must end the process itself. *)
+let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
+  let r, w = Unix.pipe ~cloexec:true () in
+  let kills_before = oom_kills () in
+  let cpu_before = children_cpu () and started = now_ms () in
+  flush_everything ();
+  match Unix.fork () with
+  | 0 ->
+    mark "forked";
+    (* A major GC cycle in the child would touch (and so copy) the parent's whole heap. *)
+    if child_space_overhead > 0 then
+      Gc.set { (Gc.get ()) with Gc.space_overhead = child_space_overhead;
+                                Gc.minor_heap_size = child_minor_heap };
+    Unix.close r;
+    let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
+    let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
+    let null = devnull () in
+    Unix.dup2 null Unix.stdin;
+    Unix.dup2 fd_out Unix.stdout;
+    Unix.dup2 fd_err Unix.stderr;
+    List.iter Unix.close [null; fd_out; fd_err];
+    (try body w with _ -> ());
+    exit 120
+  | pid ->
+    Unix.close w;
+    let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
+    let rec pump () =
+      let left = (deadline -. now_ms ()) /. 1000. in
+      if left <= 0. then false
+      else
+        match Unix.select [r] [] [] left with
+        | [], _, _ -> false
+        | _ ->
+          (match Unix.read r chunk 0 (Bytes.length chunk) with
+           | 0 -> true
+           | n ->
+             if Buffer.length buf < output_cap then Buffer.add_subbytes buf chunk 0 n;
+             pump ())
+        | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
+    in
+    let finished = pump () in
+    Unix.close r;
+    if not finished then (try Unix.kill pid Sys.sigkill with Unix.Unix_error _ -> ());
+    let rec reap () =
+      try snd (Unix.waitpid [] pid) with Unix.Unix_error (Unix.EINTR, _, _) -> reap ()
+    in
+    let status = reap () in
+    let killed_for_memory () =
+      match kills_before, oom_kills () with
+      | Some a, Some b -> b > a
+      | _ -> false
+    in
+    let ended =
+      if not finished then Timed_out
+      else
+        match status with
+        | Unix.WEXITED n -> Exited n
+        | Unix.WSIGNALED s when s = Sys.sigkill && killed_for_memory () -> Memory
+        | Unix.WSIGNALED s -> Signaled s
+        | Unix.WSTOPPED s -> Signaled s
+    in
+    {
+      ended;
+      report = Buffer.contents buf;
+      cpu_ms = int_of_float ((children_cpu () -. cpu_before) *. 1000.);
+      wall_ms = int_of_float (now_ms () -. started);
+    }
+
+let write_fd fd s =
+  let b = Bytes.unsafe_of_string s in
+  let rec go off =
+    if off < Bytes.length b then go (off + Unix.write fd b off (Bytes.length b - off))
+  in
+  go 0
+
+(* ------------------------------------------------------------------------------------------ *)
+(* Sentences the kit refuses, read from Coq's own parse of each sentence just before it runs
+   (the kit refuses them before the file runs too; this is the second wall). *)
+
+exception Refused of string
+
+let refused_extension = [
+  "Extraction"; "RecursiveExtraction"; "SeparateExtraction"; "ExtractionLibrary";
+  "RecursiveExtractionLibrary"; "ExtractionTestCompile"; "ExtractionLanguage";
+  "ExtractionInline"; "ExtractionNoInline"; "ExtractionImplicit"; "ExtractionBlacklist";
+  "ExtractionConstant"; "ExtractionInlinedConstant"; "ExtractionInductive";
+  "ExtractionResetBlacklist"; "ExtractionResetInline"; "PrintExtractionInline";
+  "ResetExtractionInline"; "PrintExtractionBlacklist"; "ExtractionDisplay"; "Drop"
+]
+
+let check_sentence (cmd : Vernacexpr.vernac_control) =
+  let open Vernacexpr in
+  let v = cmd.CAst.v in
+  List.iter (function
+      | ControlRedirect _ -> raise (Refused "Redirect")
+      | _ -> ()) v.control;
+  let option_name n = String.concat " " n in
+  let bad_option n =
+    let s = option_name n in
+    List.exists (fun w -> CString.string_contains ~where:s ~what:w)
+      ["NativeCompute"; "Native Compiler"; "Extraction"; "Definitional UIP"; "Template"]
+  in
+  (* `Global`/`Export` options outlive the file (a later `Require` of it re-runs them). *)
+  let outlives =
+    List.exists (fun f -> match f.CAst.v with
+        | ("global" | "export"), _ -> true
+        | _ -> false) v.attrs
+  in
+  match v.expr with
+  | VernacLoad _ -> raise (Refused "Load")
+  | VernacChdir _ -> raise (Refused "Cd")
+  | VernacDeclareMLModule _ -> raise (Refused "Declare ML Module")
+  | VernacAddLoadPath _ -> raise (Refused "Add LoadPath")
+  | VernacRemoveLoadPath _ -> raise (Refused "Remove LoadPath")
+  | VernacAddMLPath _ -> raise (Refused "Add ML Path")
+  | VernacRegister _ -> raise (Refused "Register")
+  | VernacPrimitive _ -> raise (Refused "Primitive")
+  | VernacBack _ | VernacResetName _ | VernacResetInitial -> raise (Refused "Reset")
+  | VernacSetOption (export, name, _) when export || outlives || bad_option name ->
+    raise (Refused ("Set " ^ option_name name))
+  | (VernacAddOption (name, _) | VernacRemoveOption (name, _)) when outlives || bad_option name ->
+    raise (Refused ("Add " ^ option_name name))
+  | VernacExtend ((name, _), _) when List.mem name refused_extension ->
+    raise (Refused name)
+  | _ -> ()
+
+(* ------------------------------------------------------------------------------------------ *)
+(* K1: the compile, as coqc's Ccompile.compile does it (BuildVo), from the parent's state. *)
+
+let check_pending_proofs filename =
+  let open Pp in
+  let pfs = Vernacstate.Declare.get_all_proof_names () [@ocaml.warning "-3"] in
+  if not (CList.is_empty pfs) then
+    CErrors.user_err
+      (str "There are pending proofs in file " ++ str filename ++ str": "
+       ++ (pfs |> List.rev |> prlist_with_sep pr_comma Names.Id.print) ++ str ".");
+  let pm = Vernacstate.Declare.get_program () [@ocaml.warning "-3"] in
+  let what_for = Pp.str ("file " ^ filename) in
+  NeList.iter (fun pm -> Declare.Obls.check_solved_obligations ~what_for ~pm) pm
+
+(* Vernac.load_vernac_core with the kit's refusals before each sentence runs. *)
+let load_file ~state ~ldir file =
+  let open Vernac.State in
+  let in_chan = Util.open_utf8_file_in file in
+  let dirpath = Some (Names.DirPath.to_string ldir) in
+  let in_pa =
+    Pcoq.Parsable.make ~loc:Loc.(initial (InFile {dirpath; file})) (Stream.of_channel in_chan)
+  in
+  let rec loop state =
+    match Stm.parse_sentence ~doc:state.doc ~entry:Pvernac.main_entry state.sid in_pa with
+    | None -> close_in in_chan; state
+    | Some ast ->
+      (try check_sentence ast
+       with Refused what ->
+         CErrors.user_err ?loc:ast.CAst.loc
+           Pp.(str ("`" ^ what ^ "` is not allowed in a checked file.")));
+      let ast_loc = ast.CAst.loc in
+      let state =
+        try Flags.silently (fun () -> Vernac.process_expr ~state ast) ()
+        with reraise ->
+          let reraise, info = Exninfo.capture reraise in
+          let info =
+            match Loc.get_loc info with
+            | None -> Option.cata (Loc.add_loc info) info ast_loc
+            | Some _ -> info
+          in
+          Exninfo.iraise (reraise, info)
+      in
+      loop state
+  in
+  try loop state
+  with any ->
+    let e = Exninfo.capture any in
+    close_in in_chan;
+    Exninfo.iraise e
+
+let compile_child ~state ~ldir _w =
+  let open Vernac.State in
+  mark "k1-start";
+  let code =
+    try
+      Topfmt.in_phase ~phase:Topfmt.CompilationPhase
+        (fun () ->
+           let state = load_file ~state ~ldir artifact_v in
+           let _doc = Stm.join ~doc:state.doc in
+           check_pending_proofs artifact_v;
+           mark "k1-ran";
+           Library.save_library_to Library.ProofsTodoNone ~output_native_objects:false ldir
+             artifact_vo;
+           mark "k1-saved")
+        ();
+      0
+    with exn ->
+      flush_everything ();
+      Topfmt.print_err_exn exn;
+      flush_everything ();
+      if CErrors.is_anomaly exn then 129 else 1
+  in
+  flush_everything ();
+  exit code
+
+(* ------------------------------------------------------------------------------------------ *)
+(* The axioms the library relies on: the traversal of `Print Assumptions` (vernac/assumptions.ml
+   in Coq 8.16.1), over an explicit environment (the checked library on the parent's), from
+   every constant the library declares. What a library object reaches never changes, so it is
+   memoized: the parent keeps what its audits computed (they never read the artifact's data to
+   compute it) and every later check starts from there. *)
+
+module SS = Set.Make (String)
+
+(* Library objects → the axioms they reach. Lives in the parent; children inherit it by fork
+   and report what they added (see [fresh_memo]). *)
+let memo : (string, SS.t) Hashtbl.t = Hashtbl.create 4096
+let fresh_memo : (string * SS.t) list ref = ref []
+
+type audit_obj = Cst of Names.Constant.t | Mind of Names.MutInd.t | Var of Names.Id.t
+
+let audit ~env ~ldir ~own_opaque roots =
+  let open Names in
+  let open Declarations in
+  let modcache = ref MPmap.empty in
+  let rec search_mod_label lab = function
+    | [] -> raise Not_found
+    | (l, SFBmodule mb) :: _ when Label.equal l lab -> mb
+    | _ :: fields -> search_mod_label lab fields
+  in
+  let rec search_cst_label lab = function
+    | [] -> raise Not_found
+    | (l, SFBconst cb) :: _ when Label.equal l lab -> cb
+    | _ :: fields -> search_cst_label lab fields
+  in
+  let rec search_mind_label lab = function
+    | [] -> raise Not_found
+    | (l, SFBmind mind) :: _ when Label.equal l lab -> mind
+    | _ :: fields -> search_mind_label lab fields
+  in
+  let open Mod_subst in
+  let rec fields_of_functor f subs mp0 args = function
+    | NoFunctor a -> f subs mp0 args a
+    | MoreFunctor (mbid, _, e) ->
+      (match args with
+       | [] -> raise Not_found
+       | mpa :: args ->
+         let subs = join (map_mbid mbid mpa empty_delta_resolver) subs in
+         fields_of_functor f subs mp0 args e)
+  in
+  let rec lookup_module_in_impl mp =
+    match mp with
+    | ModPath.MPfile _ | ModPath.MPbound _ -> Environ.lookup_module mp env
+    | ModPath.MPdot (mp', lab') -> search_mod_label lab' (memoize_fields_of_mp mp')
+  and memoize_fields_of_mp mp =
+    match MPmap.find_opt mp !modcache with
+    | Some l -> l
+    | None ->
+      let l = fields_of_mp mp in
+      modcache := MPmap.add mp l !modcache;
+      l
+  and fields_of_mp mp =
+    let mb = lookup_module_in_impl mp in
+    let fields, inner_mp, subs = fields_of_mb empty_subst mb [] in
+    let subs = if ModPath.equal inner_mp mp then subs else add_mp inner_mp mp mb.mod_delta subs in
+    Modops.subst_structure subs fields
+  and fields_of_mb subs mb args =
+    match mb.mod_expr with
+    | Algebraic expr -> fields_of_expression subs mb.mod_mp args expr
+    | Struct sign -> fields_of_signature subs mb.mod_mp args sign
+    | Abstract | FullStruct -> fields_of_signature subs mb.mod_mp args mb.mod_type
+  and fields_of_signature x =
+    fields_of_functor (fun subs mp0 args struc ->
+        if args <> [] then raise Not_found;
+        (struc, mp0, subs)) x
+  and fields_of_expr subs mp0 args = function
+    | MEident mp -> fields_of_mb subs (lookup_module_in_impl (subst_mp subs mp)) args
+    | MEapply (me1, mp2) -> fields_of_expr subs mp0 (mp2 :: args) me1
+    | MEwith _ -> raise Not_found
+  and fields_of_expression x = fields_of_functor fields_of_expr x in
+  let lookup_constant_in_impl cst fallback =
+    try
+      let mp, lab = KerName.repr (Constant.canonical cst) in
+      search_cst_label lab (memoize_fields_of_mp mp)
+    with Not_found ->
+      (match fallback with
+       | Some cb -> cb
+       | None -> CErrors.anomaly Pp.(str "audit: unknown constant " ++ Constant.print cst))
+  in
+  let lookup_constant cst =
+    if not (Environ.mem_constant cst env) then lookup_constant_in_impl cst None
+    else
+      let cb = Environ.lookup_constant cst env in
+      if Declareops.constant_has_body cb then cb else lookup_constant_in_impl cst (Some cb)
+  in
+  let lookup_mind mind =
+    if Environ.mem_mind mind env then Environ.lookup_mind mind env
+    else
+      try
+        let mp, lab = KerName.repr (MutInd.canonical mind) in
+        search_mind_label lab (memoize_fields_of_mp mp)
+      with Not_found -> CErrors.anomaly Pp.(str "audit: unknown inductive " ++ MutInd.print mind)
+  in
+  let own_mp mp = DirPath.equal (ModPath.dp mp) ldir in
+  let get_constant_body kn =
+    let cb = lookup_constant kn in
+    match cb.const_body with
+    | Undef _ | Primitive _ -> None
+    | Def c -> Some c
+    | OpaqueDef o ->
+      let _, _, dp, _ = Opaqueproof.repr o in
+      (try
+         if DirPath.equal dp ldir then Some (own_opaque o)
+         else Some (fst (Global.force_proof Library.indirect_accessor o))
+       with _ -> None)
+  in
+  let key = function
+    | Cst c -> "C" ^ KerName.to_string (Constant.canonical c)
+    | Mind m -> "I" ^ KerName.to_string (MutInd.canonical m)
+    | Var id -> "V" ^ Id.to_string id
+  in
+  let is_own = function
+    | Cst c -> own_mp (Constant.modpath c)
+    | Mind m -> own_mp (MutInd.modpath m)
+    | Var _ -> true
+  in
+  let local : (string, SS.t option) Hashtbl.t = Hashtbl.create 256 in
+  let rec closure obj =
+    let k = key obj in
+    let known =
+      match Hashtbl.find_opt local k with
+      | Some (Some s) -> Some s
+      | Some None -> Some SS.empty (* a recursive reference, within an inductive *)
+      | None -> if is_own obj then None else Hashtbl.find_opt memo k
+    in
+    match known with
+    | Some s -> s
+    | None ->
+      Hashtbl.replace local k None;
+      let s =
+        match obj with
+        | Cst kn ->
+          (match get_constant_body kn with
+           | None -> SS.singleton ("AXIOM " ^ Constant.to_string kn)
+           | Some body -> refs Context.Rel.empty SS.empty body)
+        | Mind mind -> inductive_refs mind
+        | Var id ->
+          (match Environ.lookup_named id env with
+           | Context.Named.Declaration.LocalAssum _ -> SS.singleton ("VARIABLE " ^ Id.to_string id)
+           | Context.Named.Declaration.LocalDef (_, b, _) -> refs Context.Rel.empty SS.empty b
+           | exception Not_found -> SS.singleton ("VARIABLE " ^ Id.to_string id))
+      in
+      Hashtbl.replace local k (Some s);
+      if not (is_own obj) then begin
+        Hashtbl.replace memo k s;
+        fresh_memo := (k, s) :: !fresh_memo
+      end;
+      s
+  and refs ctx acc t =
+    match Constr.kind t with
+    | Constr.Var id -> SS.union acc (closure (Var id))
+    | Constr.Const (kn, _) -> SS.union acc (closure (Cst kn))
+    | Constr.Ind ((mind, _), _) | Constr.Construct (((mind, _), _), _) ->
+      SS.union acc (closure (Mind mind))
+    | Constr.Case (_, _, _, ([|_|], oty), _, c, [||]) when Vars.noccurn 1 oty ->
+      (match Constr.kind c with
+       | Constr.Const (kn, _) when not (Declareops.constant_has_body (lookup_constant kn)) ->
+         SS.union acc (closure (Cst kn))
+       | _ -> fold ctx acc t)
+    | _ -> fold ctx acc t
+  and fold ctx acc c =
+    let open Context.Rel.Declaration in
+    let f = refs in
+    let g = Context.Rel.add in
+    match Constr.kind c with
+    | Constr.Rel _ | Constr.Meta _ | Constr.Var _ | Constr.Sort _ | Constr.Const _
+    | Constr.Ind _ | Constr.Construct _ | Constr.Int _ | Constr.Float _ -> acc
+    | Constr.Cast (c, _, t) -> f ctx (f ctx acc c) t
+    | Constr.Prod (na, t, c) -> f (g (LocalAssum (na, t)) ctx) (f ctx acc t) c
+    | Constr.Lambda (na, t, c) -> f (g (LocalAssum (na, t)) ctx) (f ctx acc t) c
+    | Constr.LetIn (na, b, t, c) -> f (g (LocalDef (na, b, t)) ctx) (f ctx (f ctx acc b) t) c
+    | Constr.App (c, l) -> Array.fold_left (f ctx) (f ctx acc c) l
+    | Constr.Proj (_, c) -> f ctx acc c
+    | Constr.Evar (_, l) -> List.fold_left (f ctx) acc l
+    | Constr.Case (ci, u, pms, p, iv, c, bl) ->
+      let mib = lookup_mind (fst ci.Constr.ci_ind) in
+      let _, p, iv, c, bl = Inductive.expand_case_specif mib (ci, u, pms, p, iv, c, bl) in
+      Array.fold_left (f ctx) (f ctx (Constr.fold_invert (f ctx) (f ctx acc p) iv) c) bl
+    | Constr.Fix (_, (lna, tl, bl)) | Constr.CoFix (_, (lna, tl, bl)) ->
+      let ctx' =
+        CArray.fold_left2_i (fun i c n t -> g (LocalAssum (n, Vars.lift i t)) c) ctx lna tl
+      in
+      let fd = Array.map2 (fun t b -> (t, b)) tl bl in
+      Array.fold_left (fun acc (t, b) -> f ctx' (f ctx acc t) b) acc fd
+    | Constr.Array (_, t, def, ty) -> f ctx (f ctx (Array.fold_left (f ctx) acc t) def) ty
+  and context_refs ctx acc ctxt =
+    let open Context.Rel.Declaration in
+    snd (Context.Rel.fold_outside (fun decl (ctx, acc) ->
+        match decl with
+        | LocalDef (_, c, t) -> (Context.Rel.add decl ctx, refs ctx (refs ctx acc t) c)
+        | LocalAssum (_, t) -> (Context.Rel.add decl ctx, refs ctx acc t))
+        ctxt ~init:(ctx, acc))
+  and inductive_refs mind =
+    let mib = lookup_mind mind in
+    let param_ctx = mib.mind_params_ctxt in
+    let nparam = List.length param_ctx in
+    let acc = context_refs Context.Rel.empty SS.empty param_ctx in
+    Array.fold_left
+      (fun acc oib ->
+         let arity_wo_param = List.rev (CList.skipn nparam (List.rev oib.mind_arity_ctxt)) in
+         let acc = context_refs param_ctx acc arity_wo_param in
+         Array.fold_left
+           (fun acc cst_typ ->
+              let param_ctx, cst_typ_wo_param = Term.decompose_prod_n_assum nparam cst_typ in
+              refs param_ctx acc cst_typ_wo_param)
+           acc oib.mind_user_lc)
+      acc mib.mind_packets
+  in
+  List.fold_left (fun acc c -> SS.union acc (closure (Cst c))) SS.empty roots
+
+(* ------------------------------------------------------------------------------------------ *)
+(* K2: coqchk's checking of Artifact.vo (Check.intern_from_file and Safe_checking.import, on the
+   parent's libraries instead of a fresh environment), its context summary, and the target. *)
+
+type seg_univ = Univ.ContextSet.t * bool
+type seg_proofs = Opaqueproof.opaque_proofterm option array
+
+type summary_disk = {
+  md_name : Names.DirPath.t;
+  md_deps : (Names.DirPath.t * Safe_typing.vodigest) array;
+  md_ocaml : string;
+}
+
+module Dyn = Dyn.Make ()
+type obj = Dyn.t
+type lib_objects = (Names.Id.t * obj) list
+type library_disk = {
+  md_compiled : Safe_typing.compiled_library;
+  md_objects : lib_objects * lib_objects;
+}
+
+let marshal_in_segment ~value ~segment f ch =
+  let () = LargeFile.seek_in ch segment.ObjFile.pos in
+  let v =
+    try
+      let v = Analyze.parse_channel ch in
+      let digest = Digest.input ch in
+      if not (String.equal digest segment.ObjFile.hash) then raise_notrace Exit;
+      v
+    with _ -> CErrors.user_err Pp.(str "Corrupted file " ++ quote (str f))
+  in
+  Validate.validate value v;
+  Obj.obj (Analyze.instantiate v)
+
+type loaded = {
+  sd : summary_disk;
+  md : library_disk;
+  table : seg_proofs;
+  extra_univs : Univ.ContextSet.t;
+  digest : Safe_typing.vodigest;
+}
+
+let load_vo f =
+  let ch = System.with_magic_number_check (fun file -> ObjFile.open_in ~file) f in
+  let seg name = ObjFile.get_segment ch ~segment:name in
+  let seg_sd = seg "summary" and seg_md = seg "library" and seg_univs = seg "universes" in
+  let seg_tasks = seg "tasks" and seg_opaque = seg "opaques" in
+  ObjFile.close_in ch;
+  let ch = open_in_bin f in
+  let (sd : summary_disk) = marshal_in_segment ~value:Values.v_libsum ~segment:seg_sd f ch in
+  let (md : library_disk) = marshal_in_segment ~value:Values.v_lib ~segment:seg_md f ch in
+  let (univs : seg_univ option) =
+    marshal_in_segment ~value:Values.v_univopaques ~segment:seg_univs f ch
+  in
+  let (tasks : Obj.t option) =
+    marshal_in_segment ~value:Values.(Opt Any) ~segment:seg_tasks f ch
+  in
+  let (table : seg_proofs) =
+    marshal_in_segment ~value:Values.v_opaquetable ~segment:seg_opaque f ch
+  in
+  close_in ch;
+  System.check_caml_version ~caml:sd.md_ocaml ~file:f;
+  if tasks <> None || univs <> None then
+    CErrors.user_err Pp.(str "The file " ++ str f ++ str " is not a complete .vo file");
+  { sd; md; table; extra_univs = Univ.ContextSet.empty;
+    digest = Safe_typing.Dvo_or_vi seg_md.ObjFile.hash }
+
+let opaque_accessor lib o =
+  let sub, ci, dp, i = Opaqueproof.repr o in
+  if not (Names.DirPath.equal dp lib.sd.md_name) then
+    CErrors.user_err Pp.(str "Cannot access an opaque proof of another library.");
+  let i = Opaqueproof.repr_handle i in
+  let c =
+    match lib.table.(i) with
+    | None -> CErrors.user_err Pp.(str "Cannot access opaque delayed proof.")
+    | Some c -> c
+  in
+  let c, prv = Discharge.cook_opaque_proofterm ci c in
+  (List.fold_right Mod_subst.subst_mps sub c, prv)
+
+(* The theorem the target names, in the checked library: Artifact.A.B.name. *)
+let target_constant ldir name =
+  match List.rev (String.split_on_char '.' name) with
+  | [] -> None
+  | last :: rev_mods ->
+    (try
+       let mp =
+         List.fold_left
+           (fun mp m -> Names.ModPath.MPdot (mp, Names.Label.make m))
+           (Names.ModPath.MPfile ldir) (List.rev rev_mods)
+       in
+       Some (Names.Constant.make2 mp (Names.Label.make last))
+     with _ -> None)
+
+(* Burn universe ids the artifact used, so the target's fresh levels never share a name with
+   the library's (both are named after the current library and a counter forked from P). *)
+let skip_universe_ids univs =
+  let top =
+    Univ.Level.Set.fold
+      (fun l acc ->
+         match Univ.Level.name l with
+         | Some g -> let _, _, n = Univ.UGlobal.repr g in max n acc
+         | None -> acc)
+      (Univ.ContextSet.levels univs) 0
+  in
+  let rec burn () =
+    let _, _, n = Univ.UGlobal.repr (UnivGen.new_univ_global ()) in
+    if n < top then burn ()
+  in
+  burn ()
+
+let parse_and_run ~state text =
+  let open Vernac.State in
+  let pa = Pcoq.Parsable.make (Stream.of_string text) in
+  let rec loop state =
+    match Stm.parse_sentence ~doc:state.doc ~entry:Pvernac.main_entry state.sid pa with
+    | None -> state
+    | Some ast -> loop (Vernac.process_expr ~state ast)
+  in
+  loop state
+
+(* The target verdict line: MATCH, MISSING, NOTCONST, DIFFERS, or ELABORATE <message>. *)
+let check_target ~state ~lib ~env_with_artifact name statement =
+  let ldir = lib.sd.md_name in
+  let cst = target_constant ldir name in
+  skip_universe_ids
+    (Univ.ContextSet.union (Safe_typing.univs_of_library lib.md.md_compiled) lib.extra_univs);
+  let state_after =
+    try
+      Ok (parse_and_run ~state
+            ("Definition __prooflock_target : Prop := " ^ statement ^ "."))
+    with e when CErrors.noncritical e ->
+      Error (Pp.string_of_ppcmds (CErrors.print e))
+  in
+  match state_after with
+  | Error msg -> "ELABORATE " ^ String.concat " " (String.split_on_char '\n' msg)
+  | Ok _ ->
+    let target_cst =
+      Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
+    in
+    let body =
+      match (Environ.lookup_constant target_cst (Global.env ())).Declarations.const_body with
+      | Declarations.Def c -> Some c
+      | _ -> None
+    in
+    (match cst, body with
+     | None, _ | _, None -> "MISSING"
+     | Some cst, Some body ->
+       let env = env_with_artifact (Global.env ()) in
+       if not (Environ.mem_constant cst env) then "MISSING"
+       else
+         let sigma = Evd.from_env env in
+         let sigma, thm = Evd.fresh_global env sigma (Names.GlobRef.ConstRef cst) in
+         let thm_type = Retyping.get_type_of env sigma thm in
+         (* The cold driver reads the body with `eval cbv delta [...]`, which drops casts. *)
+         let rec strip c =
+           match Constr.kind c with
+           | Constr.Cast (c, _, _) -> strip c
+           | _ -> Constr.map strip c
+         in
+         let body = EConstr.of_constr (strip body) in
+         match EConstr.eq_constr_universes env sigma thm_type body with
+         | None -> "DIFFERS"
+         | Some csts ->
+           (match Evd.add_universe_constraints sigma csts with
+            | _ -> "MATCH"
+            | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
+
+let checker_child ~state ~target w =
+  let code =
+    try
+      mark "k2-start";
+      let lib = load_vo artifact_vo in
+      mark "k2-loaded";
+      let ldir = lib.sd.md_name in
+      Array.iter
+        (fun (dep, _) ->
+           if not (Library.library_is_loaded dep) then
+             CErrors.user_err Pp.(str "MISSINGDEP " ++ Names.DirPath.print dep))
+        lib.sd.md_deps;
+      Mod_checking.set_indirect_accessor (opaque_accessor lib);
+      let clib = lib.md.md_compiled in
+      let mb = Safe_typing.module_of_library clib in
+      let with_library env =
+        let env = Environ.push_context_set ~strict:true (Safe_typing.univs_of_library clib) env in
+        let env = Environ.push_context_set ~strict:true lib.extra_univs env in
+        Modops.add_retroknowledge mb.Declarations.mod_retroknowledge env
+      in
+      let env = with_library (Global.env ()) in
+      Flags.quiet := false;
+      Feedback.msg_notice Pp.(str "Checking library: " ++ Names.DirPath.print ldir);
+      let opac = Mod_checking.check_module env Names.Cmap.empty mb.Declarations.mod_mp mb in
+      mark "k2-checked";
+      Feedback.msg_notice Pp.(str "Modules were successfully checked");
+      Check_stat.output_context := true;
+      let env_full = Modops.add_module mb env in
+      Check_stat.stats env_full opac;
+      mark "k2-summary";
+      Flags.quiet := true;
+      flush_everything ();
+      let roots =
+        Environ.fold_constants
+          (fun c _ acc ->
+             if Names.DirPath.equal (Names.ModPath.dp (Names.Constant.modpath c)) ldir
+             then c :: acc else acc)
+          env_full []
+      in
+      let found =
+        audit ~env:env_full ~ldir ~own_opaque:(fun o -> fst (opaque_accessor lib o)) roots
+      in
+      mark "k2-audited";
+      let lines =
+        List.map (fun c -> "ROOT " ^ Names.Constant.to_string c) roots @ SS.elements found
+        @ List.map (fun (k, s) -> String.concat "\t" (("MEMO " ^ k) :: SS.elements s))
+          !fresh_memo
+      in
+      write_fd w (String.concat "\n" lines ^ "\n");
+      (match target with
+       | None -> ()
+       | Some (name, statement) ->
+         let env_with_artifact env = Modops.add_module mb (with_library env) in
+         write_fd w ("TARGET " ^ check_target ~state ~lib ~env_with_artifact name statement ^ "\n"));
+      0
+    with exn ->
+      flush_everything ();
+      Topfmt.print_err_exn exn;
+      flush_everything ();
+      if CErrors.is_anomaly exn then 129 else 1
+  in
+  flush_everything ();
+  exit code
+
+(* ------------------------------------------------------------------------------------------ *)
+(* Requests *)
+
+type request = {
+  nonce : string;
+  timeout_ms : int;
+  fields : (string * string) list;
+}
+
+let field req name = List.assoc_opt name req.fields
+
+let read_request () =
+  match input_line stdin with
+  | exception End_of_file -> None
+  | line ->
+    (match String.split_on_char ' ' (String.trim line) with
+     | ["CHECK"; nonce; timeout_ms; count] ->
+       let rec fields n acc =
+         if n = 0 then List.rev acc
+         else
+           let header = input_line stdin in
+           match String.split_on_char ' ' header with
+           | [name; len] ->
+             let data = really_input_string stdin (int_of_string len) in
+             fields (n - 1) ((name, data) :: acc)
+           | _ -> failwith ("bad field header " ^ header)
+       in
+       Some { nonce; timeout_ms = int_of_string timeout_ms;
+              fields = fields (int_of_string count) [] }
+     | _ -> failwith ("bad request " ^ line))
+
+let ended_words = function
+  | Exited n -> Printf.sprintf "exited %d" n
+  | Signaled s -> Printf.sprintf "signaled %d" s
+  | Timed_out -> "timeout 0"
+  | Memory -> "memory 0"
+
+(* Adds the audit's MEMO lines to the parent's memo (only from an audit that finished) and
+   returns the report without them. *)
+let keep_memo ~trusted report =
+  let kept = Buffer.create 1024 in
+  List.iter
+    (fun line ->
+       match String.split_on_char '\t' line with
+       | head :: entries when String.length head > 5 && String.sub head 0 5 = "MEMO " ->
+         if trusted then
+           Hashtbl.replace memo (String.sub head 5 (String.length head - 5)) (SS.of_list entries)
+       | _ -> if line <> "" then (Buffer.add_string kept line; Buffer.add_char kept '\n'))
+    (String.split_on_char '\n' report);
+  Buffer.contents kept
+
+(* The reply fields of one check, from a parent whose state has [prefix_out]/[prefix_err] as
+   the prefix's own messages. *)
+let serve ~state ~ldir ~prefix_out ~prefix_err req =
+  let deadline = now_ms () +. float_of_int req.timeout_ms in
+  let audit = field req "mode" <> Some "statement" in
+  let target =
+    match field req "target_name", field req "target_statement" with
+    | Some n, Some s -> Some (n, s)
+    | _ -> None
+  in
+  clean_work_dir ();
+  write_all artifact_v (match field req "body" with Some b -> b | None -> "");
+  let k1 = run_child ~deadline ~out:"k1.out" ~err:"k1.err" (compile_child ~state ~ldir) in
+  let replies = ref [
+      "COMPILE", Printf.sprintf "%s %d %d" (ended_words k1.ended) k1.cpu_ms k1.wall_ms;
+      "COMPILE_OUT", capped (prefix_out ^ read_all "k1.out");
+      "COMPILE_ERR", capped (prefix_err ^ read_all "k1.err");
+      "AUDIT", k1.report;
+    ]
+  in
+  if k1.ended = Exited 0 && (audit || target <> None) && Sys.file_exists artifact_vo then begin
+    let deadline = now_ms () +. float_of_int req.timeout_ms in
+    let k2 = run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target) in
+    let report = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
+    replies := !replies @ [
+        "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
+        "CHECK_OUT", capped (read_all "k2.out" ^ read_all "k2.err");
+        "CHECK_REPORT", report;
+      ]
+  end;
+  !replies
+
+let encode_reply nonce replies =
+  let b = Buffer.create 4096 in
+  List.iter
+    (fun (tag, data) ->
+       Buffer.add_string b (Printf.sprintf "\n@@%s %s %d\n" nonce tag (String.length data));
+       Buffer.add_string b data)
+    replies;
+  Buffer.contents b
+
+(* Load a prefix (written to Artifact.v) on top of [state]: the new state and its messages. *)
+let load_prefix ~state ~ldir text =
+  write_all artifact_v text;
+  let result = ref (Ok state) in
+  with_redirect ~out:"prefix.out" ~err:"prefix.err" (fun () ->
+      try
+        result :=
+          Ok (Topfmt.in_phase ~phase:Topfmt.CompilationPhase
+                (fun () -> load_file ~state ~ldir artifact_v) ())
+      with exn ->
+        flush_everything ();
+        Topfmt.print_err_exn exn;
+        flush_everything ();
+        result := Error (if CErrors.is_anomaly exn then 129 else 1));
+  !result, read_all "prefix.out", read_all "prefix.err"
+
+(* A request whose prefix is not ours: a child loads it, serves the check, and sends back the
+   reply bytes. *)
+let serve_other_prefix ~state ~ldir req prefix =
+  let deadline = now_ms () +. float_of_int req.timeout_ms +. 5000. in
+  let c =
+    run_child ~deadline ~out:"c.out" ~err:"c.err" (fun w ->
+        let started = now_ms () and cpu0 = Sys.time () in
+        let loaded, out, err = load_prefix ~state ~ldir prefix in
+        let replies =
+          match loaded with
+          | Ok state ->
+            let req = { req with timeout_ms = req.timeout_ms - int_of_float (now_ms () -. started) } in
+            serve ~state ~ldir ~prefix_out:out ~prefix_err:err req
+          | Error code ->
+            let cpu = int_of_float ((Sys.time () -. cpu0) *. 1000.) in
+            [ "COMPILE", Printf.sprintf "exited %d %d %d" code cpu
+                (int_of_float (now_ms () -. started));
+              "COMPILE_OUT", capped out; "COMPILE_ERR", capped err; "AUDIT", "" ]
+        in
+        write_fd w (encode_reply req.nonce replies);
+        exit 0)
+  in
+  match c.ended with
+  | Exited 0 -> c.report
+  | ended ->
+    encode_reply req.nonce
+      [ "COMPILE", Printf.sprintf "%s %d %d" (ended_words ended) c.cpu_ms c.wall_ms;
+        "COMPILE_OUT", ""; "COMPILE_ERR", read_all "c.err"; "AUDIT", "" ]
+
+let serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err =
+  let rec loop () =
+    match read_request () with
+    | None -> ()
+    | Some req ->
+      let body =
+        match field req "prefix" with
+        | Some p when p = prefix -> encode_reply req.nonce
+                                      (serve ~state ~ldir ~prefix_out ~prefix_err req)
+        | Some p when prefix = "" -> serve_other_prefix ~state ~ldir req p
+        | _ -> encode_reply req.nonce [ "MISMATCH", "" ]
+      in
+      print_string body;
+      print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
+      flush stdout;
+      loop ()
+  in
+  loop ()
+
+(* ------------------------------------------------------------------------------------------ *)
+(* Boot: coqc's start, up to the end of the prefix. *)
+
+let run ((_copts, _color), stm_options) ~opts injections =
+  let _feeder = Feedback.add_feeder Coqloop.coqloop_feed in
+  let started = now_ms () in
+  let prefix = read_all artifact_v in
+  let booted = ref None in
+  let status = ref "failed" in
+  with_redirect ~out:"boot.out" ~err:"boot.err" (fun () ->
+      try
+        Topfmt.in_phase ~phase:Topfmt.CompilationPhase
+          (fun () ->
+             let doc, sid =
+               Topfmt.in_phase ~phase:Topfmt.LoadingPrelude Stm.new_doc
+                 Stm.{ doc_type = VoDoc artifact_vo; injections; stm_options }
+             in
+             let state = Vernac.State.{ doc; sid; proof = None; time = false } in
+             let state = Ccompile.load_init_vernaculars opts ~state in
+             let ldir = Stm.get_ldir ~doc:state.Vernac.State.doc in
+             Dumpglob.push_output Dumpglob.NoGlob;
+             let state = load_file ~state ~ldir artifact_v in
+             booted := Some (state, ldir);
+             status := "ok")
+          ()
+      with exn ->
+        flush_everything ();
+        Topfmt.print_err_exn exn;
+        flush_everything ());
+  let prefix_out = read_all "boot.out" and prefix_err = read_all "boot.err" in
+  Printf.printf "\n@@PROOFLOCK-ROCQ-READY %s %d\n%!" !status (int_of_float (now_ms () -. started));
+  match !booted with
+  | None ->
+    (* Stay up so the kit can read boot.err; answer every request with BOOTFAILED. *)
+    let rec drain () =
+      match read_request () with
+      | None -> ()
+      | Some req ->
+        print_string (encode_reply req.nonce [ "BOOTFAILED", prefix_err ]);
+        print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
+        flush stdout;
+        drain ()
+    in
+    drain ()
+  | Some (state, ldir) ->
+    Sys.set_signal Sys.sigpipe Sys.Signal_ignore;
+    remember_work_dir ();
+    Gc.compact ();
+    serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err
+
+(* Coqc.custom_coqc (not exported), with the server loop in place of the compile. *)
+let () =
+  let init_extra ((_, color_mode), _) injections ~opts =
+    Flags.quiet := true;
+    System.trust_file_cache := true;
+    Coqtop.init_color (if opts.Coqargs.config.Coqargs.print_emacs then `EMACS else color_mode);
+    DebugHook.Intf.(set { read_cmd = Coqtop.ltac_debug_parse;
+                          submit_answer = Coqtop.ltac_debug_answer; isTerminal = true });
+    injections
+  in
+  Coqtop.start_coq Coqtop.{
+      parse_extra = (fun extras ->
+          let color_mode, extras = Coqtop.parse_extra_colors extras in
+          let stm_opts, extras = Stmargs.parse_args ~init:Stm.AsyncOpts.default_opts extras in
+          let coqc_opts = Coqcargs.parse extras in
+          (((coqc_opts, color_mode), stm_opts), []));
+      usage = Boot.Usage.{ executable_name = "prooflock-rocq-server"; extra_args = "";
+                           extra_options = "" };
+      init_extra;
+      run = (fun o ~opts i -> run o ~opts i; exit 0);
+      initial_args = Coqargs.default;
+    }

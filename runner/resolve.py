@@ -1,0 +1,103 @@
+"""Requests resolved once, before anything runs: adapter, mode, limits, options, image, digest.
+
+Everything a check depends on is settled here, so adapters read plain values and a bad request
+is one error class everywhere (`BadRequest`: exit 2 from the CLI), raised before any check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from runner import provers
+from runner.backends.base import Limits
+from runner.errors import BadRequest
+from runner.models import CheckRequest, JsonValue, Target
+from runner.provers.base import ProverAdapter
+from runner.settings import Settings
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A request with every default filled in; `request.digest()` says exactly what was checked."""
+
+    request: CheckRequest
+    adapter: ProverAdapter
+    options: Mapping[str, JsonValue]  # every declared option, validated, defaults filled in
+    limits: Limits
+    image: str
+    digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", self.request.digest())
+
+    @property
+    def name(self) -> str:
+        return self.request.name
+
+    @property
+    def content(self) -> str:
+        return self.request.content
+
+    @property
+    def mode(self) -> str:
+        assert self.request.mode is not None
+        return self.request.mode
+
+    @property
+    def timeout_s(self) -> int:
+        return self.limits.timeout_s
+
+    @property
+    def allowed_axioms(self) -> tuple[str, ...]:
+        return self.request.allowed_axioms
+
+    @property
+    def target(self) -> Target | None:
+        return self.request.target
+
+
+def adapter_for(name: str) -> ProverAdapter:
+    try:
+        return provers.get(name)
+    except provers.UnknownProver as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
+    adapter = adapter_for(request.prover)
+    mode = request.mode or adapter.modes[0]
+    if mode not in adapter.modes:
+        raise BadRequest(
+            f"prover {adapter.name!r} has no mode {mode!r} (modes: {', '.join(adapter.modes)})"
+            + provers.suggestion(mode, adapter.modes)
+        )
+    declared = {spec.key: spec for spec in adapter.options}
+    unknown = sorted(set(request.options) - set(declared))
+    if unknown:
+        known = ", ".join(sorted(declared)) or "none"
+        raise BadRequest(f"prover {adapter.name!r} has no option {unknown[0]!r} (options: {known})")
+    options = {
+        key: spec.resolve(adapter.name, request.options.get(key)) for key, spec in declared.items()
+    }
+    if request.target is not None and not adapter.targets:
+        raise BadRequest(f"prover {adapter.name!r} does not check target statements")
+    limits = Limits(
+        timeout_s=request.timeout or settings.timeout,
+        memory_mb=request.memory_mb or settings.memory_mb,
+        pids=settings.pids,
+        cpus=settings.cpus,
+    )
+    normalized = request.model_copy(
+        update={"mode": mode, "timeout": limits.timeout_s, "memory_mb": limits.memory_mb}
+    )
+    resolved = ResolvedRequest(
+        request=normalized,
+        adapter=adapter,
+        options=options,
+        limits=limits,
+        image=adapter.image_for(options),
+    )
+    if adapter.validate is not None:
+        adapter.validate(resolved)
+    return resolved

@@ -1,0 +1,282 @@
+"""`prooflock serve`: a per-user daemon that keeps warm workers between commands.
+
+A HOL Light worker takes minutes to boot; without a daemon every `prooflock check` pays that.
+The daemon listens on a Unix socket only its user can open (mode 0600 in a 0700 directory) and
+serves one JSON line per request: `{"op": "check", "settings": {...}, "request": {...}, "cold":
+false}` → `{"result": {...}}` or `{"error": {"kind": "user"|"infra", "message": ...}}`. It keeps
+one Checker (so one pool of warm servers) per distinct settings, and stops after an idle
+timeout or on `{"op": "stop"}`. Results are the ones a local checker would give; only their
+provenance says they came from the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from runner.checker import Checker, Disagreement
+from runner.errors import InfraFailure, UserError
+from runner.models import CheckRequest, CheckResult
+from runner.resolve import ResolvedRequest
+from runner.settings import Settings
+
+SOCKET_NAME = "serve.sock"
+IDLE_TIMEOUT_S = 15 * 60
+# Settings a client sends: everything that changes how a check runs (not where logs go).
+FORWARDED = ("backend", "isolation", "timeout", "memory_mb", "pids", "cpus", "retries", "cache",
+             "cache_dir", "build_missing", "canary")
+
+
+def socket_path(settings: Settings) -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "prooflock" if runtime else settings.cache_dir / "serve"
+    return base / SOCKET_NAME
+
+
+def _settings_key(fields: dict[str, Any]) -> bytes:
+    return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
+
+
+class Daemon(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: Path, idle_timeout_s: float):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        self.path = path
+        self.idle_timeout_s = idle_timeout_s
+        self.last_used = time.monotonic()
+        self.busy = 0
+        self._checkers: dict[bytes, Checker] = {}
+        self._lock = threading.Lock()
+        old_umask = os.umask(0o077)
+        try:
+            super().__init__(str(path), Handler)
+        finally:
+            os.umask(old_umask)
+
+    def checker(self, fields: dict[str, Any], keep_outputs: str | None) -> Checker:
+        key = _settings_key({**fields, "keep_outputs": keep_outputs})
+        with self._lock:
+            if key not in self._checkers:
+                settings = Settings(**fields)
+                keep = Path(keep_outputs) if keep_outputs else None
+                self._checkers[key] = Checker(settings, notify=self.log, keep_outputs=keep)
+            return self._checkers[key]
+
+    def log(self, message: str) -> None:
+        print(f"prooflock serve: {message}", file=sys.stderr, flush=True)
+
+    def watch_idle(self) -> None:
+        while True:
+            time.sleep(min(5.0, self.idle_timeout_s))
+            idle = time.monotonic() - self.last_used
+            if self.busy == 0 and idle > self.idle_timeout_s:
+                self.log(f"idle for {idle:.0f} s: stopping")
+                self.shutdown()
+                return
+
+    def close_checkers(self) -> None:
+        with self._lock:
+            checkers = list(self._checkers.values())
+            self._checkers.clear()
+        for checker in checkers:
+            with contextlib.suppress(Exception):
+                checker.close()
+
+
+class Handler(socketserver.StreamRequestHandler):
+    server: Daemon
+
+    def handle(self) -> None:
+        for line in self.rfile:
+            try:
+                message = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self._reply({"error": {"kind": "user", "message": "not a JSON request"}})
+                continue
+            op = message.get("op")
+            if op == "stop":
+                self._reply({"stopping": True})
+                threading.Thread(target=self.server.shutdown, daemon=True).start()
+                return
+            if op == "ping":
+                self._reply({"pid": os.getpid(), "checkers": len(self.server._checkers)})
+                continue
+            self._reply(self._check(message))
+
+    def _check(self, message: dict[str, Any]) -> dict[str, Any]:
+        daemon = self.server
+        daemon.busy += 1
+        try:
+            checker = daemon.checker(message.get("settings") or {}, message.get("keep_outputs"))
+            request = CheckRequest.model_validate(message["request"])
+            result = checker.check_one(request, cold=bool(message.get("cold")))
+            return {"result": result.model_dump(mode="json")}
+        except (UserError, ValidationError, KeyError) as exc:
+            return {"error": {"kind": "user", "message": str(exc)}}
+        except InfraFailure as exc:
+            return {"error": {"kind": "infra", "message": str(exc)}}
+        finally:
+            daemon.busy -= 1
+            daemon.last_used = time.monotonic()
+
+    def _reply(self, data: dict[str, Any]) -> None:
+        self.wfile.write(orjson.dumps(data) + b"\n")
+        self.wfile.flush()
+
+
+def serve_forever(settings: Settings, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    path = socket_path(settings)
+    daemon = Daemon(path, idle_timeout_s)
+    daemon.log(f"listening on {path} (pid {os.getpid()}; stops after {idle_timeout_s:.0f} s idle)")
+    threading.Thread(target=daemon.watch_idle, daemon=True).start()
+    try:
+        daemon.serve_forever()
+    finally:
+        daemon.close_checkers()
+        daemon.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+class Client:
+    """One connection to a running daemon."""
+
+    def __init__(self, path: Path, timeout_s: float | None = None):
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout_s)
+        self._sock.connect(str(path))
+        self._file = self._sock.makefile("rwb")
+
+    def call(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._file.write(orjson.dumps(message) + b"\n")
+        self._file.flush()
+        line = self._file.readline()
+        if not line:
+            raise ConnectionError("the prooflock daemon closed the connection")
+        reply: dict[str, Any] = orjson.loads(line)
+        return reply
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+            self._sock.close()
+
+
+def ping(settings: Settings) -> dict[str, Any] | None:
+    """The daemon's answer to a ping, or None when none answers."""
+    try:
+        client = Client(socket_path(settings), timeout_s=2)
+    except OSError:
+        return None
+    try:
+        return client.call({"op": "ping"})
+    except (OSError, ValueError):
+        return None
+    finally:
+        client.close()
+
+
+def stop(settings: Settings) -> bool:
+    try:
+        client = Client(socket_path(settings), timeout_s=10)
+    except OSError:
+        return False
+    try:
+        client.call({"op": "stop"})
+    finally:
+        client.close()
+    return True
+
+
+def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> int:
+    """Start a daemon in its own session; wait until it answers. Returns its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner", "serve", "--foreground",
+             "--idle-timeout", str(idle_timeout_s)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+        )
+    for _ in range(100):
+        if ping(settings) is not None:
+            return proc.pid
+        if proc.poll() is not None:
+            raise InfraFailure(f"the prooflock daemon exited at once; see {log}")
+        time.sleep(0.1)
+    raise InfraFailure(f"the prooflock daemon did not answer within 10 s; see {log}")
+
+
+class DaemonChecker(Checker):
+    """A Checker whose checks run in the daemon (warm workers that outlive this command)."""
+
+    def __init__(self, settings: Settings, **kwargs: Any):
+        super().__init__(settings, **kwargs)
+        self.socket = socket_path(settings)
+        self._local = threading.local()
+        fields = settings.model_dump(mode="json", include=set(FORWARDED))
+        self._fields = fields
+
+    def _client(self) -> Client:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = Client(self.socket)
+        return client
+
+    def check_one(self, request: CheckRequest | ResolvedRequest, *, cold: bool = False) -> CheckResult:
+        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        try:
+            reply = self._client().call(
+                {
+                    "op": "check",
+                    "settings": self._fields,
+                    "request": resolved.request.record(),
+                    "cold": cold,
+                    "keep_outputs": str(self.keep_outputs.resolve()) if self.keep_outputs else None,
+                }
+            )
+        except (OSError, ConnectionError, ValueError) as exc:
+            self._local.client = None
+            raise InfraFailure(f"the prooflock daemon at {self.socket} stopped answering: {exc}") from None
+        if "error" in reply:
+            error = reply["error"]
+            raise (UserError if error.get("kind") == "user" else InfraFailure)(error.get("message"))
+        result = CheckResult.model_validate(reply["result"])
+        canary = result.provenance.extra.get("canary")
+        if isinstance(canary, dict) and canary.get("agrees") is False:
+            self.canary_disagreements.append(
+                Disagreement(resolved.name, str(canary.get("warm_verdict")), result.verdict.value,
+                             "?" * 12, result.result_digest)
+            )
+        extra = {**result.provenance.extra, "daemon": str(self.socket)}
+        return result.model_copy(update={"provenance": result.provenance.model_copy(update={"extra": extra})})
+
+
+def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:
+    """A daemon-backed checker when `mode` allows and a daemon answers (or, for `start`, once one
+    is started), else a checker in this process."""
+    if mode == "off":
+        return Checker(settings, **kwargs)
+    if ping(settings) is None:
+        if mode != "start":
+            return Checker(settings, **kwargs)
+        log = settings.cache_dir / "serve.log"
+        pid = start_background(settings, IDLE_TIMEOUT_S, log)
+        notify = kwargs.get("notify") or (lambda _m: None)
+        notify(f"started the prooflock daemon (pid {pid}; log {log})")
+    return DaemonChecker(settings, **kwargs)

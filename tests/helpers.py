@@ -1,0 +1,81 @@
+"""Shared test helpers: the artifact corpus, requests files, resolved requests, a one-sandbox runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from runner.backends.base import Sandbox
+from runner.checkpoint import record_digest
+from runner.models import CheckRequest, Verdict
+from runner.provers.common.server import SandboxServer, ServerSpec
+from runner.resolve import ResolvedRequest, resolve
+from runner.settings import Settings
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+# What each Rocq corpus file gets in proof mode.
+ROCQ_EXPECTED = {
+    "pass_arith.v": Verdict.PASS,
+    "pass_induction.v": Verdict.PASS,
+    "fail_tactic.v": Verdict.FAIL,
+    "fail_syntax.v": Verdict.FAIL,
+    "open_proof.v": Verdict.FAIL,
+    "admitted.v": Verdict.PLACEHOLDER,
+    "admit_tactic.v": Verdict.PLACEHOLDER,
+    "user_axiom.v": Verdict.AXIOM,
+    "classical.v": Verdict.AXIOM,
+    "unsafe_guard.v": Verdict.AXIOM,
+    "hidden_axiom.v": Verdict.AXIOM,
+    "universe_unchecked.v": Verdict.AXIOM,
+    "uses_mathcomp.v": Verdict.PASS,
+}
+
+
+
+def artifact(prover: str, name: str) -> str:
+    return (ARTIFACTS / prover / name).read_text()
+
+
+def request_for(prover: str, name: str, **fields: Any) -> CheckRequest:
+    """A request for one file of the test corpus."""
+    return CheckRequest(prover=prover, name=name, content=artifact(prover, name), **fields)
+
+
+def write_requests(path: Path, requests: list[CheckRequest]) -> Path:
+    """A requests file (`prooflock run` input), one JSON request per line."""
+    path.write_bytes(b"".join(orjson.dumps(r.record()) + b"\n" for r in requests))
+    return path
+
+
+def resolved(request: CheckRequest, settings: Settings | None = None) -> ResolvedRequest:
+    return resolve(request, settings or Settings(backend="local"))
+
+
+class OneSandbox:
+    """A Runner over sandboxes the test holds open, to look inside them after a check: `check`
+    is the one given; other purposes (e.g. `reference`) are given in `others`."""
+
+    cold = True
+
+    def __init__(self, sandbox: Sandbox, **others: Sandbox):
+        self._sandboxes = {"check": sandbox, **others}
+
+    def sandbox(self, purpose: str = "check") -> Sandbox:
+        assert purpose in self._sandboxes, f"the test gave no {purpose!r} sandbox"
+        return self._sandboxes[purpose]
+
+    def server(self, spec: ServerSpec) -> SandboxServer:
+        raise AssertionError(f"this test runner has no servers (asked for {spec.name})")
+
+
+def rewrite(path: Path, edit) -> None:
+    """Edit records and re-seal the chain, as a forger (or a replay test) would."""
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    edit(records)
+    prev = "0" * 64
+    for seq, record in enumerate(records):
+        record["seq"], record["prev"] = seq, prev
+        record["digest"] = prev = record_digest(record)
+    path.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in records))

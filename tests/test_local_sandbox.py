@@ -1,0 +1,379 @@
+"""The local backend's sandbox (bubblewrap) and memory verdicts (cgroups), seen from inside.
+
+Given a local sandbox, a command can write only its work dir (/work) and a private /tmp, sees no
+host home, no host /tmp and no network, leaves no process behind, and is reported out of memory
+only when the kernel's cgroup says so. Without bubblewrap the backend says `unsandboxed`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import run_itp
+from runner.backends import cgroups, local
+from runner.backends.base import Limits
+from runner.backends.local import LocalBackend
+from runner.errors import InfraFailure
+from runner.models import Verdict
+from runner.settings import Settings
+
+LIMITS = Limits(timeout_s=30, memory_mb=512)
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> LocalBackend:
+    notes: list[str] = []
+    made = LocalBackend(Settings(cache_dir=tmp_path / "cache"), notify=notes.append)
+    if made.info.isolation != "bubblewrap":
+        pytest.skip(f"no local sandbox on this machine: {notes}")
+    return made
+
+
+@pytest.fixture
+def box(backend: LocalBackend):
+    with backend.sandbox("test", LIMITS) as sandbox:
+        yield sandbox
+
+
+def sh(box, script: str, timeout_s: float = 30):
+    return box.run(["sh", "-c", script], timeout_s=timeout_s)
+
+
+def token() -> str:
+    return f"prooflock-test-{secrets.token_hex(6)}"
+
+
+def processes_mentioning(word: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if word in command:
+                found.append(command)
+    return found
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def test_the_system_the_host_home_and_paths_outside_work_are_not_writable(box, tmp_path):
+    name = token()
+    places = ["/etc", "/usr", "/usr/local/bin", "/opt", "/var/lib", "/root", "/home",
+              str(Path.home()), str(tmp_path), "/", "/srv", "/mnt"]
+    script = "; ".join(f'(echo x > "{place}/{name}") 2>/dev/null && echo "wrote {place}"'
+                       for place in places)
+    done = sh(box, f"{script}; true")
+    assert done.exit_code == 0
+    assert b"wrote" not in done.stdout, done.text
+    for place in places:
+        assert not Path(place, name).exists(), place
+
+
+def test_work_and_tmp_are_writable_and_vanish_afterwards(backend):
+    name = token()
+    with backend.sandbox("test", LIMITS) as box:
+        first = sh(box, f"echo kept > /work/{name} && echo scratch > /tmp/{name} && pwd && echo $HOME")
+        assert first.exit_code == 0, first.text
+        assert first.stdout.decode().split() == ["/work", "/work"]
+        second = sh(box, f"cat /work/{name}; test -e /tmp/{name} && echo tmp-survived; true")
+        assert second.stdout == b"kept\n"  # /tmp is private to each command
+        assert box.read_file(name) == b"kept\n"
+        host_dir = box.root
+    assert not host_dir.exists()
+    assert not Path("/tmp", name).exists()
+
+
+def test_the_host_tmp_is_neither_visible_nor_touched(box):
+    name = token()
+    secret = Path(tempfile.gettempdir(), name)
+    secret.write_text("host secret")
+    try:
+        done = sh(box, f"cat /tmp/{name} {secret} 2>&1; echo inside > /tmp/{name}; ls /tmp")
+        assert b"host secret" not in done.stdout
+        assert secret.read_text() == "host secret"
+    finally:
+        secret.unlink()
+
+
+def test_the_kits_cache_is_hidden_even_inside_a_visible_directory(request):
+    cache = Path("/var/cache", token())  # /var/cache is visible inside (read-only)
+    cache.mkdir()
+    request.addfinalizer(lambda: shutil.rmtree(cache))
+    (cache / "results.db").write_text("earlier verdicts")
+    made = LocalBackend(Settings(cache_dir=cache), notify=lambda _: None)
+    if made.info.isolation != "bubblewrap":
+        pytest.skip("no local sandbox on this machine")
+    with made.sandbox("test", LIMITS) as box:
+        done = sh(box, f"ls -A {cache}; cat {cache}/results.db; echo x > {cache}/new; true")
+    assert done.stdout == b"" and b"earlier verdicts" not in done.stderr
+    assert sorted(p.name for p in cache.iterdir()) == ["results.db"]
+
+
+def test_the_kit_never_follows_links_the_sandbox_left(box):
+    host_file = Path(tempfile.gettempdir(), token())
+    done = sh(box, f"ln -s /etc/passwd stolen.txt; ln -s {host_file} Driver.v")
+    assert done.exit_code == 0, done.text
+    with pytest.raises(FileNotFoundError):
+        box.read_file("stolen.txt")
+    box.write_file("Driver.v", b"Require Artifact.\n")
+    assert not host_file.exists()
+    assert box.read_file("Driver.v") == b"Require Artifact.\n"
+
+
+def test_commands_run_without_privileges(box):
+    done = sh(box, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; cat /etc/shadow")
+    lines = done.stdout.decode().split("\n")
+    assert lines[0] != "0"
+    assert "CapEff:\t0000000000000000" in lines
+    assert b"Permission denied" in done.stderr
+
+
+# -- network and processes ---------------------------------------------------------------------
+
+
+def test_there_is_no_network_but_loopback(box):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        done = box.run(
+            ["python3", "-c", "import socket, sys\n"
+             "print(sorted(n for _, n in socket.if_nameindex()))\n"
+             f"try: socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+             "except OSError: sys.exit(7)\n"],
+            timeout_s=30,
+        )
+    assert done.stdout.strip() == b"['lo']", done.text
+    assert done.exit_code == 7, done.text
+
+
+def test_processes_left_behind_are_killed(box):
+    mark = f"{secrets.randbelow(10**6) + 10**6}.5"
+    done = sh(box, f"(setsid sleep {mark} &) ; (sleep {mark} &) ; echo started")
+    assert done.stdout == b"started\n"
+    assert processes_mentioning(f"sleep {mark}") == []
+
+
+def test_a_loop_times_out(box):
+    clock = time.monotonic()
+    done = sh(box, "while :; do :; done", timeout_s=1)
+    assert done.timed_out and done.exit_code is None
+    assert time.monotonic() - clock < 10
+
+
+def test_a_server_outlives_the_thread_that_started_it(box):
+    channels = []
+    starter = threading.Thread(
+        target=lambda: channels.append(
+            box.spawn(["sh", "-c", "echo ready $(pwd) $(id -u); while read x; do echo got $x; done"])
+        )
+    )
+    starter.start()
+    starter.join()
+    [channel] = channels
+    try:
+        ready = channel.read_until(b"\n", 30).split()
+        assert ready[:2] == [b"ready", b"/work"] and ready[2] != b"0"
+        time.sleep(0.3)  # bwrap's --die-with-parent would fire here if tied to that thread
+        channel.send(b"ping\n")
+        assert channel.read_until(b"\n", 30) == b"got ping\n"
+    finally:
+        channel.close()
+    assert not channel.alive()
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cgroup_backend(backend: LocalBackend) -> LocalBackend:
+    if backend.confinement.cgroups is None:
+        pytest.skip("no writable memory cgroup on this machine (the limit is RLIMIT_AS)")
+    return backend
+
+
+def our_cgroups(backend: LocalBackend) -> list[str]:
+    assert backend.confinement.cgroups is not None
+    prefix = f"{cgroups.PREFIX}-{os.getpid()}-"
+    base = backend.confinement.cgroups.base
+    return [p.name for p in base.iterdir() if p.name.startswith(prefix) and p.is_dir()]
+
+
+def test_a_memory_hog_is_out_of_memory_by_the_cgroups_word(cgroup_backend):
+    assert cgroup_backend.info.tools["memory_limit"].startswith("cgroup v")
+    with cgroup_backend.sandbox("test", Limits(timeout_s=60, memory_mb=200)) as box:
+        done = box.run(["python3", "-c", "b = bytearray(1 << 30); print(len(b))"], timeout_s=60)
+    assert done.out_of_memory, done
+    assert done.signal == 9 and not done.ok
+
+
+def test_printing_out_of_memory_is_not_running_out_of_memory(cgroup_backend):
+    with cgroup_backend.sandbox("test", Limits(timeout_s=60, memory_mb=200)) as box:
+        done = sh(box, "echo 'Out of memory' >&2; echo 'Fatal error: out of memory.'; exit 2")
+        killed = sh(box, "kill -9 $$")
+    assert (done.exit_code, done.out_of_memory) == (2, False)
+    assert (killed.signal, killed.out_of_memory) == (9, False)
+
+
+def test_every_cgroup_is_removed_after_its_command_or_server(cgroup_backend):
+    with cgroup_backend.sandbox("test", LIMITS) as box:
+        sh(box, "(setsid sleep 100 &); true")
+        sh(box, "while :; do :; done", timeout_s=0.5)
+        channel = box.spawn(["cat"])
+        assert len(our_cgroups(cgroup_backend)) == 1
+        channel.close()
+    assert our_cgroups(cgroup_backend) == []
+
+
+def test_cgroups_of_a_kit_that_died_are_removed_by_the_next(cgroup_backend):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert cgroup_backend.confinement.cgroups is not None
+    stale = cgroup_backend.confinement.cgroups.base / f"{cgroups.PREFIX}-{dead.pid}-7"
+    stale.mkdir()
+    try:
+        hierarchy, why = cgroups.find_hierarchy()
+        assert hierarchy is not None, why
+        assert not stale.exists()
+    finally:
+        if stale.exists():
+            stale.rmdir()
+
+
+# -- without bubblewrap --------------------------------------------------------------------------
+
+
+def test_without_bubblewrap_checks_are_labelled_unsandboxed_and_said_once(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap on it
+    monkeypatch.setattr(local, "_warned", set())
+    notes: list[str] = []
+    first = LocalBackend(Settings(cache_dir=tmp_path), notify=notes.append)
+    LocalBackend(Settings(cache_dir=tmp_path), notify=notes.append)
+    assert first.info.isolation == "unsandboxed"
+    assert "sandbox" not in first.info.tools
+    [note] = notes
+    assert "unsandboxed" in note and "bwrap" in note
+
+
+def test_the_setting_off_forces_unsandboxed_and_require_refuses(tmp_path, monkeypatch):
+    monkeypatch.setattr(local, "_warned", set())
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
+    notes: list[str] = []
+    off = LocalBackend(Settings(cache_dir=tmp_path), notify=notes.append)
+    assert off.info.isolation == "unsandboxed"
+    assert len(notes) == 1 and "PROOFLOCK_LOCAL_SANDBOX=off" in notes[0]
+    with off.sandbox("test", LIMITS) as box:
+        assert sh(box, "echo $HOME").stdout.decode().strip() == str(box.root)
+
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "require")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(InfraFailure) as refused:
+        LocalBackend(Settings(cache_dir=tmp_path), notify=notes.append)
+    assert "\n" not in str(refused.value)
+    assert "PROOFLOCK_LOCAL_SANDBOX=require" in str(refused.value)
+
+
+@pytest.mark.slow
+def test_require_without_bubblewrap_stops_the_cli_in_one_line(cli, tmp_path):
+    (tmp_path / "one.v").write_text("Lemma t : True. Proof. exact I. Qed.\n")
+    done = cli(
+        "check", "--prover", "rocq", "one.v",
+        env={"PROOFLOCK_LOCAL_SANDBOX": "require", "PATH": str(tmp_path / "empty")},
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "PROOFLOCK_LOCAL_SANDBOX=require" in done.stderr
+
+
+def test_records_say_unsandboxed_when_the_sandbox_is_off(settings, monkeypatch, capfd):
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
+    monkeypatch.setattr(local, "_warned", set())
+    source = "Lemma t : True. Proof. exact I. Qed.\n"
+    result = run_itp("rocq", source, settings=settings.model_copy(update={"cache": False}))
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert result.provenance.isolation == "unsandboxed"
+    assert result.provenance.tools["memory_limit"] in ("cgroup v1", "cgroup v2", "rlimit_as")
+    assert "local checks run unsandboxed" in capfd.readouterr().err
+
+
+# -- through the real checker --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_rocq_redirect_cannot_create_a_host_file(backend, settings):
+    target = Path(tempfile.gettempdir(), token())
+    source = f'Redirect "{target}" Print nat.\nLemma t : True. Proof. exact I. Qed.\n'
+    result = run_itp("rocq", source, settings=settings.model_copy(update={"cache": False}))
+    assert not target.exists() and not Path(f"{target}.out").exists()
+    assert result.provenance.isolation == "bubblewrap"
+    assert result.verdict is not Verdict.INFRA_ERROR, result.diagnostics
+
+
+@pytest.mark.slow
+def test_a_normal_user_gets_the_same_sandbox_through_a_user_namespace(request):
+    """As nobody (the kit not root): bwrap makes a user namespace; the same walls hold."""
+    setpriv, python = shutil.which("setpriv"), "/usr/bin/python3"
+    if os.geteuid() != 0 or setpriv is None or not os.access(python, os.X_OK):
+        pytest.skip("needs root (to become nobody), setpriv and /usr/bin/python3")
+    module = importlib.util.find_spec("runner.backends.bubblewrap")
+    assert module is not None and module.origin is not None
+    work = Path(tempfile.mkdtemp(prefix="prooflock-user-"))  # reachable by nobody
+    os.chown(work, 65534, 65534)
+    request.addfinalizer(lambda: shutil.rmtree(work))
+    script = f"""
+import importlib.util, os, subprocess, sys
+spec = importlib.util.spec_from_file_location("bubblewrap", {module.origin!r})
+bw = sys.modules["bubblewrap"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bw)
+wrapper, why = bw.locate([])
+if wrapper is None:
+    sys.exit("no sandbox: " + why)
+r, w = os.pipe()
+check = "id -u; pwd; for p in /etc /usr /root /; do touch $p/x 2>/dev/null && echo wrote $p; done; unshare -U true 2>/dev/null && echo nested-userns; echo ok > /work/out"
+argv = wrapper.command(["sh", "-c", check], work_dir={str(work)!r}, tmpfs_mb=16, status_fd=w)
+done = subprocess.run(argv, pass_fds=(w,), capture_output=True, text=True)
+print(done.stdout, done.stderr, sep="")
+"""
+    done = subprocess.run(
+        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+        capture_output=True, text=True, timeout=120, cwd="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+    )
+    if "no sandbox" in done.stderr and "namespace" in done.stderr:
+        pytest.skip(f"unprivileged user namespaces are not allowed here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert lines[:2] == [str(1000), "/work"], done.stdout
+    assert "wrote" not in done.stdout and "nested-userns" not in done.stdout
+    assert (work / "out").read_text() == "ok\n"
+
+
+def test_the_provers_installed_here_run_in_the_sandbox(box):
+    probes = {
+        "python3": "python3 -c 'import sys; print(sys.prefix)'",
+        "coqc": "coqc --version",
+        "asy": "asy -version",
+        "gs": "gs --version",
+        "dvisvgm": "dvisvgm --version",
+        "/usr/share/hol-light/ocaml": "/usr/share/hol-light/ocaml -version",
+    }
+    for tool, probe in probes.items():
+        if shutil.which(tool) is not None:
+            done = sh(box, probe)
+            assert done.exit_code == 0, (tool, done.text)

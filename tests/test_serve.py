@@ -1,0 +1,58 @@
+"""`prooflock serve`: warm workers that outlive one command, with the records a local check gives."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.helpers import ARTIFACTS
+
+
+@pytest.fixture
+def daemon(cli, tmp_path):
+    started = cli("serve", "--idle-timeout", "600")
+    assert started.returncode == 0, started.stderr
+    yield
+    assert cli("serve", "--stop").returncode == 0
+    assert cli("serve", "--status").returncode == 1
+
+
+def lines(done) -> list[dict]:
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_records_through_the_daemon_equal_the_local_ones(cli, tmp_path, daemon):
+    names = ["pass_arith.v", "fail_tactic.v", "admitted.v"]
+    for name in names:
+        (tmp_path / name).write_text((ARTIFACTS / "rocq" / name).read_text())
+    via_daemon = lines(cli("check", "--prover", "rocq", "--no-cache", *names))
+    alone = lines(cli("check", "--prover", "rocq", "--no-cache", "--daemon", "off", *names))
+    for served, local in zip(via_daemon, alone, strict=True):
+        for key in ("verdict", "result_digest", "env_key", "request_digest"):
+            assert served[key] == local[key], (served["artifact"], key)
+
+
+def test_a_bad_request_through_the_daemon_is_still_exit_2(cli, tmp_path, daemon):
+    (tmp_path / "a.ml").write_text("let x = 1;;\n")
+    done = cli("check", "--prover", "hol-light", "--placeholder", "x; exit", "a.ml")
+    assert done.returncode == 2 and "placeholder" in done.stderr
+
+
+def test_status_and_stop_without_a_daemon(cli):
+    assert cli("serve", "--status").returncode == 1
+    assert "no prooflock daemon" in cli("serve", "--stop").stdout
+
+
+@pytest.mark.slow
+def test_a_second_hol_light_check_on_a_warm_daemon_returns_in_seconds(cli, tmp_path, daemon):
+    (tmp_path / "a.ml").write_text((ARTIFACTS / "hol-light" / "pass_arith.ml").read_text())
+    first = cli("check", "--prover", "hol-light", "--no-cache", "a.ml")  # boots HOL Light
+    assert lines(first)[0]["verdict"] == "pass", first.stderr
+    assert "starting HOL Light worker" not in first.stderr  # the daemon boots it, not this command
+    clock = time.monotonic()
+    second = cli("check", "--prover", "hol-light", "--no-cache", "a.ml")
+    elapsed = time.monotonic() - clock
+    assert lines(second)[0]["result_digest"] == lines(first)[0]["result_digest"]
+    print(f"\nsecond hol-light check through the daemon: {elapsed:.2f} s end to end")
