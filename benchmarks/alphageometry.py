@@ -1,5 +1,11 @@
 """AlphaGeometry adapter benchmark (numbers to report, not timed tests).
 
+`rows(quick)` (for `python -m benchmarks`): per engine, the median ms per JGEX problem (`quick`:
+the first 20 of the 231) checked four ways, one problem at a time, against the naive baseline of
+a fresh python3 per problem (the kit's cold check: a fresh engine server for each problem), with
+whether every outcome is the baseline's. newclid's baseline runs on the local backend; ag4masses
+exists only in its image, so its baseline and warm rows run on docker.
+
     python benchmarks/alphageometry.py [--engine newclid] [--workers 2] [--timeout 60] [--no-jgex]
 
 1. Median time per problem for each outcome category on the test corpus (solved, unsolved, each
@@ -22,10 +28,12 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
+from benchmarks.table import KIT_COLUMNS, Row, median_ms
 from runner.backends.base import Limits
 from runner.backends.local import LocalBackend
 from runner.checker import Checker
-from runner.models import CheckRequest
+from runner.errors import InfraFailure, UserError
+from runner.models import CheckRequest, Verdict
 from runner.progress import ProgressReporter
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, validator
@@ -36,6 +44,15 @@ CORPUS = ROOT / "tests" / "artifacts" / "alphageometry"
 CORPUS_FILES = ("samples.txt", "unsolved.txt", "paper_syntax_errors.txt", "logic_error.txt")
 PAPER_LOGIC_ERROR_S = 300
 PUBLISHED_JGEX_DDAR = 198
+QUICK_PROBLEMS = 20
+ROW_TIMEOUT_S = 60
+# Column → settings; the engine server stays up across checks except in docker strict.
+MODES = {
+    "local warm": {"backend": "local"},
+    "docker warm": {"backend": "docker", "isolation": "warm"},
+    "docker strict": {"backend": "docker", "isolation": "strict"},
+}
+BASELINE_BACKEND = {"newclid": "local", "ag4masses": "docker"}
 
 
 def requests_from(path: Path, options: dict[str, str]) -> list[CheckRequest]:
@@ -93,6 +110,73 @@ def validator_median_us(requests: list[CheckRequest]) -> int:
         validator.validate(line)
         times.append(int((time.perf_counter() - started) * 1_000_000))
     return int(statistics.median(times))
+
+
+def rows(quick: bool) -> list[Row]:
+    """One row per engine: baseline and kit columns on JGEX-231 (`quick`: its first 20)."""
+    jgex = jgex_file()
+    corpus = "JGEX-231" if not quick else f"JGEX-231, first {QUICK_PROBLEMS}"
+    if jgex is None:
+        return [
+            Row("alphageometry", corpus, 0, "", None, note="jgex_ag_231.txt not found: set "
+                "PROOFLOCK_ALPHAGEOMETRY_DATA")
+        ]
+    found = []
+    for engine in alphageometry.ENGINES:
+        problems = requests_from(jgex, {"engine": engine})[: QUICK_PROBLEMS if quick else None]
+        found.append(engine_row(engine, problems, corpus))
+    return found
+
+
+def engine_row(engine: str, problems: list[CheckRequest], corpus: str) -> Row:
+    notes = []
+    baseline_backend = BASELINE_BACKEND[engine]
+    baseline = timed_checks({"backend": baseline_backend}, problems, cold=True)
+    if isinstance(baseline, str):
+        return Row(
+            f"alphageometry ({engine})", corpus, len(problems), "", None, note=baseline
+        )
+    row = Row(
+        prover=f"alphageometry ({engine})",
+        corpus=corpus,
+        checks=len(problems),
+        baseline=f"fresh python3 per problem, {baseline_backend}",
+        baseline_ms=median_ms(baseline[0]),
+    )
+    identical = True
+    for column in KIT_COLUMNS:
+        measured = timed_checks(MODES[column], problems, cold=False)
+        if isinstance(measured, str):
+            row.kit_ms[column] = None
+            notes.append(f"{column}: {measured}")
+            continue
+        row.kit_ms[column] = median_ms(measured[0])
+        identical = identical and measured[1] == baseline[1]
+    row.identical = identical
+    solved = sum(1 for outcome in baseline[1] if outcome == "solved")
+    row.note = "; ".join([f"{solved}/{len(problems)} solved", *notes])
+    return row
+
+
+def timed_checks(
+    mode: dict[str, str], problems: list[CheckRequest], *, cold: bool
+) -> tuple[list[float], list[str]] | str:
+    """Seconds per check and each outcome, one problem at a time; a reason when the mode cannot
+    run here (no engine, no daemon, no image)."""
+    settings = Settings(cache=False, retries=0, timeout=ROW_TIMEOUT_S, workers=1, **mode)
+    seconds, outcomes = [], []
+    try:
+        with Checker(settings) as checker:
+            for request in problems:
+                started = time.perf_counter()
+                result = checker.check_one(request, cold=cold)
+                seconds.append(time.perf_counter() - started)
+                if result.verdict is Verdict.INFRA_ERROR:
+                    return result.diagnostics[0].message.splitlines()[0][:160]
+                outcomes.append(str(result.details.get("outcome", result.verdict.value)))
+    except (InfraFailure, UserError) as exc:
+        return str(exc).splitlines()[0][:160]
+    return seconds, outcomes
 
 
 def main() -> int:

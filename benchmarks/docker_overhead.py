@@ -1,15 +1,17 @@
 """Per-check cost of the docker backend's two isolation modes against the local backend.
 
-Same files, same Checker, cache off, for a Rocq proof check and an Asymptote render check. The
-modes are interleaved check by check (local, strict, warm, ...), so a machine whose load drifts
-during the run slows them all alike:
+Same files, same Checker, cache off, for a Rocq proof check (its cold path: coqc, coqchk and the
+drivers in one sandbox) and an Asymptote render check. The modes are interleaved check by check,
+so a machine whose load drifts during the run slows them all alike:
 
-    python benchmarks/docker_overhead.py [--rounds N] [--prover rocq asymptote] [--exec-path]
+    python benchmarks/docker_overhead.py [--rounds N] [--prover rocq asymptote] [--ops] [--compare]
 
-`--exec-path` adds the docker backend without its in-container agent (one `docker exec` per
-sandbox operation, as before the agent). `--ops` also times the sandbox traffic of one Rocq check
-(three writes, three runs of `true`) with no prover in it: the backend's own cost, nearly free
-of prover noise. Needs a daemon and the rocq and asymptote images. A report, not a test.
+`--ops` also times the sandbox traffic of one Rocq check (three writes, three runs of `true`)
+with no prover in it: the backend's own cost, free of prover noise (and of the CPU share a busy
+host leaves to containers). `--compare` adds strict without its spare container (each check
+waits for create and start) and the docker backend without its agent (one `docker exec` per
+operation, as before the agent). "+ms" is over local plain processes, as the issue measured.
+Needs a daemon and the rocq and asymptote images. A report, not a test.
 """
 
 from __future__ import annotations
@@ -37,28 +39,33 @@ CORPUS = {
 BASE = Settings(cache=False, retries=0)
 LOCAL = "local (default confinement)"
 PLAIN = "local, plain processes"
-MODES: dict[str, tuple[dict[str, str], bool]] = {  # label: (settings, with the agent)
-    LOCAL: ({"backend": "local"}, True),
-    PLAIN: ({"backend": "local"}, True),
-    "docker strict (container per check)": ({"backend": "docker", "isolation": "strict"}, True),
-    "docker warm (reused container)": ({"backend": "docker", "isolation": "warm"}, True),
-    "docker strict, exec path": ({"backend": "docker", "isolation": "strict"}, False),
-    "docker warm, exec path": ({"backend": "docker", "isolation": "warm"}, False),
+STRICT, WARM = (
+    {"backend": "docker", "isolation": "strict"},
+    {"backend": "docker", "isolation": "warm"},
+)
+# label: (settings, docker switches: the agent, strict's spare container)
+MODES: dict[str, tuple[dict[str, str], tuple[bool, bool]]] = {
+    LOCAL: ({"backend": "local"}, (True, True)),
+    PLAIN: ({"backend": "local"}, (True, True)),
+    "docker strict (container per check)": (STRICT, (True, True)),
+    "docker warm (reused container)": (WARM, (True, True)),
+    "docker strict, no spare container": (STRICT, (True, False)),
+    "docker strict, exec path": (STRICT, (False, False)),
+    "docker warm, exec path": (WARM, (False, False)),
 }
 
 
 @contextlib.contextmanager
 def mode(label: str) -> Iterator[Settings]:
     """Settings for `label`, with the process-wide switches its backend reads when it is made."""
-    update, agent = MODES[label]
-    docker.USE_AGENT = agent
+    update, (docker.USE_AGENT, docker.SPARE_CONTAINERS) = MODES[label]
     saved = os.environ.get(SANDBOX_SETTING)
     if label == PLAIN:
         os.environ[SANDBOX_SETTING] = "off"  # the local backend as the issue measured it
     try:
         yield BASE.model_copy(update=update)
     finally:
-        docker.USE_AGENT = True
+        docker.USE_AGENT = docker.SPARE_CONTAINERS = True
         if saved is None:
             os.environ.pop(SANDBOX_SETTING, None)
         else:
@@ -80,7 +87,7 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def report(title: str, times: dict[str, list[float]]) -> None:
-    local = statistics.median(times[LOCAL])
+    local = statistics.median(times[PLAIN])
     print(title)
     for label, samples in times.items():
         ms = statistics.median(samples)
@@ -94,13 +101,19 @@ def checks(prover: str, labels: list[str], rounds: int) -> None:
         for label in labels:
             with mode(label) as settings:  # the first check makes the backend
                 checkers[label] = stack.enter_context(Checker(settings))
-                checkers[label].check_one(requests[0])  # probe the environment, warm caches
+                checkers[label].check_one(requests[0], cold=True)  # probe, warm the caches
         times: dict[str, list[float]] = {label: [] for label in labels}
+        results: dict[str, list[tuple[str, str]]] = {label: [] for label in labels}
         for _ in range(rounds):
             for request in requests:
                 for label, checker in checkers.items():
-                    times[label].append(timed(functools.partial(checker.check_one, request)))
+                    started = time.perf_counter()
+                    result = checker.check_one(request, cold=True)
+                    times[label].append((time.perf_counter() - started) * 1000)
+                    results[label].append((result.verdict.value, result.result_digest))
     report(f"median per {prover} check, {len(requests)} files x {rounds} rounds:", times)
+    differ = [label for label in labels if results[label] != results[PLAIN]]
+    print(f"  results differ from local: {', '.join(differ)}" if differ else "  same results")
 
 
 def rocq_traffic(backend: Backend, limits: Limits) -> None:
@@ -136,10 +149,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prover", nargs="*", default=list(CORPUS), choices=list(CORPUS))
-    parser.add_argument("--exec-path", action="store_true", help="also docker without the agent")
     parser.add_argument("--ops", action="store_true", help="also the sandbox traffic alone")
+    parser.add_argument("--compare", action="store_true", help="also no spare, and no agent")
     args = parser.parse_args()
-    labels = list(MODES) if args.exec_path else list(MODES)[:4]
+    labels = list(MODES) if args.compare else list(MODES)[:4]
     if args.ops:
         sandbox_ops(labels, args.rounds)
     for prover in args.prover:

@@ -168,9 +168,8 @@ def main() -> None:
         ("Ray actor round trip", ray_added, ray_own),
     ):
         p90 = statistics.quantiles(added, n=10)[-1]
-        print(
-            f"| {label} | {statistics.median(own):.0f} | {statistics.median(added):.1f} | {p90:.1f} |"
-        )
+        median_own, median_added = statistics.median(own), statistics.median(added)
+        print(f"| {label} | {median_own:.0f} | {median_added:.1f} | {p90:.1f} |")
     print(f"\nstarting an actor on a node and probing its install: {startup:.1f} s (once per run)")
 
 

@@ -1,6 +1,11 @@
-"""prooflock: check theorem-prover artifacts reproducibly and keep crash-safe, replayable records."""
+"""prooflock: check theorem-prover artifacts reproducibly and keep crash-safe, replayable records.
+
+    from runner import run_itp
+    result = run_itp("rocq", "Lemma x : True. exact I. Qed.")
+    result.verdict, result.env_key, result.result_digest
+"""
 
 from runner.checker import Checker, check, run_itp
-from runner.models import CheckRequest, CheckResult, Verdict
+from runner.models import CheckRequest, CheckResult, Target, Verdict
 
-__all__ = ["CheckRequest", "CheckResult", "Checker", "Verdict", "check", "run_itp"]
+__all__ = ["CheckRequest", "CheckResult", "Checker", "Target", "Verdict", "check", "run_itp"]

@@ -19,7 +19,7 @@ from runner.checker import Checker
 from runner.checkpoint import ChainReport, inspect_chain
 from runner.errors import UserError
 from runner.models import CheckRequest, CheckResult, Outcome, Verdict, result_digest
-from runner.run import recorded_runs
+from runner.run import Executor, recorded_runs
 
 MATCH = "match"
 ENVIRONMENT_DIFFERS = "environment differs"
@@ -206,6 +206,7 @@ def replay(
     on_row: Callable[[ReplayRow], None] | None = None,
     *,
     bundle: Path | None = None,
+    executor: Executor | None = None,
 ) -> ReplayReport:
     """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
 
@@ -217,10 +218,11 @@ def replay(
     report = ReplayReport(log, chain)
     if bundle is not None:
         report.unanchored = statement_problems(bundle, log, chain, runs)
-    replayed = checker.map(request for request, _ in runs)
-    for index, ((_, recorded), again) in enumerate(zip(runs, replayed, strict=True)):
-        row = compare(index, recorded, again)
-        report.rows.append(row)
+    work = [(index, checker.resolve(request)) for index, (request, _) in enumerate(runs)]
+    rows: dict[int, ReplayRow] = {}
+    for index, again in (executor or checker).map_unordered(work):
+        rows[index] = compare(index, runs[index][1], again)
         if on_row is not None:
-            on_row(row)
+            on_row(rows[index])
+    report.rows = [rows[index] for index in sorted(rows)]
     return report

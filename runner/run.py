@@ -113,6 +113,8 @@ def run_requests(
         todo = longest_first([(i, r) for i, r in enumerate(resolved) if i not in done], checker)
         for index, result in (executor or checker).map_unordered(todo):
             log.append("result", _result_body(index, resolved[index], result))
+            if executor is not None:  # a cluster's checks teach this machine's predictions too
+                checker.timings.add(result.prover, result.provenance.cpu_ms, len(resolved[index].content))
             summary.checked += 1
             if on_result is not None:
                 on_result(result)

@@ -113,7 +113,10 @@ def check_with_reference(name: str, reference: str, fmt: str, runner: Sandboxes)
         name=name,
         content=artifact("asymptote", name),
         timeout=60,
-        options={"format": fmt, "reference": {"name": reference, "content": artifact("asymptote", reference)}},
+        options={
+            "format": fmt,
+            "reference": {"name": reference, "content": artifact("asymptote", reference)},
+        },
     )
     return asymptote.ADAPTER.check(resolved(request), runner)
 
@@ -256,7 +259,9 @@ def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit():
     # test process survives only because each command runs in a session of its own. The guard
     # refuses `settings.texcommand`, so asy is run here directly, past it.
     with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
-        done = asy_render.render(box, "artifact", artifact("asymptote", "kills_its_group.asy"), "png", 30)
+        done = asy_render.render(
+            box, "artifact", artifact("asymptote", "kills_its_group.asy"), "png", 30
+        )
     outcome = asy_render.artifact_outcome(done, "png", 30)
     assert outcome.verdict is Verdict.FAIL
     assert "cannot execute prooflock-no-such-tex" in outcome.diagnostics[0].message
@@ -286,7 +291,9 @@ def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
         "ssim": "1.0000",
     }
     # the same diagram, rendered as the reference: the same PDF, the same raster
-    assert kept[0] == {"pdf": render("triangle_labels.asy", settings, fmt="pdf").details["outputs"]["pdf"]}
+    assert kept[0] == {
+        "pdf": render("triangle_labels.asy", settings, fmt="pdf").details["outputs"]["pdf"]
+    }
     assert kept[1]["artifact"] == kept[1]["reference"]
     near, far = moved.details["comparison"], other.details["comparison"]
     assert all(
@@ -330,7 +337,9 @@ def test_the_reference_never_enters_the_artifacts_sandbox(fmt):
 @pytest.mark.slow
 def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
     with contextlib.ExitStack() as stack:
-        outcome = check_with_reference("triangle_labels.asy", "triangle_moved.asy", "svg", Sandboxes(stack))
+        outcome = check_with_reference(
+            "triangle_labels.asy", "triangle_moved.asy", "svg", Sandboxes(stack)
+        )
     comparison = outcome.details["comparison"]
     named = [
         outcome.details["outputs"]["svg"],
@@ -375,7 +384,7 @@ REFUSED = {
     'settings.tex = "luatex";': (1, 1, "`settings.tex`"),
     'settings.tex = "pdf" + "latex";': (1, 1, "`settings.tex`"),
     'if (true) settings.tex = "latex";': (1, 11, "`settings.tex`"),
-    "settings.outformat = \"pdf\";": (1, 1, "the output format comes from the request"),
+    'settings.outformat = "pdf";': (1, 1, "the output format comes from the request"),
     "settings.render = 4;": (1, 1, "`settings.render`"),
     "import settings;": (1, 8, "asy's `settings`"),
     "access settings as s;": (1, 8, "asy's `settings`"),
@@ -415,8 +424,12 @@ def test_the_guard_refuses_at_the_place_it_names(source):
 
 def test_the_lexer_builds_string_values_as_asy_does(tmp_path):
     literals = [
-        r'"a\\b\"c\q"', r"'a\\b\'c\q\134\x5C\x5c\x,\7\77\477\n'",
-        '"x"  \n  "y" \'z\'', '"p\\\nq"', r"'\?\a'", '"tab\there"',
+        r'"a\\b\"c\q"',
+        r"'a\\b\'c\q\134\x5C\x5c\x,\7\77\477\n'",
+        '"x"  \n  "y" \'z\'',
+        '"p\\\nq"',
+        r"'\?\a'",
+        '"tab\there"',
     ]
     lines = [f"s = {literal};\nwrite(ascii_codes(s));" for literal in literals]
     program = (
@@ -427,11 +440,14 @@ def test_the_lexer_builds_string_values_as_asy_does(tmp_path):
     (tmp_path / "strings.asy").write_text(program)
     done = subprocess.run(
         ["asy", "-noV", "strings.asy"],
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-        capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     said = [[int(code) for code in line.split()] for line in done.stdout.splitlines()]
-    values = [t.text for t in lexer.tokenize(program) if t.kind == "string"][-len(literals):]
+    values = [t.text for t in lexer.tokenize(program) if t.kind == "string"][-len(literals) :]
     assert said == [[ord(c) for c in value] for value in values], done.stderr
 
 

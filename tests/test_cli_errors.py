@@ -70,3 +70,48 @@ def test_check_prints_the_json_contract(cli, tmp_path):
     for key in ("artifact", "verdict", "diagnostics", "assumptions", "env_key", "request_digest", "result_digest"):
         assert key in line
     assert line["artifact"] == "a.v" and line["verdict"] == "fail"
+
+
+# -- what a newcomer sees ----------------------------------------------------------------------
+
+
+def test_version_and_python_dash_m(cli):
+    done = cli("--version")
+    assert done.returncode == 0 and done.stdout.startswith("prooflock ")
+
+
+def test_one_prefix_per_error_and_did_you_mean(cli, tmp_path):
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
+    done = cli("check", "--prover", "coq", "a.v")
+    assert_user_error(done, "did you mean 'rocq'")
+    assert done.stderr.count("error:") == 1 and done.stderr.startswith("prooflock: error:")
+    usage = cli("check", "a.v")  # --prover missing: argparse, named by its subcommand, once
+    assert_user_error(usage, "prooflock check: error:", "--prover")
+    assert_user_error(cli("check", "--prover", "rocq", "--mode", "proff", "a.v"), "did you mean 'proof'")
+
+
+def test_dash_reads_the_artifact_from_stdin(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "runner", "check", "--prover", "rocq", "--backend", "local", "-"],
+        input="Lemma a : True. exact I. Qed.\n", capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PROOFLOCK_CACHE_DIR": str(tmp_path / "cache"), "XDG_RUNTIME_DIR": ""},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(text) for text in done.stdout.splitlines()]
+    assert (line["artifact"], line["verdict"], line["schema"]) == ("stdin", "pass", "prooflock.check/1")
+
+
+def test_every_flag_has_help_and_commands_have_examples(cli):
+    for command in ("check", "run", "replay", "verify-log", "publish", "audit", "report", "upload",
+                    "download", "serve"):
+        done = cli(command, "--help")
+        assert done.returncode == 0
+        assert "example" in done.stdout, command
+        assert "OPT_" not in done.stdout and "thin commands" not in done.stdout
+    top = cli("--help").stdout
+    assert "start here" in top and "exit codes" in top

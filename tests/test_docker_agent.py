@@ -276,6 +276,23 @@ def test_a_check_whose_container_dies_is_retried_on_a_fresh_one(tmp_path):
     assert json.dumps(again.provenance.tools).count("sandbox_agent") == 1
 
 
+def test_strict_starts_the_next_fresh_container_ahead_and_close_removes_all():
+    backend = DockerBackend(Settings(backend="docker", isolation="strict"))
+    ids = []
+    try:
+        for _ in range(3):
+            with backend.sandbox("rocq", LIMITS) as box:
+                assert sh(box, "ls -A /work /tmp").stdout == b"/tmp:\n\n/work:\n"
+                sh(box, "echo x > /work/left")
+                ids.append(box.container_id)
+        assert len(set(ids)) == 3
+        assert backend._spares  # the fourth is on its way
+    finally:
+        backend.close()
+    owner = {"label": f"org.prooflock.sandbox.owner={backend._owner}"}
+    assert backend.api.containers(all=True, filters=owner) == []
+
+
 @pytest.mark.parametrize("isolation", ["strict", "warm"])
 def test_strict_makes_a_container_per_sandbox_and_warm_one_for_all(request, isolation):
     backend = request.getfixturevalue(isolation)

@@ -22,7 +22,9 @@ from tests.helpers import ARTIFACTS, artifact
 from tests.helpers import ROCQ_EXPECTED as EXPECTED
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-HOSTILE_WRITE = 'Redirect "/etc/prooflock-escape" Print nat.\nRedirect "/tmp/prooflock-escape" Print nat.\n'
+HOSTILE_WRITE = (
+    'Redirect "/etc/prooflock-escape" Print nat.\nRedirect "/tmp/prooflock-escape" Print nat.\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +40,20 @@ def docker_settings(settings):
     return settings.model_copy(update={"backend": "docker"})
 
 
-def sandbox_run(backend, script: str, *, memory_mb: int = 512, pids: int = 64, timeout_s: float = 20):
-    with backend.sandbox("rocq", Limits(timeout_s=int(timeout_s), memory_mb=memory_mb, pids=pids)) as box:
+def sandbox_run(
+    backend, script: str, *, memory_mb: int = 512, pids: int = 64, timeout_s: float = 20
+):
+    with backend.sandbox(
+        "rocq", Limits(timeout_s=int(timeout_s), memory_mb=memory_mb, pids=pids)
+    ) as box:
         return box.run(["sh", "-c", script], timeout_s=timeout_s)
 
 
 @pytest.mark.parametrize("isolation", ["strict", "warm"])
 def test_rocq_verdicts_in_a_container_match_the_local_ones(docker_settings, settings, isolation):
-    requests = [CheckRequest(prover="rocq", name=n, content=artifact("rocq", n)) for n in sorted(EXPECTED)]
+    requests = [
+        CheckRequest(prover="rocq", name=n, content=artifact("rocq", n)) for n in sorted(EXPECTED)
+    ]
     with Checker(docker_settings.model_copy(update={"isolation": isolation})) as in_docker:
         docker_results = list(in_docker.map(requests))
     with Checker(settings) as local:
@@ -66,7 +74,9 @@ def test_only_loopback_network(backend):
 
 
 def test_writes_outside_the_work_dir_fail_and_inside_succeed(backend):
-    done = sandbox_run(backend, "touch /etc/x 2>&1; touch /usr/x 2>&1; touch /work/ok && echo work-ok; id -u")
+    done = sandbox_run(
+        backend, "touch /etc/x 2>&1; touch /usr/x 2>&1; touch /work/ok && echo work-ok; id -u"
+    )
     text = done.stdout.decode()
     assert text.count("Read-only file system") == 2
     assert "work-ok" in text and text.strip().endswith("1000")
@@ -103,7 +113,9 @@ def test_memory_hog_ends_as_memory(docker_settings):
 
 
 def test_loop_ends_as_timeout(docker_settings):
-    request = CheckRequest(prover="rocq", name="loop.v", content=artifact("rocq", "diverge.v"), timeout=3)
+    request = CheckRequest(
+        prover="rocq", name="loop.v", content=artifact("rocq", "diverge.v"), timeout=3
+    )
     with Checker(docker_settings) as checker:
         result = checker.check_one(request)
     assert result.verdict is Verdict.TIMEOUT
@@ -181,7 +193,9 @@ class DaemonProxy:
 def test_a_stopped_daemon_is_an_infra_error_and_the_run_resumes_when_it_is_back(cli, tmp_path):
     proxy = DaemonProxy(tmp_path / "docker.sock")
     lines = [
-        json.dumps({"prover": "rocq", "name": name, "content": (ARTIFACTS / "rocq" / name).read_text()})
+        json.dumps(
+            {"prover": "rocq", "name": name, "content": (ARTIFACTS / "rocq" / name).read_text()}
+        )
         for name in ("pass_arith.v", "fail_tactic.v")
     ]
     (tmp_path / "r.jsonl").write_text("\n".join(lines) + "\n")
@@ -205,5 +219,9 @@ def test_a_stopped_daemon_is_an_infra_error_and_the_run_resumes_when_it_is_back(
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # finished; one fails
     assert "checked 2 now" in resumed.stdout
     verdicts = [json.loads(line) for line in (tmp_path / "ck.jsonl").read_text().splitlines()]
-    final = {r["body"]["index"]: r["body"]["result"]["verdict"] for r in verdicts if r["kind"] == "result"}
+    final = {
+        r["body"]["index"]: r["body"]["result"]["verdict"]
+        for r in verdicts
+        if r["kind"] == "result"
+    }
     assert final == {0: "pass", 1: "fail"}

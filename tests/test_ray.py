@@ -137,7 +137,7 @@ def test_a_run_across_two_nodes_records_what_a_local_run_records(
     two_nodes, run_settings, node_dirs, tmp_path
 ):
     requests = corpus(request_for("rocq", "diverge.v", mode="proof", timeout=5))
-    with Checker(run_settings) as checker:
+    with Checker(run_settings.model_copy(update={"workers": 2})) as checker:
         local = run_requests(requests, tmp_path / "local.jsonl", checker, source="requests.jsonl")
     clustered, messages, _ = cluster_run(
         two_nodes, requests, tmp_path / "ray.jsonl", run_settings, node_dirs

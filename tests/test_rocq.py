@@ -1,4 +1,4 @@
-"""Rocq verdicts on a corpus of real files, checked by the real coqc."""
+"""Rocq verdicts on a corpus of real files, checked by the real coqc and coqchk."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from runner import run_itp
 from runner.errors import InfraFailure
 from runner.models import Verdict
+from runner.provers.rocq import report, source
 from tests.helpers import ROCQ_EXPECTED, artifact
 
 EXPECTED = ROCQ_EXPECTED
@@ -22,14 +23,15 @@ def test_proof_mode_verdicts(name, settings):
     ("name", "named"),
     [
         ("hidden_axiom.v", ["Artifact.Private_escape", "Artifact.lemma_subproof"]),
-        ("unsafe_guard.v", ["(assumed guarded)"]),
+        ("unsafe_guard.v", ["Artifact.spin (assumed guarded)"]),
         ("universe_unchecked.v", ["Artifact.relies_on_it (unsafe universe hierarchy)"]),
+        ("classical.v", ["Coq.Logic.Classical_Prop.classic"]),
     ],
 )
-def test_cheats_are_named_in_the_assumptions(name, named, settings):
+def test_cheats_are_named_in_the_assumptions_by_their_full_names(name, named, settings):
     result = run_itp("rocq", artifact("rocq", name), name=name, settings=settings)
     for fragment in named:
-        assert any(fragment in a for a in result.assumptions), result.assumptions
+        assert fragment in result.assumptions, result.assumptions
         assert fragment in result.diagnostics[-1].message
 
 
@@ -64,11 +66,18 @@ def test_allowed_axiom_passes_but_a_short_name_never_whitelists_the_artifacts_ow
     assert full.verdict is Verdict.PASS
 
 
+def test_a_library_axiom_loaded_but_unused_is_not_an_assumption(settings):
+    source_text = "Require Import Classical.\nLemma t : True.\nProof. exact I. Qed.\n"
+    result = run_itp("rocq", source_text, settings=settings)
+    assert (result.verdict, result.assumptions) == (Verdict.PASS, [])
+
+
 def test_statement_mode_allows_placeholders_but_still_type_checks(settings):
     assert run_itp("rocq", artifact("rocq", "admitted.v"), mode="statement", settings=settings).verdict is Verdict.PASS
     assert run_itp("rocq", artifact("rocq", "fail_syntax.v"), mode="statement", settings=settings).verdict is Verdict.FAIL
 
 
+@pytest.mark.slow
 def test_diverging_computation_times_out(settings):
     result = run_itp("rocq", artifact("rocq", "diverge.v"), timeout=3, settings=settings)
     assert result.verdict is Verdict.TIMEOUT
@@ -76,14 +85,158 @@ def test_diverging_computation_times_out(settings):
 
 
 def test_placeholder_words_in_comments_and_strings_do_not_count(settings):
-    source = (
+    text = (
         "Require Import String.\n(* Admitted (* admit *) *)\n"
         'Definition s := "Admitted ""admit"""%string.\nLemma ok : True. Proof. exact I. Qed.\n'
     )
-    assert run_itp("rocq", source, settings=settings).verdict is Verdict.PASS
+    assert run_itp("rocq", text, settings=settings).verdict is Verdict.PASS
+
+
+def test_printed_text_never_decides_a_verdict(settings):
+    """An artifact can print "Anomaly" or "Out of memory"; only how coqc ended counts."""
+    text = (
+        'Require Import String.\nOpen Scope string_scope.\n'
+        'Check "Anomaly: Out of memory. Cannot allocate memory".\n'
+        'Lemma wrong : 1 = 2.\nProof. reflexivity. Qed.\n'
+    )
+    assert run_itp("rocq", text, settings=settings).verdict is Verdict.FAIL
 
 
 def test_missing_coqc_stops_at_once_as_an_infra_failure(settings, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(InfraFailure, match="coqc is not installed"):
         run_itp("rocq", artifact("rocq", "pass_arith.v"), settings=settings)
+
+
+# -- targets ---------------------------------------------------------------------------------
+
+ADD_COMM = (
+    "Require Import Arith.\n"
+    "Theorem add_comm' : forall n m : nat, n + m = m + n.\n"
+    "Proof. intros. apply Nat.add_comm. Qed.\n"
+)
+
+
+def test_a_target_written_differently_but_elaborating_to_the_same_statement_passes(settings):
+    target = {"name": "add_comm'", "statement": "forall a b, (a + b : nat) = b + a"}
+    assert run_itp("rocq", ADD_COMM, target=target, settings=settings).verdict is Verdict.PASS
+
+
+def test_a_provable_but_weaker_statement_is_wrong_statement(settings):
+    text = "Theorem t : 2 + 2 = 4.\nProof. reflexivity. Qed.\n"
+    result = run_itp("rocq", text, target={"name": "t", "statement": "4 = 4"}, settings=settings)
+    assert result.verdict is Verdict.WRONG_STATEMENT
+    message = result.diagnostics[-1].message
+    assert "`4 = 4`" in message and "2 + 2 = 4" in message
+
+
+def test_a_missing_name_is_wrong_statement(settings):
+    result = run_itp(
+        "rocq", ADD_COMM, target={"name": "add_comm", "statement": "True"}, settings=settings
+    )
+    assert result.verdict is Verdict.WRONG_STATEMENT
+    assert "no theorem named `add_comm`" in result.diagnostics[-1].message
+
+
+def test_an_empty_file_with_a_target_is_wrong_statement(settings):
+    result = run_itp("rocq", "", target={"name": "t", "statement": "True"}, settings=settings)
+    assert result.verdict is Verdict.WRONG_STATEMENT
+
+
+def test_a_statement_over_prop_is_not_a_statement_over_type(settings):
+    text = "Theorem t : forall (A : Prop) (x : A), x = x.\nProof. reflexivity. Qed.\n"
+    target = {"name": "t", "statement": "forall (A : Type) (x : A), x = x"}
+    assert run_itp("rocq", text, target=target, settings=settings).verdict is Verdict.WRONG_STATEMENT
+
+
+def test_a_target_cannot_smuggle_a_command(settings):
+    target = {"name": "add_comm'", "statement": 'True. Redirect "x" Print nat'}
+    result = run_itp("rocq", ADD_COMM, target=target, settings=settings)
+    assert result.verdict is Verdict.WRONG_STATEMENT
+    assert "single Coq term" in result.diagnostics[-1].message
+
+
+def test_the_ladder_puts_a_placeholder_before_a_wrong_statement(settings):
+    text = "Theorem t : 1 = 2.\nAdmitted.\n"
+    result = run_itp("rocq", text, target={"name": "t", "statement": "2 = 2"}, settings=settings)
+    assert result.verdict is Verdict.PLACEHOLDER
+
+
+def test_a_theorem_in_a_module_is_named_by_its_path(settings):
+    text = "Module M.\nLemma x : True.\nProof. exact I. Qed.\nEnd M.\n"
+    result = run_itp("rocq", text, target={"name": "M.x", "statement": "True"}, settings=settings)
+    assert result.verdict is Verdict.PASS
+
+
+# -- reading Coq's reports --------------------------------------------------------------------
+
+CHECKER_OUTPUT = """\
+Checking library: Artifact
+  checking module: Artifact
+  checking cst:Artifact.magic
+  checking module type: Artifact.T
+  checking cst:Artifact.T.x
+  checking module: Artifact.F
+  checking module type: Artifact.X
+  checking cst:Artifact.X.x
+  checking cst:Artifact.F.y
+  checking module: Artifact.N
+  checking cst:Artifact.N.y
+Modules were successfully checked
+
+CONTEXT SUMMARY
+===============
+
+* Theory: Set is predicative
+
+* Axioms:
+    Coq.Logic.Classical_Prop.classic
+    Artifact.magic
+
+* Constants/Inductives relying on type-in-type: <none>
+
+* Constants/Inductives relying on unsafe (co)fixpoints:
+    Artifact.spin
+
+* Inductives whose positivity is assumed: <none>
+"""
+
+
+def test_coqchk_roots_leave_out_module_types_and_functor_bodies():
+    checker = report.read_checker(CHECKER_OUTPUT)
+    assert checker.roots() == ["Artifact.magic", "Artifact.N.y"]
+    assert checker.axioms == {"Coq.Logic.Classical_Prop.classic", "Artifact.magic"}
+    assert checker.flagged() == ["Artifact.spin (assumed guarded)"]
+
+
+def test_print_assumptions_names_map_to_coqchk_names_or_the_audit_is_inconsistent():
+    checker = report.read_checker(CHECKER_OUTPUT)
+    printed = "Axioms:\nArtifact.magic : forall P : Prop, P\nClassical_Prop.classic : forall P : Prop, P \\/ ~ P\n"
+    assert report.read_assumptions(printed, checker) == set(checker.axioms)
+    with pytest.raises(report.Inconsistent):
+        report.read_assumptions("Axioms:\nclassic2 : False\n", checker)
+    with pytest.raises(report.Inconsistent):
+        report.read_assumptions("Search Output Name Only is on\n", checker)
+
+
+def test_an_own_axiom_print_assumptions_missed_is_an_inconsistency():
+    checker = report.read_checker(CHECKER_OUTPUT)
+    audit = report.Audit(checker, roots=["Artifact.magic"], used=set())
+    with pytest.raises(report.Inconsistent, match="Artifact.magic"):
+        report.assumptions(audit, declares=True)
+
+
+def test_a_file_that_declares_constants_but_whose_audit_lists_none_is_inconsistent():
+    checker = report.read_checker(CHECKER_OUTPUT.replace("checking cst:", "checked: "))
+    with pytest.raises(report.Inconsistent, match="lists none"):
+        report.assumptions(report.Audit(checker, roots=[], used=set()), declares=True)
+
+
+def test_the_require_prefix_is_read_from_code_and_blanked_in_the_body():
+    text = "(* header *)\nFrom Coq Require Import Arith.\nRequire Lia. (* x *)\nLemma t : True.\n"
+    prefix = source.prefix(text)
+    assert prefix.code.strip().endswith("Require Lia.")
+    assert "header" not in prefix.code
+    body = prefix.body(text)
+    assert body.splitlines()[3] == "Lemma t : True." and "Require" not in body
+    assert len(body) == len(text)

@@ -10,8 +10,9 @@ millisecond each. Elsewhere (HOL Light's image) the container idles under `sleep
 each operation is one `docker exec`. `spawn` is always its own exec: a server's stdin and stdout
 are then its own stream, untouched by the agent.
 
-Isolation `strict` makes a fresh container per sandbox (per check); `warm` reuses containers,
-killing every process the check left and wiping its writable dirs in between.
+Isolation `strict` makes a fresh container per sandbox (per check), and in a batch starts the
+next one while the current check runs; `warm` reuses containers, killing every process the check
+left and wiping its writable dirs in between. Containers are removed in the background.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -71,8 +73,12 @@ AGENT_DIGEST = hashlib.sha256(AGENT_SOURCE.encode()).hexdigest()
 AGENT_COMMAND = ["python3", "-I", "-S", "-c", AGENT_SOURCE]
 AGENT_BOOT_S = 60  # python3's start-up, on a loaded machine
 REMOVE_WAIT_S = 120
+Pool = tuple[str, Limits]  # (image, limits without the timeout)
 DAEMON_ERRORS = (DockerException, RequestException)
-USE_AGENT = True  # read when a backend is made; benchmarks turn it off to time the exec path
+# Read when a backend is made; benchmarks turn them off to time the exec path, or strict
+# containers made on demand only.
+USE_AGENT = True
+SPARE_CONTAINERS = True
 
 
 def _demux(sock: Any, out: StreamBuffer, err: StreamBuffer | None) -> threading.Thread:
@@ -366,7 +372,11 @@ class DockerBackend:
                 f"sha256:{AGENT_DIGEST[:16]} (images with python3; else docker exec)"
             )
         self.info = BackendInfo(name="docker", isolation=settings.isolation, tools=tools)
-        self._warm: dict[tuple[str, Limits], list[DockerSandbox]] = {}
+        self._warm: dict[Pool, list[DockerSandbox]] = {}
+        self._spares: dict[Pool, Future[DockerSandbox]] = {}  # strict: made ahead, never used
+        self._opened: set[Pool] = set()
+        self.spares = SPARE_CONTAINERS
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="prooflock-spare")
         self._lock = threading.Lock()
         self._agentless: set[str] = set()  # image IDs whose python3 cannot run the agent
         self._discarded: queue.SimpleQueue[str | None] = queue.SimpleQueue()
@@ -522,8 +532,11 @@ class DockerBackend:
     @contextlib.contextmanager
     def sandbox(self, image: str, limits: Limits) -> Iterator[DockerSandbox]:
         pool = (image, replace(limits, timeout_s=0))  # commands carry their own timeouts
-        box = self._take_warm(pool) if self.settings.isolation == "warm" else None
-        box = box or self._create(image, limits)
+        if self.settings.isolation == "warm":
+            box = self._take_warm(pool) or self._create(image, limits)
+        else:
+            box = self._take_spare(pool) or self._create(image, limits)
+            self._make_spare(pool, image, limits)
         try:
             yield box
         finally:
@@ -533,10 +546,28 @@ class DockerBackend:
             else:
                 self._remove(box)
 
-    def _take_warm(self, pool: tuple[str, Limits]) -> DockerSandbox | None:
+    def _take_warm(self, pool: Pool) -> DockerSandbox | None:
         with self._lock:
             idle = self._warm.get(pool, [])
             return idle.pop() if idle else None
+
+    def _make_spare(self, pool: Pool, image: str, limits: Limits) -> None:
+        """Strict: from a pool's second sandbox on (a batch, not one check), start the next
+        container while this one is in use, so a check does not wait for create and start.
+        It is as fresh as one made on demand: no check has touched it."""
+        with self._lock:
+            if pool not in self._opened:
+                self._opened.add(pool)
+            elif self.spares and pool not in self._spares:
+                self._spares[pool] = self._starter.submit(self._create, image, limits)
+
+    def _take_spare(self, pool: Pool) -> DockerSandbox | None:
+        with self._lock:
+            spare = self._spares.pop(pool, None)
+        try:  # one half made is still sooner than a new one
+            return spare.result() if spare is not None else None
+        except Exception:  # noqa: BLE001 - made on demand instead, which reports a lasting failure
+            return None
 
     def _remove_orphans(self) -> None:
         """Remove sandboxes left by a prooflock process on this host that no longer runs."""
@@ -556,6 +587,13 @@ class DockerBackend:
         with self._lock:
             boxes = [box for idle in self._warm.values() for box in idle]
             self._warm.clear()
+            spares = list(self._spares.values())
+            self._spares.clear()
+        for spare in spares:
+            if not spare.cancel():
+                with contextlib.suppress(Exception):
+                    boxes.append(spare.result())
+        self._starter.shutdown(wait=True)
         for box in boxes:
             self._remove(box)
         with self._lock:

@@ -28,6 +28,7 @@ from runner.cli.common import (
     read_text,
 )
 from runner.errors import UserError, explain
+from runner.executors import executor_for
 from runner.models import CheckRequest, CheckResult, Target, Verdict
 from runner.progress import ProgressReporter
 from runner.provers.base import OptionSpec
@@ -131,6 +132,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="the log to write (default: checkpoints/<requests name>.jsonl)",
     )
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    executor_flags(run)
     backend_flags(run)
 
     again = commands.add_parser(
@@ -142,7 +144,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     again.add_argument("log", metavar="LOG|BUNDLE|s3://...")
     again.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    executor_flags(again)
     backend_flags(again)
+
+
+def executor_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("where the checks of a run execute")
+    group.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local (default): this machine; ray: a Ray cluster (pip install 'prooflock[ray]')",
+    )
+    group.add_argument(
+        "--address", metavar="ray://HOST:PORT|auto", help="the Ray cluster (default: auto)"
+    )
 
 
 def _owners(spec: OptionSpec) -> str:
@@ -264,18 +280,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     checkpoint = args.checkpoint or settings.checkpoint_dir / f"{args.requests.stem}.jsonl"
     renders = checkpoint.with_name(checkpoint.stem + ".renders")
-    with (
-        open_checker(settings, settings.daemon, notify=notify_stderr, keep_outputs=renders) as checker,
-        ProgressReporter(len(requests), "checking") as progress,
-    ):
-        summary = run_requests(
-            requests,
-            checkpoint,
-            checker,
-            source=str(args.requests),
-            on_result=lambda r: progress.advance(f"{plain(r.artifact)}: {r.verdict.value}"),
-        )
-        canary = canary_failed(checker)
+    executor = executor_for(args.executor, settings, address=args.address, notify=notify_stderr)
+    try:
+        with (
+            open_checker(settings, settings.daemon, notify=notify_stderr, keep_outputs=renders) as checker,
+            ProgressReporter(len(requests), "checking") as progress,
+        ):
+            summary = run_requests(
+                requests,
+                checkpoint,
+                checker,
+                source=str(args.requests),
+                on_result=lambda r: progress.advance(f"{plain(r.artifact)}: {r.verdict.value}"),
+                executor=executor,
+            )
+            canary = canary_failed(checker)
+    finally:
+        if executor is not None:
+            executor.close()
     code = max(exit_code(summary.results), EXIT_FAILED if canary else EXIT_OK)
     if args.json:
         print_json(
@@ -321,17 +343,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.backend is None and (recorded := recorded_backend(runs)) in ("local", "docker"):
             settings = settings.model_copy(update={"backend": recorded})
         settings = settings.model_copy(update={"cache": False})  # a replay re-checks for real
-        with (
-            open_checker(settings, settings.daemon, notify=notify_stderr) as checker,
-            ProgressReporter(len(runs), "replaying") as progress,
-        ):
-            report = replay(
-                source.log,
-                checker,
-                on_row=lambda row: progress.advance(_row_label(row)),
-                bundle=source.bundle,
-            )
-            canary = canary_failed(checker)
+        executor = executor_for(args.executor, settings, address=args.address, notify=notify_stderr)
+        try:
+            with (
+                open_checker(settings, settings.daemon, notify=notify_stderr) as checker,
+                ProgressReporter(len(runs), "replaying") as progress,
+            ):
+                report = replay(
+                    source.log,
+                    checker,
+                    on_row=lambda row: progress.advance(_row_label(row)),
+                    bundle=source.bundle,
+                    executor=executor,
+                )
+                canary = canary_failed(checker)
+        finally:
+            if executor is not None:
+                executor.close()
     code = max(report.exit_code(), EXIT_FAILED if canary else EXIT_OK)
     if args.json:
         data = report.to_json()

@@ -12,9 +12,10 @@ as it checks at once, so a core never waits on the driver.
 Faults: when an actor dies, the driver starts another on the same node, and the dead actor's
 in-flight requests wait for it. If it starts, the node is up and its worker died: each request
 that was in flight counts a worker death, goes back to the queue and from then on is checked
-alone; a request on its second worker death (so surely the one that killed it) is recorded as
-`crash` instead of being retried forever. If it cannot start, the node is gone: the requests go
-back to the queue as they were, and the rest of the run goes to the other nodes.
+alone (on another node, if there is one); a request on its second worker death (so surely the
+one that killed it) is recorded as `crash` instead of being retried forever. If it cannot
+start, the node is gone: the requests go back to the queue as they were, and the rest of the run
+goes to the other nodes.
 """
 
 from __future__ import annotations
@@ -204,6 +205,7 @@ class _Job(Generic[K]):
     request: CheckRequest
     prover: str  # the adapter's name (a request may name an alias)
     deaths: int = 0  # worker deaths while this request was in flight
+    died_on: set[str] = field(default_factory=set)  # the nodes of those deaths
     done: bool = False
 
 
@@ -304,7 +306,7 @@ class _Run(Generic[K]):
         samples: dict[str, dict[str, CheckRequest]],
         adapters: dict[str, str],
     ):
-        self.x = executor
+        self.executor = executor
         self.adapters = adapters
         self.ray = executor.ray
         self.samples = samples
@@ -372,7 +374,7 @@ class _Run(Generic[K]):
             while (
                 actor.ready and not actor.alone and queue and len(actor.in_flight) < actor.capacity
             ):
-                job = self._take(queue, idle=not actor.in_flight)
+                job = self._take(queue, actor)
                 if job is None:
                     break
                 ref = actor.handle.check.remote(job.request)
@@ -380,16 +382,22 @@ class _Run(Generic[K]):
                 actor.in_flight[ref] = job
                 actor.alone = job.deaths > 0
 
-    @staticmethod
-    def _take(queue: deque[_Job[K]], *, idle: bool) -> _Job[K] | None:
-        """The next request for an actor; one that was on a worker death only for an idle one."""
-        if idle:
-            return queue.popleft()
+    def _take(self, queue: deque[_Job[K]], actor: _Host) -> _Job[K] | None:
+        """The next request for `actor`. One that was on a worker death goes only to an idle
+        actor, and on another node than the deaths if the run has one: a node that breaks its
+        workers by itself must not turn a request into `crash`."""
         for position, job in enumerate(queue):
-            if job.deaths == 0:
+            if job.deaths == 0 or (not actor.in_flight and self._may_retry_on(job, actor.node)):
                 del queue[position]
                 return job
         return None
+
+    def _may_retry_on(self, job: _Job[K], node: _Node) -> bool:
+        if node.id not in job.died_on:
+            return True
+        return not any(
+            other.node.id not in job.died_on for other in self.hosts if other.prover == job.prover
+        )
 
     # -- nodes and actors ------------------------------------------------------------------
 
@@ -405,7 +413,9 @@ class _Run(Generic[K]):
             if cpus < 1:
                 continue  # a head node kept free of work
             node = _Node(
-                node_id, info.get("NodeManagerAddress", "?"), max(1, cpus // self.x.settings.cpus)
+                node_id,
+                info.get("NodeManagerAddress", "?"),
+                max(1, cpus // self.executor.settings.cpus),
             )
             for prover in self.samples:
                 self._start(node, prover)
@@ -414,12 +424,12 @@ class _Run(Generic[K]):
         strategy = importlib.import_module("ray.util.scheduling_strategies")
         running = max(1, node.slots // len(self.samples))
         capacity = IN_FLIGHT_PER_SLOT * running
-        handle = self.x._host_class.options(
+        handle = self.executor._host_class.options(
             num_cpus=0,  # placed by node affinity; concurrency is sized from the node's CPUs
             max_concurrency=capacity + CONTROL_THREADS,
             max_restarts=0,  # a dead actor is replaced by the driver, which re-queues its work
             scheduling_strategy=strategy.NodeAffinitySchedulingStrategy(node.id, soft=False),
-            runtime_env=self.x.runtime_env or None,
+            runtime_env=self.executor.runtime_env or None,
         ).remote(self.fields, running)
         actor = _Host(node, prover, handle, running)
         self.refs[handle.describe.remote(self.samples[prover])] = (DESCRIBE, actor, None)
@@ -428,7 +438,7 @@ class _Run(Generic[K]):
         return actor
 
     def _admit(self, actor: _Host, report: Mapping[str, Any]) -> None:
-        reason = refusal(self.x.reference, report, self.x.kit, self.adapters)
+        reason = refusal(self.executor.reference, report, self.executor.kit, self.adapters)
         if reason is not None:
             self._drop(actor)
             self._gone(actor, reason)
@@ -437,6 +447,7 @@ class _Run(Generic[K]):
         again: list[_Job[K]] = []
         for job in actor.held:  # the node is up: its worker died with these in flight
             job.deaths += 1
+            job.died_on.add(actor.node.id)
             if job.deaths < 2:
                 again.append(job)
                 continue
@@ -455,7 +466,7 @@ class _Run(Generic[K]):
         if not actor.ready:
             self._gone(actor, f"its {actor.prover} worker did not start: {why}")
             return
-        self.x.notify(
+        self.executor.notify(
             f"the {actor.prover} worker on Ray node {actor.node} died with {len(jobs)} requests "
             "in flight; they are checked again once a new worker starts there, or elsewhere"
         )
@@ -467,7 +478,7 @@ class _Run(Generic[K]):
         actor.held = []
         message = f"Ray node {actor.node} does not check {actor.prover}: {reason}"
         self.problems.append(message)
-        self.x.notify(message)
+        self.executor.notify(message)
 
     def _give_up_on_late_replacements(self) -> None:
         for actor in [a for a in self.hosts if a.held and not a.ready]:

@@ -51,10 +51,11 @@ class Cheat:
     says: str = ""  # in the first diagnostic's message
     reference: bool = False  # checked against REFERENCE, which it tries to read
     timeout: int = 30
+    refused: bool = False  # by the guard, before asy runs
 
 
 def refused(source: str, line: int, column: int, says: str, reference: bool = False) -> Cheat:
-    return Cheat(source, Verdict.FAIL, (line, column), "refused: " + says, reference)
+    return Cheat(source, Verdict.FAIL, (line, column), says, reference, refused=True)
 
 
 # -- refused by the guard, before asy runs ------------------------------------------------------
@@ -63,15 +64,27 @@ REFUSED = {
     # the TeX engine, and every way to reach asy's settings
     "luatex_engine": refused(
         'settings.tex = "luatex";\n'
-        "label(\"\\\\directlua{io.open('../reference/diagram.asy'):read('a')}\", (0, 0));",
-        1, 1, "`settings.tex`", reference=True,
+        "label(\"\\directlua{io.open('../reference/diagram.asy'):read('a')}\", (0, 0));",
+        1,
+        1,
+        "`settings.tex`",
+        reference=True,
     ),
-    "lualatex_engine": refused('settings.tex = "lualatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"),
-    "xelatex_engine": refused('settings.tex = "xelatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"),
-    "context_engine": refused('settings.tex = "context";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"),
+    "lualatex_engine": refused(
+        'settings.tex = "lualatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    ),
+    "xelatex_engine": refused(
+        'settings.tex = "xelatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    ),
+    "context_engine": refused(
+        'settings.tex = "context";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    ),
     "engine_by_concatenation": refused('settings.tex = "lua" + "latex";', 1, 1, "`settings.tex`"),
     "texcommand": refused(
-        'settings.tex = "pdflatex";\nsettings.texcommand = "lualatex";', 2, 1, "`settings.texcommand`"
+        'settings.tex = "pdflatex";\nsettings.texcommand = "lualatex";',
+        2,
+        1,
+        "`settings.texcommand`",
     ),
     "texpath": refused('settings.texpath = "/tmp/MARK";', 1, 1, "`settings.texpath`"),
     "import_settings": refused('import settings;\ntex = "luatex";', 1, 8, "asy's `settings`"),
@@ -89,21 +102,27 @@ REFUSED = {
     "eval_of_text": refused('eval("settings.tex = \\"luatex\\";");', 1, 1, "`eval`"),
     "eval_of_quote": refused('eval(quote { settings.tex = "luatex"; });', 1, 1, "`eval`"),
     "asy_function": refused('asy("pdf", "MARK");', 1, 1, "`asy` runs text as asy code"),
-    "type_injection": refused('type("int x; import \\"MARK\\"; typedef int", "T");', 1, 1, "`type`"),
+    "type_injection": refused(
+        'type("int x; import \\"MARK\\"; typedef int", "T");', 1, 1, "`type`"
+    ),
     "autoimport": refused('settings.autoimport = "MARK";', 1, 1, "`settings.autoimport`"),
-    "ghostscript_options": refused('settings.gsOptions = "-dNOSAFER";', 1, 1, "`settings.gsOptions`"),
+    "ghostscript_options": refused(
+        'settings.gsOptions = "-dNOSAFER";', 1, 1, "`settings.gsOptions`"
+    ),
     "hyperref_options": refused(
-        'settings.hyperrefOptions = "pdfauthor={\\\\input{/etc/hostname}}";', 1, 1, "`settings"
+        'settings.hyperrefOptions = "pdfauthor={\\input{/etc/hostname}}";', 1, 1, "`settings"
     ),
     "output_name": refused('settings.outname = "/tmp/MARK";', 1, 1, "`settings.outname`"),
     "safe_mode_off": refused(
         'settings.safe = false;\nsystem("touch /tmp/MARK");', 1, 1, "the artifact sets asy's `safe`"
     ),
-    "global_write_on": refused("settings.globalwrite = true;", 1, 1, "asy's `globalwrite`"),
-    "global_read_on": refused("settings.globalread = true;", 1, 1, "asy's `globalread`"),
+    "global_write_on": refused("settings.globalwrite = true;", 1, 1, "sets asy's `globalwrite`"),
+    "global_read_on": refused("settings.globalread = true;", 1, 1, "sets asy's `globalread`"),
     "lexer_disagreement": refused(
         'real operator "+"(real a) { settings.tex = "luatex"; return a; }',
-        1, 15, "the kit cannot read this as asy does",
+        1,
+        15,
+        "the kit cannot read this as asy does",
     ),
     # modules by path, and modules that run text or files
     "import_the_reference": refused(
@@ -113,7 +132,10 @@ REFUSED = {
         'include "../reference/diagram.asy";', 1, 1, "file path or URL", reference=True
     ),
     "from_the_reference": refused(
-        'from "../reference/diagram" access currentpicture;', 1, 1, "file path or URL",
+        'from "../reference/diagram" access currentpicture;',
+        1,
+        1,
+        "file path or URL",
         reference=True,
     ),
     "import_from_the_network": refused(
@@ -122,12 +144,16 @@ REFUSED = {
     "slide_includes_files": refused(
         'import slide;\nasyinclude("../reference/diagram.asy");', 1, 1, "module 'slide'"
     ),
-    "map_runs_text": refused('import map;\nmapTemplate("M", "int", "int", "0");', 1, 1, "module 'map'"),
+    "map_runs_text": refused(
+        'import map;\nmapTemplate("M", "int", "int", "0");', 1, 1, "module 'map'"
+    ),
     "embed_files": refused('import embed;\nlabel(embed("/etc/hostname"));', 1, 1, "module 'embed'"),
     # TeX in the preamble and in labels
-    "preamble_luacode": refused('texpreamble("\\\\usepackage{luacode}");', 1, 13, "package 'luacode'"),
+    "preamble_luacode": refused(
+        'texpreamble("\\usepackage{luacode}");', 1, 14, "package 'luacode'"
+    ),
     "preamble_directlua": refused(
-        "texpreamble(\"\\\\directlua{os.execute('touch /tmp/MARK')}\");", 1, 13, "`\\directlua`"
+        "texpreamble(\"\\directlua{os.execute('touch /tmp/MARK')}\");", 1, 14, "`\\directlua`"
     ),
     "usepackage_shellesc": refused('usepackage("shellesc");', 1, 12, "package 'shellesc'"),
     "usepackage_minted": refused('usepackage("amsmath, minted");', 1, 12, "package 'minted'"),
@@ -136,46 +162,53 @@ REFUSED = {
         'string p = "shell" + "esc";\nusepackage(p);', 2, 1, "string literal"
     ),
     "label_directlua": refused(
-        "label(\"\\\\directlua{io.open('/tmp/MARK', 'w'):write('x')}\", (0, 0));",
-        1, 8, "`\\directlua`",
+        "label(\"\\directlua{io.open('/tmp/MARK', 'w'):write('x')}\", (0, 0));",
+        1,
+        8,
+        "`\\directlua`",
     ),
     "label_write18": refused(
-        'label("\\\\immediate\\\\write18{touch /tmp/MARK}x", (0, 0));', 1, 8, "`\\immediate`"
+        'label("\\immediate\\write18{touch /tmp/MARK}x", (0, 0));', 1, 8, "`\\immediate`"
     ),
     "label_openout_tmp": refused(
-        'label("\\\\immediate\\\\openout9=/tmp/MARK\\\\immediate\\\\closeout9 x", (0, 0));',
-        1, 8, "`\\immediate`",
+        'label("\\immediate\\openout9=/tmp/MARK\\immediate\\closeout9 x", (0, 0));',
+        1,
+        8,
+        "`\\immediate`",
     ),
     "label_openout_parent": refused(
-        'label("\\\\openout9=../../MARK x", (0, 0));', 1, 8, "`\\openout`"
+        'label("\\openout9=../../MARK x", (0, 0));', 1, 8, "`\\openout`"
     ),
-    "label_input_absolute": refused('label("\\\\input{/etc/hostname}", (0, 0));', 1, 8, "`\\input`"),
+    "label_input_absolute": refused('label("\\input{/etc/hostname}", (0, 0));', 1, 8, "`\\input`"),
     "label_input_reference": refused(
-        'label("\\\\input{../reference/diagram.asy}", (0, 0));', 1, 8, "`\\input`", reference=True
+        'label("\\input{../reference/diagram.asy}", (0, 0));', 1, 8, "`\\input`", reference=True
     ),
     "label_graphic_of_the_reference": refused(
-        'label("\\\\includegraphics{../reference/out/diagram.pdf}", (0, 0));',
-        1, 8, "`\\includegraphics`", reference=True,
+        'label("\\includegraphics{../reference/out/diagram.pdf}", (0, 0));',
+        1,
+        8,
+        "`\\includegraphics`",
+        reference=True,
     ),
     "label_octal_backslash": refused("label('\\134directlua{}', (0, 0));", 1, 8, "`\\directlua`"),
     "label_joined_literals": refused(
-        "label(\"\\\\dir\"\n      'ectlua{}', (0, 0));", 1, 8, "`\\directlua`"
+        "label(\"\\dir\"\n      'ectlua{}', (0, 0));", 1, 8, "`\\directlua`"
     ),
-    "label_caret_notation": refused(
-        'label("^^5cinput{/etc/hostname}", (0, 0));', 1, 8, "`^^`"
-    ),
+    "label_caret_notation": refused('label("^^5cinput{/etc/hostname}", (0, 0));', 1, 8, "`^^`"),
     "label_csname": refused(
-        'label("\\\\csname input\\\\endcsname{/etc/hostname}", (0, 0));', 1, 8, "`\\csname`"
+        'label("\\csname input\\endcsname{/etc/hostname}", (0, 0));', 1, 8, "`\\csname`"
     ),
-    "label_scantokens": refused('label("\\\\scantokens{x}", (0, 0));', 1, 8, "`\\scantokens`"),
-    "label_catcode": refused('label("\\\\catcode`\\\\|=0 x", (0, 0));', 1, 8, "`\\catcode`"),
+    "label_scantokens": refused('label("\\scantokens{x}", (0, 0));', 1, 8, "`\\scantokens`"),
+    "label_catcode": refused('label("\\catcode`\\|=0 x", (0, 0));', 1, 8, "`\\catcode`"),
     "label_ends_the_document": refused(
-        'label("x}\\\\end{document}", (0, 0));', 1, 10, "`\\end{document}`"
+        'label("x}\\end{document}", (0, 0));', 1, 10, "`\\end{document}`"
     ),
     "label_waits_for_a_terminal": refused(
-        'label("\\\\errorstopmode\\\\errmessage{stop}x", (0, 0));', 1, 8, "`\\errorstopmode`"
+        'label("\\errorstopmode\\errmessage{stop}x", (0, 0));', 1, 8, "`\\errorstopmode`"
     ),
-    "cpu_time": refused("label(string(cputime().parent.user), (0, 0));", 1, 14, "CPU time"),
+    "cpu_time": refused(
+        "label(string(cputime().parent.user), (0, 0));", 1, 14, "the machine's CPU time"
+    ),
 }
 
 # -- left to asy, TeX and the sandbox ----------------------------------------------------------
@@ -183,27 +216,35 @@ REFUSED = {
 AT_RUN_TIME = {
     "asy_reads_the_reference": Cheat(
         'file f = input("../reference/diagram.asy");\nstring s = f;\nlabel(s, (0, 0));',
-        Verdict.FAIL, says="Read from other directories disabled", reference=True,
+        Verdict.FAIL,
+        says="Read from other directories disabled",
+        reference=True,
     ),
     "asy_reads_an_absolute_path": Cheat(
         'file f = input("/etc/hostname");\nstring s = f;\nlabel(s, (0, 0));',
-        Verdict.FAIL, says="Read from other directories disabled",
+        Verdict.FAIL,
+        says="Read from other directories disabled",
     ),
     "asy_writes_to_tmp": Cheat(
         'file f = output("/tmp/MARK");\nwrite(f, "x");\nclose(f);\ndraw((0,0)--(1,1));',
-        Verdict.FAIL, says="Write to other directories disabled",
+        Verdict.FAIL,
+        says="Write to other directories disabled",
     ),
     "asy_writes_to_the_parent": Cheat(
         'file f = output("../../MARK");\nwrite(f, "x");\nclose(f);\ndraw((0,0)--(1,1));',
-        Verdict.FAIL, says="Write to other directories disabled",
+        Verdict.FAIL,
+        says="Write to other directories disabled",
     ),
     "asy_ships_out_to_the_parent": Cheat(
-        'draw((0,0)--(1,1));\nshipout("../../MARK");', Verdict.FAIL,
+        'draw((0,0)--(1,1));\nshipout("../../MARK");',
+        Verdict.FAIL,
         says="Write to other directories disabled",
     ),
     "tex_reads_the_reference": Cheat(
         BACKSLASH + 'label(b + "input{../reference/diagram.asy}", (0, 0));',
-        Verdict.TIMEOUT, reference=True, timeout=10,  # openin_any=p: LaTeX asks for another name
+        Verdict.TIMEOUT,
+        reference=True,
+        timeout=10,  # openin_any=p: LaTeX asks for another name
     ),
     "tex_reads_an_absolute_path": Cheat(
         BACKSLASH + 'label(b + "input{/etc/hostname}", (0, 0));', Verdict.TIMEOUT, timeout=10
@@ -215,7 +256,8 @@ AT_RUN_TIME = {
     "tex_writes_to_tmp": Cheat(  # openout_any=p: TeX refuses, then asks for another name
         BACKSLASH + 'label(b + "immediate" + b + "openout9=/tmp/MARK" + b + "immediate"'
         ' + b + "closeout9 x", (0, 0));',
-        Verdict.TIMEOUT, timeout=10,
+        Verdict.TIMEOUT,
+        timeout=10,
     ),
     "tex_plants_a_module": Cheat(  # TeX writes out/graph.asy; `import graph` loads asy's own
         BACKSLASH + 'label(b + "immediate" + b + "openout9=graph.asy" + b + "immediate" + b'
@@ -232,14 +274,13 @@ AT_RUN_TIME = {
         'string s = "0123456789abcdef";\nfor (int i = 0; i < 16; ++i) s += s;\n'
         'file f = output("big.txt");\nfor (int j = 0; j < 200 * 16; ++j) write(f, s);\n'
         "close(f);\ndraw((0,0)--(1,1));",
-        Verdict.FAIL, says="larger than 128 MiB",
+        Verdict.FAIL,
+        says="larger than 128 MiB",
     ),
     "asy_loops": Cheat("draw((0,0)--(1,1));\nwhile (true) {}", Verdict.TIMEOUT, timeout=5),
-    "tex_loops": Cheat(
-        'label("\\\\def\\\\x{\\\\x}\\\\x", (0, 0));', Verdict.TIMEOUT, timeout=5
-    ),
+    "tex_loops": Cheat('label("\\def\\x{\\x}\\x", (0, 0));', Verdict.TIMEOUT, timeout=5),
     "label_breaks_out_of_its_box": Cheat(
-        'draw((0,0)--(1,1));\nlabel("x}\\\\egroup\\\\egroup y", (0, 0));', Verdict.FAIL
+        'draw((0,0)--(1,1));\nlabel("x}\\egroup\\egroup y", (0, 0));', Verdict.FAIL
     ),
 }
 
@@ -298,8 +339,12 @@ def check(cheat: Cheat, mark: str, backend: Backend, fmt: str = "png") -> tuple[
     if cheat.reference:
         options["reference"] = {"name": "secret.asy", "content": REFERENCE}
     request = CheckRequest(
-        prover="asymptote", mode="render", name="cheat.asy",
-        content=cheat.source.replace(MARK, mark), timeout=cheat.timeout, options=options,
+        prover="asymptote",
+        mode="render",
+        name="cheat.asy",
+        content=cheat.source.replace(MARK, mark),
+        timeout=cheat.timeout,
+        options=options,
     )
     runner = Sandboxes(backend, Limits(timeout_s=cheat.timeout, memory_mb=4096))
     outcome = asymptote.ADAPTER.check(resolved(request), runner)
@@ -311,6 +356,8 @@ def assert_answered(cheat: Cheat, outcome: Outcome) -> None:
     first = outcome.diagnostics[0] if outcome.diagnostics else None
     if cheat.at is not None:
         assert first is not None and (first.line, first.column) == cheat.at, first
+    if cheat.refused:
+        assert first is not None and first.message.startswith("refused: "), first
     if cheat.says:
         assert any(cheat.says in d.message for d in outcome.diagnostics), outcome.diagnostics
     if cheat.reference:
@@ -397,7 +444,9 @@ def render_past_the_guard(backend: Backend, source: str) -> tuple[Outcome, list[
     mark = f"prooflock-cheat-{uuid.uuid4().hex[:12]}"
     runner = Sandboxes(backend, Limits(timeout_s=30, memory_mb=4096))
     try:
-        done = asy_render.render(runner.sandbox(), "artifact", source.replace(MARK, mark), "png", 30)
+        done = asy_render.render(
+            runner.sandbox(), "artifact", source.replace(MARK, mark), "png", 30
+        )
         return asy_render.artifact_outcome(done, "png", 30), leaks(mark, runner)
     finally:
         runner.close()
@@ -408,7 +457,7 @@ def render_past_the_guard(backend: Backend, source: str) -> tuple[Outcome, list[
 def test_past_the_guard_no_lua_or_xetex_engine_runs(backend, engine):
     source = (
         f'settings.tex = "{engine}";\n'
-        "label(\"\\\\directlua{io.open('/tmp/MARK', 'w'):write('x')}x\", (0, 0));\n"
+        "label(\"\\directlua{io.open('/tmp/MARK', 'w'):write('x')}x\", (0, 0));\n"
     )
     outcome, leaked = render_past_the_guard(backend, source)
     assert outcome.verdict is Verdict.FAIL, outcome.diagnostics
@@ -435,7 +484,7 @@ def test_past_the_guard_an_absolute_tex_command_finds_no_lua_in_the_image(backen
     outcome, leaked = render_past_the_guard(
         backend,
         'settings.texcommand = "/usr/bin/luatex";\n'
-        "label(\"\\\\directlua{io.open('/tmp/MARK', 'w'):write('x')}x\", (0, 0));\n",
+        "label(\"\\directlua{io.open('/tmp/MARK', 'w'):write('x')}x\", (0, 0));\n",
     )
     assert outcome.verdict is Verdict.FAIL
     assert not leaked
@@ -445,13 +494,14 @@ def test_past_the_guard_an_absolute_tex_command_finds_no_lua_in_the_image(backen
 def test_tex_takes_its_restrictions_from_the_environment_asy_runs_it_in(backend):
     probe = (
         "for v in shell_escape openin_any openout_any; do kpsewhich -var-value $v; done; "
-        "for e in " + " ".join(asy_render.REFUSED_ENGINES) + "; do "
+        f"for e in {asy_render.REFUSED_ENGINES}; do "
         'p=$(command -v $e) && readlink -f "$p"; done; true'
     )
     with backend.sandbox("asymptote", Limits(timeout_s=60, memory_mb=4096)) as box:
         done = box.run(
             ["sh", "-c", asy_render.PREPARE, "sh", "artifact", "sh", "-c", probe],
-            timeout_s=60, env=asy_render.RUN_ENV,
+            timeout_s=60,
+            env=asy_render.RUN_ENV,
         )
     said = done.stdout.decode().split()
     assert said[:3] == ["f", "p", "p"], done.text

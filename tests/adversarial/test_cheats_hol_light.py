@@ -94,18 +94,20 @@ CHEATS = [
     ),
     Cheat(
         "obj_through_a_module_alias",
-        "module O = Obj;;\nlet FORGED : thm = O.magic (Some ([], `F`));;\n",
+        "module Mo = Obj;;\nlet FORGED : thm = Mo.magic (Some ([], `F`));;\n",
         Verdict.FAIL,
         where=(1, 0),
     ),
     Cheat(
         "obj_through_a_functor",
-        "module Cast (X : sig end) = struct let cast = Obj.magic end;;\n",
+        "module Cast (Xs : sig end) = struct let cast = Obj.magic end;;\n",
         Verdict.FAIL,
+        where=(1, 0),
+        words="a module definition",
     ),
     Cheat(
         "obj_through_a_local_module",
-        "let cast x = let module M = Stdlib in M.Obj.magic x;;\n",
+        "let cast x = let module Mo = Stdlib in Mo.Obj.magic x;;\n",
         Verdict.FAIL,
         where=(1, 13),
         words="a local module",
@@ -133,9 +135,9 @@ CHEATS = [
     ),
     Cheat(
         "unsafe_string_mutation",
-        'let b = Bytes.unsafe_of_string "F";;\n',
+        'let mutable_f = Bytes.unsafe_of_string "F";;\n',
         Verdict.FAIL,
-        where=(1, 8),
+        where=(1, 16),
     ),
     Cheat(
         "gc_finaliser_runs_later",
@@ -145,9 +147,9 @@ CHEATS = [
     ),
     Cheat(
         "toplevel_itself",
-        "let env = Toploop.toplevel_env;;\n",
+        "let toplevel = Toploop.toplevel_env;;\n",
         Verdict.FAIL,
-        where=(1, 10),
+        where=(1, 15),
         words="module Toploop",
     ),
     # -- the machine -----------------------------------------------------------------------------
@@ -191,7 +193,9 @@ CHEATS = [
         Verdict.FAIL,
         where=(2, 0),
     ),
+    # camlp5 runs #load and #directory while it parses: refused before they run.
     Cheat("directive_load", '#load "unix.cma";;\n', Verdict.FAIL, where=(1, 0)),
+    Cheat("directive_directory", '#directory "/tmp";;\n', Verdict.FAIL, where=(1, 0)),
     # -- ending early, or with the report in disarray ---------------------------------------------
     Cheat(
         "exit_mid_file",

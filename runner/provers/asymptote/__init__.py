@@ -42,10 +42,15 @@ from runner.resolve import ResolvedRequest
 VERSION = "3"
 FORMATS = asy_outputs.FORMATS
 OPTIONS = (
-    OptionSpec("format", "output format (default png)", metavar="FORMAT", choices=FORMATS,
-               default="png"),
-    OptionSpec("reference", "a reference .asy diagram to compare with (keyword F1, SSIM)",
-               metavar="REF.asy", reads_file=True),
+    OptionSpec(
+        "format", "output format (default png)", metavar="FORMAT", choices=FORMATS, default="png"
+    ),
+    OptionSpec(
+        "reference",
+        "a reference .asy diagram to compare with (keyword F1, SSIM)",
+        metavar="REF.asy",
+        reads_file=True,
+    ),
 )
 
 

@@ -19,21 +19,25 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
+from runner.provers.asymptote import lexer
 from runner.provers.common.lexing import c_like_code
 
 DIGITS = 4
 RASTER_SIZE = 512
 # gs renders a PDF page scaled into a fixed canvas: the same pixel grid for every diagram.
 RASTER_ARGS = (
-    "-q", "-dSAFER", "-dBATCH", "-dNOPAUSE", "-sDEVICE=pnggray", f"-g{RASTER_SIZE}x{RASTER_SIZE}",
-    "-dFIXEDMEDIA", "-dPDFFitPage", "-dTextAlphaBits=4", "-dGraphicsAlphaBits=4",
+    "-q",
+    "-dSAFER",
+    "-dBATCH",
+    "-dNOPAUSE",
+    "-sDEVICE=pnggray",
+    f"-g{RASTER_SIZE}x{RASTER_SIZE}",
+    "-dFIXEDMEDIA",
+    "-dPDFFitPage",
+    "-dTextAlphaBits=4",
+    "-dGraphicsAlphaBits=4",
 )
-KEYWORDS = frozenset({
-    "and", "controls", "tension", "atleast", "curl", "if", "else", "while", "for", "do", "return",
-    "break", "continue", "struct", "typedef", "new", "access", "import", "unravel", "from",
-    "include", "quote", "static", "public", "private", "restricted", "this", "explicit", "true",
-    "false", "null", "cycle", "newframe", "operator",
-})
+KEYWORDS = lexer.KEYWORDS | {"operator"}  # asy's keywords: `if (`, `while (` are no calls
 CALL = re.compile(r"(?<!\w)([A-Za-z_]\w*)\s*\(")
 
 

@@ -33,6 +33,11 @@ from runner.models import Diagnostic
 from runner.provers.asymptote import lexer
 from runner.provers.asymptote.lexer import Token
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # setting -> the one token text it may be given (a string's value without quotes)
 ALLOWED_SETTINGS = {
     "tex": ("string", ("latex", "pdflatex")),
@@ -40,52 +45,47 @@ ALLOWED_SETTINGS = {
     "prc": ("keyword", ("false",)),
 }
 SANDBOX_SETTINGS = ("safe", "globalwrite", "globalread")
-CODE_FROM_TEXT = frozenset({
-    "eval", "_eval", "usersetting", "asy", "type", "mapArray", "mapTemplate",
-})
-MACHINE_STATE = frozenset({"cputime", "_cputime"})
-MODULES = frozenset({
-    # Debian's asymptote 2.85, less slide, map, embed, external, animate, animation, v3d*
-    "CAD", "babel", "bezulate", "binarytree", "bsp", "colormap", "contour", "contour3",
-    "drawtree", "feynman", "flowchart", "fontsize", "geometry", "graph", "graph3",
-    "graph_settings", "graph_splinetype", "grid3", "interpolate", "labelpath", "labelpath3",
-    "lmfit", "markers", "math", "metapost", "obj", "ode", "palette", "patterns", "plain",
-    "plain_arcs", "plain_arrows", "plain_bounds", "plain_boxes", "plain_constants",
-    "plain_debugger", "plain_filldraw", "plain_Label", "plain_margins", "plain_markers",
-    "plain_paths", "plain_pens", "plain_picture", "plain_prethree", "plain_scaling",
-    "plain_shipout", "plain_strings", "pstoedit", "rational", "rationalSimplex", "roundedpath",
-    "simplex", "size10", "size11", "slopefield", "smoothcontour3", "solids", "stats", "syzygy",
-    "texcolors", "three", "three_arrows", "three_light", "three_margins", "three_surface",
-    "three_tube", "tree", "trembling", "tube", "version", "x11colors", "annotate",
-    # not in Debian, common in olympiad diagrams (the image may carry a pinned olympiad.asy)
-    "olympiad", "cse5",
-})
-TEX_PACKAGES = frozenset({
-    "amsmath", "amssymb", "amsfonts", "amsthm", "amstext", "amsbsy", "amsopn", "amscd",
-    "mathtools", "mathrsfs", "bm", "xcolor", "color", "graphicx", "graphics", "latexsym",
-    "textcomp", "gensymb", "siunitx", "upgreek", "esint", "cancel", "bbm", "dsfont",
-    "stmaryrd", "wasysym", "euscript", "eucal", "eufrak", "mathptmx", "times", "helvet",
-    "courier", "palatino", "mathpazo", "newtxmath", "newtxtext", "txfonts", "pxfonts",
-    "lmodern", "fontenc", "inputenc", "calc", "ifthen", "relsize", "fix-cm", "type1cm",
-    "type1ec", "units", "nicefrac", "xfrac", "babel", "mathabx", "yhmath", "pifont",
-    "marvosym", "skull", "tipa", "chemfig", "mhchem", "array", "amsxtra", "exscale", "fixmath",
-})
-REFUSED_TEX = frozenset({
-    # files and streams
-    "input", "include", "includeonly", "InputIfFileExists", "IfFileExists", "@input",
-    "@@input", "@iinput", "@input@", "openin", "closein", "read", "readline", "openout",
-    "closeout", "write", "immediate", "typein", "verbatiminput", "VerbatimInput",
-    "lstinputlisting", "includegraphics", "pdfximage", "pdfobj", "pdffiledump",
-    "pdfmdfivesum", "pdffilesize", "pdffilemoddate", "special",
-    # shells and Lua
-    "directlua", "latelua", "ShellEscape", "DelayedShellEscape",
-    # names built from text, catcodes, primitives by name
-    "csname", "scantokens", "catcode", "ExplSyntaxOn", "UseName", "@nameuse", "csuse",
-    "pdfprimitive", "primitive",
-    # interaction (TeX would wait for a terminal), the job and the document
-    "errorstopmode", "scrollmode", "batchmode", "nonstopmode", "interactionmode", "pausing",
-    "documentclass", "LoadClass", "@@end", "dump",
-})
+CODE_FROM_TEXT = _words("eval _eval usersetting asy type mapArray mapTemplate")
+MACHINE_STATE = frozenset(("cputime", "_cputime"))
+# Debian's asymptote 2.85 less slide, map, embed, external, animate, animation and v3d*; then
+# olympiad and cse5, not in Debian but common in olympiad diagrams (the image may pin olympiad).
+MODULES = _words(
+    """
+    CAD annotate babel bezulate binarytree bsp colormap contour contour3 drawtree feynman
+    flowchart fontsize geometry graph graph3 graph_settings graph_splinetype grid3 interpolate
+    labelpath labelpath3 lmfit markers math metapost obj ode palette patterns plain plain_arcs
+    plain_arrows plain_bounds plain_boxes plain_constants plain_debugger plain_filldraw
+    plain_Label plain_margins plain_markers plain_paths plain_pens plain_picture plain_prethree
+    plain_scaling plain_shipout plain_strings pstoedit rational rationalSimplex roundedpath
+    simplex size10 size11 slopefield smoothcontour3 solids stats syzygy texcolors three
+    three_arrows three_light three_margins three_surface three_tube tree trembling tube version
+    x11colors
+    olympiad cse5
+"""
+)
+# Macro packages for symbols, fonts and colour: none reads files or reaches a shell or Lua.
+TEX_PACKAGES = _words(
+    """
+    amsbsy amscd amsfonts amsmath amsopn amssymb amstext amsthm amsxtra array babel bbm bm
+    calc cancel chemfig color courier dsfont esint eucal eufrak euscript exscale fix-cm fixmath
+    fontenc gensymb graphics graphicx helvet ifthen inputenc latexsym lmodern marvosym mathabx
+    mathpazo mathptmx mathrsfs mathtools mhchem newtxmath newtxtext nicefrac palatino pifont
+    pxfonts relsize siunitx skull stmaryrd textcomp times tipa txfonts type1cm type1ec units
+    upgreek wasysym xcolor xfrac yhmath
+"""
+)
+REFUSED_TEX = _words(
+    """
+    input include includeonly InputIfFileExists IfFileExists @input @@input @iinput @input@
+    openin closein read readline openout closeout write immediate typein verbatiminput
+    VerbatimInput lstinputlisting includegraphics pdfximage pdfobj pdffiledump pdfmdfivesum
+    pdffilesize pdffilemoddate special
+    directlua latelua ShellEscape DelayedShellEscape
+    csname scantokens catcode ExplSyntaxOn UseName @nameuse csuse pdfprimitive primitive
+    errorstopmode scrollmode batchmode nonstopmode interactionmode pausing
+    documentclass LoadClass @@end dump
+"""
+)  # files and streams; shells and Lua; names built from text; a terminal; the job
 PACKAGE_COMMANDS = ("usepackage", "RequirePackage")
 CONTROL_WORD = re.compile(r"\\([A-Za-z@]+|.)", re.DOTALL)
 PACKAGE_ARGUMENTS = re.compile(r"\s*(?:\[[^\]]*\]\s*)?\{([^{}]*)\}")
@@ -98,7 +98,9 @@ def refusals(source: str) -> list[Diagnostic]:
     try:
         tokens = lexer.tokenize(source)
     except lexer.Unreadable as exc:
-        return [_refusal(source, exc.offset, f"refused: the kit cannot read this as asy does ({exc})")]
+        return [
+            _refusal(source, exc.offset, f"refused: the kit cannot read this as asy does ({exc})")
+        ]
     found = [_refusal(source, offset, message) for offset, message in _findings(tokens)]
     return sorted(found, key=lambda d: (d.line or 0, d.column or 0))
 
@@ -115,14 +117,11 @@ def _findings(tokens: list[Token]) -> Iterator[tuple[int, str]]:
             else:
                 yield token.offset, _settings_message(tokens, index)
         elif token.kind == "id" and token.text in CODE_FROM_TEXT:
-            yield token.offset, (
-                f"refused: `{token.text}` runs text as asy code, which the kit cannot check"
-            )
+            message = f"refused: `{token.text}` runs text as asy code, which the kit cannot check"
+            yield token.offset, message
         elif token.kind == "id" and token.text in MACHINE_STATE:
-            yield token.offset, (
-                f"refused: `{token.text}` reads the machine's CPU time: the render would not be "
-                "reproducible"
-            )
+            message = f"refused: `{token.text}` reads the machine's CPU time: not reproducible"
+            yield token.offset, message
         elif token.kind == "id" and token.text == "usepackage":
             yield from _usepackage(tokens, index)
         elif token.kind == "keyword" and token.text in ("import", "access", "include", "from"):
@@ -155,7 +154,7 @@ def _settings_message(tokens: list[Token], index: int) -> str:
         return f"refused: the artifact sets asy's `{name}`, a setting that guards the sandbox"
     what = f"`settings.{name}`" if name else "asy's `settings`"
     return (
-        f"refused: {what}: an artifact may only write `settings.tex = \"latex\";` (or "
+        f'refused: {what}: an artifact may only write `settings.tex = "latex";` (or '
         '"pdflatex"), `settings.render = 0;` and `settings.prc = false;`; '
         "the output format comes from the request"
     )
@@ -184,19 +183,17 @@ def _module_statement(tokens: list[Token], index: int) -> Iterator[tuple[int, st
         return
     for name in names:
         if name.kind == "string":
-            yield keyword.offset, (
-                f"refused: `{keyword.text}` of a file path or URL ({name.text!r}); "
-                "name a module instead"
-            )
+            what = f"`{keyword.text}` of a file path or URL ({name.text!r}): name a module"
         elif name.kind != "id":
-            yield keyword.offset, f"refused: the kit cannot read this `{keyword.text}` statement"
-        elif name.text == "settings":
-            continue  # refused once, as a use of `settings`
-        elif name.text not in MODULES:
-            yield keyword.offset, (
-                f"refused: module '{name.text}' is not one the kit renders with "
+            what = f"the kit cannot read this `{keyword.text}` statement"
+        elif name.text == "settings" or name.text in MODULES:
+            continue  # `settings` is refused once, as a use of that name
+        else:
+            what = (
+                f"module '{name.text}' is not one the kit renders with "
                 "(Asymptote's own drawing modules, olympiad and cse5)"
             )
+        yield keyword.offset, f"refused: {what}"
 
 
 def _access_list(rest: list[Token]) -> Iterator[Token]:
@@ -223,10 +220,8 @@ def _usepackage(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
     ):
         yield from _packages(call[1].text, call[1].offset)
         return
-    yield tokens[index].offset, (
-        "refused: `usepackage` must name its packages in a string literal, as in "
-        'usepackage("amsmath")'
-    )
+    message = 'refused: `usepackage` must name its packages in a string literal: usepackage("x")'
+    yield tokens[index].offset, message
 
 
 def _packages(names: str, offset: int) -> Iterator[tuple[int, str]]:
@@ -239,9 +234,8 @@ def _tex(token: Token) -> Iterator[tuple[int, str]]:
     text = token.text
     carets = text.find("^^")
     if carets >= 0:
-        yield token.place(carets), (
-            "refused: `^^` in a string: TeX reads it as a character code, which can spell anything"
-        )
+        message = "refused: `^^` in a string: TeX reads a character code, which can spell anything"
+        yield token.place(carets), message
     for word in CONTROL_WORD.finditer(text):
         name = word[1]
         where = token.place(word.start())

@@ -21,12 +21,43 @@ from dataclasses import dataclass
 
 from runner.provers.common.lexing import c_like_code
 
-KEYWORDS = frozenset({
-    "and", "controls", "tension", "atleast", "curl", "if", "else", "while", "for", "do",
-    "return", "break", "continue", "struct", "typedef", "new", "access", "import", "unravel",
-    "from", "include", "quote", "static", "public", "private", "restricted", "this", "explicit",
-    "true", "false", "null", "cycle", "newframe",
-})
+KEYWORDS = frozenset(
+    {
+        "and",
+        "controls",
+        "tension",
+        "atleast",
+        "curl",
+        "if",
+        "else",
+        "while",
+        "for",
+        "do",
+        "return",
+        "break",
+        "continue",
+        "struct",
+        "typedef",
+        "new",
+        "access",
+        "import",
+        "unravel",
+        "from",
+        "include",
+        "quote",
+        "static",
+        "public",
+        "private",
+        "restricted",
+        "this",
+        "explicit",
+        "true",
+        "false",
+        "null",
+        "cycle",
+        "newframe",
+    }
+)
 IDENTIFIER = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
 NUMBERS = (  # camp.l's integer and real rules
     re.compile(r"[0-9]+"),
@@ -37,25 +68,109 @@ NUMBERS = (  # camp.l's integer and real rules
 )
 OPERATORS = sorted(
     {
-        ",", ":", ";", "(", ")", "[", "]", "{", "}", ".", "...", "+", "-", "*", "/", "#", "%",
-        "^", "**", "?", "=", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "!", "^^", "::",
-        "++", "..", "--", "---", "&", "|", "<<", ">>", "$", "$$", "@", "@@", "~", "<>", "+=",
-        "-=", "*=", "/=", "#=", "%=", "^=",
+        ",",
+        ":",
+        ";",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ".",
+        "...",
+        "+",
+        "-",
+        "*",
+        "/",
+        "#",
+        "%",
+        "^",
+        "**",
+        "?",
+        "=",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "&&",
+        "||",
+        "!",
+        "^^",
+        "::",
+        "++",
+        "..",
+        "--",
+        "---",
+        "&",
+        "|",
+        "<<",
+        ">>",
+        "$",
+        "$$",
+        "@",
+        "@@",
+        "~",
+        "<>",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "#=",
+        "%=",
+        "^=",
     },
     key=len,
     reverse=True,
 )
+OPERATOR = re.compile("|".join(map(re.escape, OPERATORS)))  # longest first: the longest match
+NUMBER_STARTS = frozenset("0123456789.")
 # Names an `operator` may define (camp.l's <opname> state), longest first.
 OPERATOR_NAMES = sorted(
-    {*"-+*/#%^!<>", "**", "==", "!=", "<=", ">=", "&", "|", "^^", "..", "::", "--", "---", "++",
-     "<<", ">>", "$", "$$", "@", "@@", "~", "<>"},
+    {
+        *"-+*/#%^!<>",
+        "**",
+        "==",
+        "!=",
+        "<=",
+        ">=",
+        "&",
+        "|",
+        "^^",
+        "..",
+        "::",
+        "--",
+        "---",
+        "++",
+        "<<",
+        ">>",
+        "$",
+        "$$",
+        "@",
+        "@@",
+        "~",
+        "<>",
+    },
     key=len,
     reverse=True,
 )
 NEWLINE = re.compile(r"\\?(?:\r\n|\n|\r)")  # camp.l's ENDL: a backslash before it is dropped
 BETWEEN_LITERALS = re.compile(r"(?:[ \t]|\\?(?:\r\n|\n|\r))*")
-C_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
-             "'": "'", '"': '"', "?": "?", "\\": "\\"}
+C_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+    "\\": "\\",
+}
 OCTAL = re.compile(r"[0-3][0-7][0-7]|[0-7][0-7]?")
 HEX = re.compile(r"x([0-9,A-F][0-9,A-F]?)")  # camp.l's class: uppercase only, and a comma
 
@@ -137,12 +252,15 @@ class _Reader:
 
     def _number_or_operator(self, i: int) -> int:
         source = self.source
-        candidates = [(m.end(), "number") for p in NUMBERS if (m := p.match(source, i))]
-        candidates += [(i + len(op), "op") for op in OPERATORS if source.startswith(op, i)][:1]
-        if not candidates:  # asy: "invalid token", a compile error
-            self.tokens.append(Token("invalid", source[i], i, i + 1))
-            return i + 1
-        end, kind = max(candidates, key=lambda c: (c[0], c[1] == "number"))
+        end, kind = i, "invalid"
+        if source[i] in NUMBER_STARTS:
+            for rule in NUMBERS:
+                if (number := rule.match(source, i)) and number.end() > end:
+                    end, kind = number.end(), "number"
+        if (operator := OPERATOR.match(source, i)) and operator.end() >= end:
+            end, kind = operator.end(), "op"  # a tie goes to camp.l's earlier rule, the operator
+        if kind == "invalid":  # asy: "invalid token", a compile error
+            end = i + 1
         self.tokens.append(Token(kind, source[i:end], i, end))
         return end
 
@@ -203,7 +321,7 @@ def _escape(source: str, i: int, quote: str) -> tuple[str, int]:
     does not take as an escape stands for itself (length 1)."""
     following = source[i + 1]
     if quote == '"':
-        return (("\\\\", 2) if following == "\\" else ('"', 2) if following == '"' else ("\\", 1))
+        return ("\\\\", 2) if following == "\\" else ('"', 2) if following == '"' else ("\\", 1)
     if following in C_ESCAPES:
         return C_ESCAPES[following], 2
     if octal := OCTAL.match(source, i + 1):

@@ -57,13 +57,15 @@ def compare_with_reference(
     """Compile success of both, keyword F1 of the sources, SSIM of the renders (see asy_compare)."""
     name, reference_source = reference
     artifact_compiles = outcome.verdict is Verdict.PASS
-    comparison = Comparison({
-        "reference": name,
-        "artifact_compiles": artifact_compiles,
-        "reference_compiles": False,
-        "keyword_f1": asy_compare.keyword_f1(request.content, reference_source),
-        "ssim": None,
-    })
+    comparison = Comparison(
+        {
+            "reference": name,
+            "artifact_compiles": artifact_compiles,
+            "reference_compiles": False,
+            "keyword_f1": asy_compare.keyword_f1(request.content, reference_source),
+            "ssim": None,
+        }
+    )
     artifact_raster, ssim_error = None, None
     if artifact_compiles:  # all of the artifact's side first, before the reference exists
         artifact_raster, ssim_error = _artifact_raster(
@@ -130,8 +132,13 @@ def _raster(
     side = "reference" if directory == "reference" else "artifact"
     raster = f"raster-{side}.png"
     done = sandbox.run(
-        [*WITH_WORK_TMPDIR, "gs", *asy_compare.RASTER_ARGS, f"-sOutputFile={raster}",
-         output_path(directory, "pdf")],
+        [
+            *WITH_WORK_TMPDIR,
+            "gs",
+            *asy_compare.RASTER_ARGS,
+            f"-sOutputFile={raster}",
+            output_path(directory, "pdf"),
+        ],
         timeout_s=timeout,
     )
     timings.add("raster", done)

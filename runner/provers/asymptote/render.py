@@ -34,21 +34,31 @@ STEM = "diagram"
 SOURCE = f"{STEM}.asy"
 OUT = "out"  # below the source's directory: where asy, TeX and the converters write
 ASY = (
-    "asy", "-safe", "-noglobalwrite", "-noglobalread", "-noV", "-q",
+    "asy",
+    "-safe",
+    "-noglobalwrite",
+    "-noglobalread",
+    "-noV",
+    "-q",
     # TeX's own messages from its first run: quiet, asy re-runs a failed TeX to show them, and
     # that re-run drops -output-directory (asy 2.85's opentex replaces argv[1]) and finds nothing.
     "-vv",
-    "-render", "0",  # 3D as vectors: no OpenGL, same pixels on every machine
-    "-gsOptions", "-dOmitInfoDate -dOmitID -dOmitXMP",  # ghostscript's PDF stamps
+    "-render",
+    "0",  # 3D as vectors: no OpenGL, same pixels on every machine
+    "-gsOptions",
+    "-dOmitInfoDate -dOmitID -dOmitXMP",  # ghostscript's PDF stamps
 )
 FAKETIME_LIBRARY = "/usr/$LIB/faketime/libfaketime.so.1"  # ld.so expands $LIB (multiarch dir)
 FIXED_CLOCK = (  # frozen (no `@`): the clock does not advance while asy runs
-    "env", f"LD_PRELOAD={FAKETIME_LIBRARY}", f"FAKETIME={asy_outputs.FIXED_TIME}",
+    "env",
+    f"LD_PRELOAD={FAKETIME_LIBRARY}",
+    f"FAKETIME={asy_outputs.FIXED_TIME}",
 )
 NO_FAKETIME = "from LD_PRELOAD cannot be preloaded"  # ld.so's warning, on every child's stderr
+# shadowed on PATH (a shell word list): LuaTeX, XeTeX and ConTeXt in all their names
 REFUSED_ENGINES = (
-    "luatex", "lualatex", "luahbtex", "luajittex", "luajithbtex", "dviluatex", "dvilualatex",
-    "texlua", "texluac", "xetex", "xelatex", "context", "mtxrun",
+    "luatex lualatex luahbtex luajittex luajithbtex dviluatex dvilualatex texlua texluac "
+    "xetex xelatex context mtxrun"
 )
 FILE_LIMIT_MB = 128  # per file asy, TeX or a converter writes (a diagram needs a few MB)
 # $1: the source's directory. Makes out/, a temp dir in HOME (the root and /tmp may be read-only)
@@ -58,7 +68,7 @@ PREPARE = (
     f"ulimit -f {FILE_LIMIT_MB * 2048}; "
     'dir=$1; shift; mkdir -p "$HOME/.tmp" "$dir/out" || exit 125; '
     'if [ ! -d "$HOME/.engines" ]; then mkdir -p "$HOME/.engines" && '
-    f'for e in {" ".join(REFUSED_ENGINES)}; do ln -s /bin/false "$HOME/.engines/$e"; done; fi; '
+    f'for e in {REFUSED_ENGINES}; do ln -s /bin/false "$HOME/.engines/$e"; done; fi; '
     'PATH="$HOME/.engines:$PATH" TMPDIR="$HOME/.tmp" exec "$@"'
 )
 DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: asy's libcurl (`import "https://..."`) fails
@@ -113,12 +123,9 @@ def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: flo
     The source must have passed guard.refusals: this runs it.
     """
     sandbox.write_file(f"{directory}/{SOURCE}", source.encode())
-    done = sandbox.run(
-        ["sh", "-c", PREPARE, "sh", directory, *FIXED_CLOCK, *ASY,
-         "-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE],
-        timeout_s=timeout,
-        env=RUN_ENV,
-    )
+    argv = ["sh", "-c", PREPARE, "sh", directory, *FIXED_CLOCK, *ASY]
+    argv += ["-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE]
+    done = sandbox.run(argv, timeout_s=timeout, env=RUN_ENV)
     if NO_FAKETIME in done.text:
         raise InfraFailure(
             "asy must run under a fixed clock, and libfaketime is not installed here "
@@ -153,7 +160,10 @@ def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
         sha = hashlib.sha256(artifact.data).hexdigest()
         details["outputs"] = {fmt: sha}
         return Outcome(
-            verdict=Verdict.PASS, diagnostics=diagnostics, details=details, files={sha: artifact.data}
+            verdict=Verdict.PASS,
+            diagnostics=diagnostics,
+            details=details,
+            files={sha: artifact.data},
         )
     if artifact.missing is not None:
         diagnostics.append(Diagnostic(message=artifact.missing))

@@ -19,6 +19,9 @@ from runner.backends.base import Backend, BackendUnavailable, Channel, Limits, S
 from runner.models import JsonValue
 
 
+HEARTBEAT_S = 30  # how often a long boot says it is still going
+
+
 class ServerFailed(BackendUnavailable):
     """The server did not start, died, or stopped answering: an infra error, never a verdict."""
 
@@ -82,7 +85,7 @@ class SandboxServer:
                 self.sandbox.write_file(relpath, data)
             channel = self.sandbox.spawn(self.spec.argv, env=self.spec.env)
             self._stack.callback(channel.close)
-            channel.read_until(self.spec.ready, self.spec.boot_timeout_s)
+            self._wait_until_ready(channel, clock)
             self.ready_line = channel.read_until(b"\n", 30).rstrip(b"\n")
         except TimeoutError:
             why = self._explain_failure()
@@ -101,6 +104,18 @@ class SandboxServer:
         self.boot_ms = int((time.monotonic() - clock) * 1000)
         self._notify(f"{self.spec.name} ready in {self.boot_ms / 1000:.1f} s")
         return self.ready_line
+
+    def _wait_until_ready(self, channel: Channel, clock: float) -> None:
+        """Wait for the ready marker, saying every half minute that the boot goes on."""
+        while True:
+            left = self.spec.boot_timeout_s - (time.monotonic() - clock)
+            try:
+                channel.read_until(self.spec.ready, max(0.0, min(HEARTBEAT_S, left)))
+                return
+            except TimeoutError:
+                if time.monotonic() - clock >= self.spec.boot_timeout_s:
+                    raise
+                self._notify(f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)")
 
     def _explain_failure(self) -> str | None:
         if self.spec.explain_failure is None or self.sandbox is None:

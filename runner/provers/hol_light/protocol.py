@@ -193,16 +193,16 @@ def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
         compared = reply.payloads("TARGET")
         if not compared:
             return verdicts.failed(f"the target `{target.name}` was not compared")
-        problem = _target_problem(target, compared[-1])
-        if problem is not None and problem[0]:  # the target itself is unusable: no verdict on it
+        status, message = _compared(target, compared[-1])
+        if status == "unusable":  # the target is no statement: nothing to judge the file by
             return Outcome(
                 verdict=Verdict.FAIL,
-                diagnostics=[Diagnostic(message=problem[1], context="target")],
+                diagnostics=[Diagnostic(message=message, context="target")],
                 assumptions=assumptions,
                 details=details,
                 cpu_ms=reply.cpu_ms,
             )
-        statement_problem = problem[1] if problem is not None else None
+        statement_problem = message if status == "differs" else None
     verdict, diagnostics = verdicts.judge(
         placeholders=placeholders, forbidden=forbidden, statement_problem=statement_problem
     )
@@ -215,23 +215,24 @@ def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
     )
 
 
-def _target_problem(target: Target, payload: str) -> tuple[bool, str] | None:
-    """(the target is unusable, why) or None when the file proved exactly the target."""
+def _compared(target: Target, payload: str) -> tuple[str, str]:
+    """What the server found for the target: (`same`, `differs` or `unusable`, why)."""
     status, _, rest = payload.partition("\n")
     theorem, _, stated = rest.partition("\n")
+    name = target.name
     if status == "same":
-        return None
+        return "same", ""
     if status == "unparsable":
-        return True, f"the target statement does not parse as a HOL term: {stated}"
+        return "unusable", f"the target statement does not parse as a HOL term: {stated}"
     if status == "not_boolean":
-        return True, f"the target statement is not a proposition: {stated}"
+        return "unusable", f"the target statement is not a proposition: {stated}"
     if status == "missing":
-        return False, f"the file binds no theorem `{target.name}`; the target is: {stated}"
+        return "differs", f"the file binds no theorem `{name}`; the target is: {stated}"
     if status == "not_a_theorem":
-        return False, f"`{target.name}` is not a theorem (type {theorem}); the target is: {stated}"
+        return "differs", f"`{name}` is not a theorem (type {theorem}); the target is: {stated}"
     if status == "hypotheses":
-        return False, f"theorem `{target.name}` has hypotheses: {theorem}; the target is: {stated}"
-    return False, f"theorem `{target.name}` states: {theorem}; the target is: {stated}"
+        return "differs", f"theorem `{name}` has hypotheses: {theorem}; the target is: {stated}"
+    return "differs", f"theorem `{name}` states: {theorem}; the target is: {stated}"
 
 
 def _refused(payload: str, content: str, cpu: int) -> Outcome:

@@ -80,6 +80,7 @@ module Prooflock_fence : sig
     (string * Location.t * Parsetree.toplevel_phrase) list * Parsetree.toplevel_phrase list
   val needs_refusal : string -> Location.t -> refusal option
   val first_refusal : names -> Parsetree.toplevel_phrase list -> refusal option
+  val directive_refusal : string -> line:int -> column:int -> refusal option
   val top_level_names : Parsetree.toplevel_phrase list -> string list
 end = struct
   open Stdlib
@@ -262,12 +263,20 @@ end = struct
       class_type = (fun _ c -> no "a class type" c.pcty_loc);
       extension = (fun _ (name, _) -> no "an extension node" name.loc) }
 
+  let directive_message name =
+    Printf.sprintf
+      "the directive #%s is not allowed in a checked file: files are loaded with `needs` at the \
+       top only"
+      name
+
+  let directive_refusal name ~line ~column =
+    if List.mem name allowed_directives then None
+    else Some { line; column; message = directive_message name }
+
   let check_phrase names iterator = function
     | Ptop_dir d ->
         if not (List.mem d.pdir_name.txt allowed_directives) then
-          not_allowed d.pdir_loc
-            (Printf.sprintf "the directive #%s" d.pdir_name.txt)
-            "files are loaded with `needs` at the top only"
+          refuse d.pdir_loc (directive_message d.pdir_name.txt)
     | Ptop_def items ->
         List.iter
           (fun item ->
@@ -383,7 +392,7 @@ end = struct
   let base_reserved = reserved_words ()
   let base_abbrevs = type_abbrevs ()
   let base_implicit = !the_implicit_types
-  let base_hidden = List.filter is_hidden (List.map fst (constants ()))
+  let base_hidden = List.filter is_hidden (List.map fst (Hol.constants ()))
   let base_parsers = installed_parsers ()
   let base_comment = !comment_token
   let base_unspaced = !unspaced_binops
@@ -395,19 +404,23 @@ end = struct
     (!ignore_constant_varstruct, !type_invention_warning, !type_invention_error)
   let base_margin = Format.get_margin ()
 
+  (* Undone and redone only where a check changed them: redoing all costs ~20 ms a check. *)
   let restore_notation () =
+    let restore now base ~undo ~redo =
+      if now <> base then (List.iter undo now; List.iter redo base)
+    in
     the_interface := base_interface;
     the_overload_skeletons := base_overloads;
-    List.iter unparse_as_binder (binders ());
-    List.iter parse_as_binder base_binders;
-    List.iter unparse_as_prefix (prefixes ());
-    List.iter parse_as_prefix base_prefixes;
-    List.iter (fun (name, _) -> unparse_as_infix name) (infixes ());
-    List.iter parse_as_infix base_infixes;
-    unreserve_words (reserved_words ());
-    reserve_words base_reserved;
-    List.iter (fun (name, _) -> remove_type_abbrev name) (type_abbrevs ());
-    List.iter new_type_abbrev base_abbrevs;
+    restore (binders ()) base_binders ~undo:unparse_as_binder ~redo:parse_as_binder;
+    restore (prefixes ()) base_prefixes ~undo:unparse_as_prefix ~redo:parse_as_prefix;
+    restore (infixes ()) base_infixes
+      ~undo:(fun (name, _) -> unparse_as_infix name) ~redo:parse_as_infix;
+    if reserved_words () <> base_reserved then begin
+      unreserve_words (reserved_words ());
+      reserve_words base_reserved
+    end;
+    restore (type_abbrevs ()) base_abbrevs
+      ~undo:(fun (name, _) -> remove_type_abbrev name) ~redo:new_type_abbrev;
     the_implicit_types := base_implicit;
     List.iter
       (fun (name, _) ->
@@ -415,9 +428,11 @@ end = struct
         | true, false -> unhide_constant name
         | false, true -> hide_constant name
         | _ -> ())
-      (constants ());
-    List.iter (fun (name, _) -> delete_parser name) (installed_parsers ());
-    List.iter install_parser (List.rev base_parsers);
+      (Hol.constants ());
+    if installed_parsers () != base_parsers then begin  (* parsers are functions *)
+      List.iter (fun (name, _) -> delete_parser name) (installed_parsers ());
+      List.iter install_parser (List.rev base_parsers)
+    end;
     comment_token := base_comment;
     unspaced_binops := base_unspaced;
     prebroken_binops := base_prebroken;
@@ -646,20 +661,48 @@ end = struct
       in
       Phrase_failed (text, out_of_memory)
 
-  let parse lexbuf =
-    Buffer.clear capture;
-    match !Toploop.parse_use_file lexbuf with
-    | phrases -> Ok phrases
-    | exception exn ->
-        quietly (fun () -> report exn);
-        flush_all ();
-        Error (Buffer.contents capture)
+  (* camlp5 runs `#load` and `#directory` while it parses a file (they may change the syntax of
+     what follows), before any phrase of it could be checked. While an artifact is parsed, a
+     directive off the allow-list stops the parse instead of running. *)
+  let guard_directives = ref false
+  let refused_directive = ref None
 
-  let parse_source ~name source =
+  let () =
+    let parse = !Pcaml.parse_use_file in
+    Pcaml.parse_use_file :=
+      fun stream ->
+        let items, stopped = parse stream in
+        (if !guard_directives && stopped then
+           match List.rev items with
+           | MLast.StDir (loc, (Ploc.VaVal name | Ploc.VaAnt name), _) :: _ -> (
+               let line = Ploc.line_nb loc and column = Ploc.first_pos loc - Ploc.bol_pos loc in
+               match Prooflock_fence.directive_refusal name ~line ~column with
+               | Some refusal -> refused_directive := Some refusal; raise Exit
+               | None -> ())
+           | _ -> ());
+        (items, stopped)
+
+  type parsed =
+    | Parsed of Parsetree.toplevel_phrase list
+    | Syntax of string
+    | Refused_directive of Prooflock_fence.refusal
+
+  let parse_source ?(guarded = false) ~name source =
     let lexbuf = Lexing.from_string source in
     Location.init lexbuf name;
     Location.input_name := name;
-    parse lexbuf
+    Buffer.clear capture;
+    refused_directive := None;
+    guard_directives := guarded;
+    let parsed = try Ok (!Toploop.parse_use_file lexbuf) with exn -> Error exn in
+    guard_directives := false;
+    match parsed, !refused_directive with
+    | _, Some refusal -> Refused_directive refusal
+    | Ok phrases, None -> Parsed phrases
+    | Error exn, None ->
+        quietly (fun () -> report exn);
+        flush_all ();
+        Syntax (Buffer.contents capture)
 
   let position p = Printf.sprintf "%d %d" p.Lexing.pos_lnum (p.Lexing.pos_cnum - p.Lexing.pos_bol)
 
@@ -693,8 +736,8 @@ end = struct
   (* The kit's own HOL Light source (self-test, placeholder wrappers, preloads): no fence. *)
   let run_trusted ~name source =
     match parse_source ~name source with
-    | Ok phrases -> run_phrases ~mark:silent_mark ~first:0 phrases
-    | Error _ -> false
+    | Parsed phrases -> run_phrases ~mark:silent_mark ~first:0 phrases
+    | Syntax _ | Refused_directive _ -> false
 
   (* -- one check, in a forked child ------------------------------------------------------- *)
 
@@ -842,9 +885,10 @@ end = struct
     (* Our own set-up phrases print nothing the artifact's output could be confused with. *)
     wrap_placeholders placeholders;
     mark "START" "";
-    match parse_source ~name:"artifact.ml" source with
-    | Error text -> mark "SYNTAX" text
-    | Ok phrases -> (
+    match parse_source ~guarded:true ~name:"artifact.ml" source with
+    | Syntax text -> mark "SYNTAX" text
+    | Refused_directive r -> refused r
+    | Parsed phrases -> (
         let needs, rest = Prooflock_fence.leading_needs phrases in
         let bad_needs =
           List.find_map (fun (path, loc, _) -> Prooflock_fence.needs_refusal path loc) needs

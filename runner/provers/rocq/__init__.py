@@ -48,16 +48,16 @@ def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     refused = refusal(request)
     if refused is not None:
         return refused
-    return verdict.outcome(request, gather(request, runner))
+    evidence, path = gather(request, runner)
+    outcome = verdict.outcome(request, evidence)
+    outcome.worker = {"rocq_path": path}  # provenance only: which path gathered the evidence
+    return outcome
 
 
-def gather(request: ResolvedRequest, runner: Runner) -> verdict.Evidence:
+def gather(request: ResolvedRequest, runner: Runner) -> tuple[verdict.Evidence, str]:
+    """The evidence, from the warm worker when it can serve the file, else from the cold path."""
     prefix = source.prefix(request.content)
-    warm = (
-        not runner.cold
-        and request.limits.memory_mb >= WARM_MEMORY_MB
-        and not source.requires_after(request.content, prefix.end)
-    )
+    warm = not runner.cold and request.limits.memory_mb >= WARM_MEMORY_MB
     if warm and worker.available(request.image):
         chosen = worker.choose_prefix(prefix)
         try:
@@ -66,10 +66,12 @@ def gather(request: ResolvedRequest, runner: Runner) -> verdict.Evidence:
             worker.unavailable(request.image, str(exc))
         else:
             try:
-                return worker.evidence(worker.exchange(server, request, prefix), request)
+                found = worker.evidence(worker.exchange(server, request, prefix), request)
             except worker.CannotServe:
                 pass
-    return cold.run(request, runner.sandbox())
+            else:
+                return found, f"worker:{server.spec.key}"
+    return cold.run(request, runner.sandbox()), "cold"
 
 
 def refusal(request: ResolvedRequest) -> Outcome | None:

@@ -18,12 +18,15 @@ IDENT = r"[A-Za-z_\u00C0-\uFFFF][A-Za-z0-9_'\u00C0-\uFFFF]*"
 QUALID = rf"{IDENT}(?:\.{IDENT})*"
 # `From Coq Require Import Arith Lia.`, `Require Export List.`: what a prefix may hold.
 REQUIRE = re.compile(rf"(?:From\s+{QUALID}\s+)?Require(?:\s+(?:Import|Export))?(?:\s+{QUALID})+")
-REQUIRE_ANYWHERE = re.compile(r"(?<![\w'.])Require(?![\w'])")
 # Tactics and commands that leave a proof unfinished. `Abort` drops the theorem entirely.
 PLACEHOLDER = re.compile(r"(?<![\w'])(Admitted|admit|give_up|Abort|Admit\s+Obligations)(?![\w'])")
 
-# Before a sentence's command: bullets, braces, attributes, and control or locality words.
-_BULLETS = re.compile(r"[\s\-+*{}]*")
+# Before a sentence's command: bullets, braces, goal selectors (`2:`, `all:`, `[x]:`),
+# attributes, and control or locality words.
+_RANGE = r"\d+(?:\s*-\s*\d+)?"
+_BULLETS = re.compile(
+    rf"(?:\s+|[-+*]+|[{{}}]|(?:all|par|!|\[\s*{IDENT}\s*\]|{_RANGE}(?:\s*,\s*{_RANGE})*)\s*:(?!=))*"
+)
 _ATTRIBUTE = re.compile(r"#\[")
 _CONTROL = re.compile(r"(Time|Fail|Succeed|Timeout\s+\d+|Redirect\s+\"[^\"]*\")\s+")
 _LOCALITY = re.compile(r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
@@ -31,7 +34,7 @@ _LOCALITY = re.compile(r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative
 # Commands that reach the file system, load code, rewind, or rewire the kernel.
 REFUSED_COMMANDS = (
     "Load", "Cd", "Declare ML Module", "Add LoadPath", "Add Rec LoadPath", "Remove LoadPath",
-    "Add ML Path", "Add Rec ML Path", "Drop", "Quit", "Register", "Primitive", "Reset", "Back",
+    "Add ML Path", "Add Rec ML Path", "Drop", "Quit", "Primitive", "Reset", "Back",
     "BackTo", "Extraction", "Recursive Extraction", "Separate Extraction", "Extract",
     "Locate File", "Locate Library",
 )
@@ -41,9 +44,15 @@ _REFUSED = re.compile(
 # Options whose effect reaches outside the checked file or around the kernel's checks.
 _REFUSED_OPTIONS = re.compile(r"NativeCompute|Native\s+Compiler|Extraction|Definitional\s+UIP|"
                               r"Template")
+# `Register ... as kernel.ind_bool` tells the kernel which inductive its primitives return.
+_KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
 _OPTION_COMMAND = re.compile(r"(Set|Unset|Add|Remove)(?![\w'])")
-# Words refused wherever they stand in code: native compilation writes and runs OCaml.
-_REFUSED_WORDS = re.compile(r"(?<![\w'])(native_compute|native_cast_no_check|Redirect)(?![\w'])")
+# Refused wherever they stand in code: native compilation writes and runs OCaml, and commands
+# no identifier spells.
+_REFUSED_WORDS = re.compile(
+    r"(?<![\w'.])(native_compute|native_cast_no_check|Redirect|Extraction|Declare\s+ML\s+Module|"
+    r"Add\s+(?:Rec\s+)?LoadPath|Add\s+(?:Rec\s+)?ML\s+Path|Locate\s+(?:File|Library))(?![\w'])"
+)
 DECLARATION = re.compile(
     r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Fixpoint|"
     r"CoFixpoint|Instance|Axiom|Axioms|Parameter|Parameters|Conjecture|Function|Goal)(?![\w'])"
@@ -129,10 +138,13 @@ def refusals(content: str) -> list[Refusal]:
     code = coq_code(content)
     lines = content.splitlines()
     for match in _REFUSED_WORDS.finditer(code):
-        found.append(_refusal(match.group(1), match.start(), code, lines))
+        found.append(_refusal(" ".join(match.group(1).split()), match.start(), code, lines))
     for sentence in sentences(content):
         text, before = command_of(sentence.code)
         offset = sentence.start + sentence.code.find(text) if text else sentence.start
+        if _KERNEL_REGISTER.match(text):
+            found.append(_refusal("Register ... as kernel", offset, code, lines))
+            continue
         refused = _REFUSED.match(text)
         if refused:
             found.append(_refusal(" ".join(refused.group(1).split()), offset, code, lines))
@@ -142,7 +154,8 @@ def refusals(content: str) -> list[Refusal]:
             continue
         outlives = any(w in ("Global", "Export") or _global_attribute(w) for w in before)
         if outlives:
-            word = " ".join([w for w in before if not w.startswith("#")] + [option.group(1)])
+            word = " ".join([*(w for w in before if w in ("Global", "Export") or _global_attribute(w)),
+                             option.group(1)])
             found.append(_refusal(word, offset, code, lines))
         elif _REFUSED_OPTIONS.search(text):
             found.append(_refusal(" ".join(text.split()[:3]), offset, code, lines))
@@ -180,11 +193,6 @@ def prefix(content: str) -> Prefix:
             break
         end = sentence.end
     return Prefix(end=end, code=coq_code(content[:end]))
-
-
-def requires_after(content: str, after: int) -> bool:
-    """Whether the file loads libraries after offset `after` (a warm parent then cannot serve it)."""
-    return REQUIRE_ANYWHERE.search(coq_code(content), after) is not None
 
 
 def placeholders(content: str) -> list[str]:

@@ -91,17 +91,18 @@ def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
         return _infra(diagnostics, "the target comparison did not run", cpu)
     if evidence.checker is None or evidence.roots is None or evidence.used is None:
         return _infra(diagnostics, "the kernel-side audit sent no report", cpu)
+    placeholders = source.placeholders(content)
     try:
         assumptions = report.assumptions(
             Audit(evidence.checker, evidence.roots, evidence.used), source.declares(content)
         )
     except Inconsistent as exc:
-        return _infra(diagnostics, f"the audit's reports disagree: {exc}", cpu)
+        if not placeholders:  # an unfinished proof (`Abort`) may leave nothing to audit
+            return _infra(diagnostics, f"the audit's reports disagree: {exc}", cpu)
+        assumptions = []
     forbidden = [a for a in assumptions if not verdicts.allowed(a, request.allowed_axioms, MODULE)]
     verdict, explained = verdicts.judge(
-        placeholders=source.placeholders(content),
-        forbidden=forbidden,
-        statement_problem=statement_problem,
+        placeholders=placeholders, forbidden=forbidden, statement_problem=statement_problem
     )
     return Outcome(
         verdict=verdict, diagnostics=diagnostics + explained, assumptions=assumptions, cpu_ms=cpu

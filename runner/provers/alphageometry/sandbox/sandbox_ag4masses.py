@@ -2,17 +2,21 @@
 
 `python3 sandbox_ag4masses.py job.json`, with the ag4masses checkout's `alphageometry/` folder at
 $AG4MASSES_DIR (default /opt/ag4masses/alphageometry). Written against the public code of
-AlphaGeometry and its ag4masses fork (problem.py, graph.py, ddar.py, pretty.py, numericals.py);
-NOT run in this project's CI, which cannot fetch ag4masses.
+AlphaGeometry and its ag4masses fork (problem.py, graph.py, ddar.py, pretty.py, numericals.py,
+alphageometry.py); run in the `alphageometry` image, which this project's CI cannot build.
 
 The steps are those of `alphageometry.py` in `alphageometry` mode, the mode NL2AGBench ran:
 `Problem.from_txt(..., translate=True)`, `setup_str_from_problem`, `Graph.build_problem`,
-`ddar.solve`. alphageometry.py itself is not imported: it loads the language model (jax, flax,
-meliad) at import time. The steps run clause by clause, so an exception names its clause, and
+`run_ddar` (DD+AR, then the solution writer and the drawing). alphageometry.py is not imported:
+its imports load the language model (jax, flax, meliad). Its `run_ddar` and the solution writer
+are its own code all the same: their definitions are read out of the file and run as they are.
+The front-end steps run clause by clause, so an exception names its clause, and
 Graph.build_problem's endless resampling loop is replayed with a bound (same body, same
-exceptions swallowed), so a numerically false goal ends as a logic error.
+exceptions swallowed, the goal's numerical check outside them), so a numerically false goal ends
+as a logic error.
 """
 
+import ast
 import os
 import signal
 import sys
@@ -20,6 +24,9 @@ import sys
 import sandbox_common as common
 
 DEFAULT_DIR = "/opt/ag4masses/alphageometry"
+# alphageometry.py's functions from DD+AR's result to its verdict: run_ddar and what it calls.
+RUN_DDAR = ("run_ddar", "write_solution", "proof_step_string", "natural_language_statement")
+SOLUTION_FILE = "solution.txt"
 
 
 class DeadlineReached(Exception):
@@ -28,16 +35,43 @@ class DeadlineReached(Exception):
 
 def load_engine():
     """Import AlphaGeometry's DD+AR modules (never alphageometry.py); ImportError if missing."""
-    sys.path.insert(0, os.environ.get("AG4MASSES_DIR", DEFAULT_DIR))
+    home = os.environ.get("AG4MASSES_DIR", DEFAULT_DIR)
+    sys.path.insert(0, home)
     try:
         import ddar
         import graph as gh
         import numericals as nm
         import pretty as pt
         import problem as pr
+        from absl import logging
     except ImportError as error:
         raise ImportError(f"cannot import ag4masses' AlphaGeometry: {error}") from error
-    return {"version": "ag4masses", "ddar": ddar, "gh": gh, "nm": nm, "pt": pt, "pr": pr}
+    modules = {"ddar": ddar, "gh": gh, "pt": pt, "pr": pr, "logging": logging}
+    return {
+        "version": "ag4masses",
+        "ddar": ddar,
+        "gh": gh,
+        "nm": nm,
+        "pt": pt,
+        "pr": pr,
+        "alphageometry": _functions_of(os.path.join(home, "alphageometry.py"), RUN_DDAR, modules),
+    }
+
+
+def _functions_of(path, names, modules):
+    """The named top-level functions of a module, defined in a namespace holding `modules`."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read(), path)
+    except OSError as error:
+        raise ImportError(f"cannot read ag4masses' alphageometry.py: {error}") from error
+    chosen = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    missing = set(names) - {n.name for n in chosen}
+    if missing:
+        raise ImportError(f"{path} defines no {', '.join(sorted(missing))}")
+    namespace = dict(modules)
+    exec(compile(ast.Module(body=chosen, type_ignores=[]), path, "exec"), namespace)
+    return namespace
 
 
 def solve(job, engine):
@@ -58,13 +92,12 @@ def solve(job, engine):
     budget = common.remaining(job)
     if budget <= 0:
         return {"status": "timeout", "stage": "solve", **facts}
+    alphageometry = engine["alphageometry"]
+    alphageometry["RULES"] = rules  # run_ddar reads the rules from alphageometry.py's global
     signal.signal(signal.SIGALRM, _deadline)
     signal.setitimer(signal.ITIMER_REAL, budget)
     try:
-        engine["ddar"].solve(graph, rules, problem, max_level=1000)
-        goal_args = graph.names2nodes(problem.goal.args)
-        solved = graph.check(problem.goal.name, goal_args)
-        proof = _proof_text(engine, graph, problem) if solved else None
+        solved = alphageometry["run_ddar"](graph, problem, SOLUTION_FILE)
     except DeadlineReached:
         return {"status": "timeout", "stage": "solve", **facts}
     except MemoryError:
@@ -74,7 +107,7 @@ def solve(job, engine):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     if solved:
-        return {"status": "solved", "proof": proof, **facts}
+        return {"status": "solved", "proof": _solution_text(), **facts}
     return {"status": "unsolved", **facts}
 
 
@@ -125,48 +158,42 @@ def diagram_sampler(engine, problem, definitions, goal_index):
     def draw_once():
         index = None
         try:
-            graph = gh.Graph()
-            added = []
-            plevel = 0
-            for index, clause in enumerate(problem.clauses):  # noqa: B007 - index names the failure
-                adds, plevel = graph.add_clause(clause, plevel, definitions, verbose=False)
-                added += adds
-            graph.plevel = plevel
-            index = goal_index
+            try:
+                graph = gh.Graph()
+                added = []
+                plevel = 0
+                for index, clause in enumerate(problem.clauses):  # noqa: B007 - names the failure
+                    adds, plevel = graph.add_clause(clause, plevel, definitions, verbose=False)
+                    added += adds
+                graph.plevel = plevel
+            except resampled as error:
+                return ("failed", index, type(error).__name__)
+            index = goal_index  # Graph.build_problem checks the goal outside its `try`
             args = [graph.get(x, lambda x=x: int(x)) for x in problem.goal.args]
-            holds = nm.check(problem.goal.name, args)
-        except resampled as error:
-            return ("failed", index, type(error).__name__)
+            if not nm.check(problem.goal.name, args):
+                return ("goal_false",)
+            graph.url = problem.url
+            graph.build_def = (problem, definitions)
+            for add in added:
+                graph.add_algebra(add, level=0)
         except MemoryError:
             raise
         except Exception as error:  # noqa: BLE001 - anything else: the engine rejects the problem
             raise common.StageError(
                 "build", goal_index if index is None else index, error
             ) from error
-        if not holds:
-            return ("goal_false",)
-        graph.url = problem.url
-        graph.build_def = (problem, definitions)
-        for add in added:
-            graph.add_algebra(add, level=0)
         return ("ok", graph)
 
     return draw_once
 
 
-def _proof_text(engine, graph, problem):
-    """The proof steps, one per line, in AlphaGeometry's short notation (provenance only)."""
-    pt = engine["pt"]
+def _solution_text():
+    """The solution AlphaGeometry's write_solution wrote (provenance only)."""
     try:
-        _setup, _aux, steps, _refs = engine["ddar"].get_proof_steps(graph, problem.goal)
-        lines = []
-        for premises, [conclusion] in steps:
-            left = ", ".join(pt.pretty([p.name] + [a.name for a in p.args]) for p in premises)
-            right = pt.pretty([conclusion.name] + [a.name for a in conclusion.args])
-            lines.append(f"{left} => {right}")
-        return "\n".join(lines)
-    except Exception as error:  # noqa: BLE001 - the proof text is provenance, not the verdict
-        return f"(proof text unavailable: {common.exception_text(error)})"
+        with open(SOLUTION_FILE, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as error:
+        return f"(solution text unavailable: {common.exception_text(error)})"
 
 
 if __name__ == "__main__":

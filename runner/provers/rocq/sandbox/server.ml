@@ -263,7 +263,9 @@ let check_sentence (cmd : Vernacexpr.vernac_control) =
   | VernacAddLoadPath _ -> raise (Refused "Add LoadPath")
   | VernacRemoveLoadPath _ -> raise (Refused "Remove LoadPath")
   | VernacAddMLPath _ -> raise (Refused "Add ML Path")
-  | VernacRegister _ -> raise (Refused "Register")
+  | VernacRegister (_, RegisterCoqlib q)
+    when Names.DirPath.equal (Libnames.qualid_path q) (Libnames.dirpath_of_string "kernel") ->
+    raise (Refused "Register ... as kernel")
   | VernacPrimitive _ -> raise (Refused "Primitive")
   | VernacBack _ | VernacResetName _ | VernacResetInitial -> raise (Refused "Reset")
   | VernacSetOption (export, name, _) when export || outlives || bad_option name ->
@@ -631,10 +633,13 @@ let load_vo f =
   { sd; md; table; extra_univs = Univ.ContextSet.empty;
     digest = Safe_typing.Dvo_or_vi seg_md.ObjFile.hash }
 
+(* Check.indirect_accessor: the checked library's own proofs from its table; another library's
+   (a functor it includes, say) as coqchk reads them from that library's .vo, here through
+   Coq's own loader, which reads the same segment. *)
 let opaque_accessor lib o =
   let sub, ci, dp, i = Opaqueproof.repr o in
-  if not (Names.DirPath.equal dp lib.sd.md_name) then
-    CErrors.user_err Pp.(str "Cannot access an opaque proof of another library.");
+  if not (Names.DirPath.equal dp lib.sd.md_name) then Global.force_proof Library.indirect_accessor o
+  else
   let i = Opaqueproof.repr_handle i in
   let c =
     match lib.table.(i) with
@@ -685,52 +690,43 @@ let parse_and_run ~state text =
   in
   loop state
 
-(* The target verdict line: MATCH, MISSING, NOTCONST, DIFFERS, or ELABORATE <message>. *)
-let check_target ~state ~lib ~env_with_artifact name statement =
-  let ldir = lib.sd.md_name in
-  let cst = target_constant ldir name in
+(* The target, elaborated as the cold driver does (`Definition __prooflock_target : Prop :=
+   <statement>.`) in the parent's state: after the file's prefix, before anything of the file. *)
+let elaborate_target ~state ~lib statement =
   skip_universe_ids
     (Univ.ContextSet.union (Safe_typing.univs_of_library lib.md.md_compiled) lib.extra_univs);
-  let state_after =
-    try
-      Ok (parse_and_run ~state
-            ("Definition __prooflock_target : Prop := " ^ statement ^ "."))
-    with e when CErrors.noncritical e ->
-      Error (Pp.string_of_ppcmds (CErrors.print e))
-  in
-  match state_after with
-  | Error msg -> "ELABORATE " ^ String.concat " " (String.split_on_char '\n' msg)
-  | Ok _ ->
-    let target_cst =
+  match parse_and_run ~state ("Definition __prooflock_target : Prop := " ^ statement ^ ".") with
+  | exception e when CErrors.noncritical e -> (state, None)
+  | state ->
+    let cst =
       Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
     in
-    let body =
-      match (Environ.lookup_constant target_cst (Global.env ())).Declarations.const_body with
-      | Declarations.Def c -> Some c
-      | _ -> None
+    (match (Environ.lookup_constant cst (Global.env ())).Declarations.const_body with
+     | Declarations.Def c -> (state, Some c)
+     | _ -> (state, None))
+
+(* MATCH when the named theorem's type is the target's body as Ltac's `constr_eq` sees it
+   (syntactic, up to alpha-conversion and a consistent unification of universe levels). *)
+let compare_target ~ldir ~env name body =
+  match target_constant ldir name with
+  | None -> "MISSING"
+  | Some cst when not (Environ.mem_constant cst env) -> "MISSING"
+  | Some cst ->
+    (* The cold driver reads the body with `eval cbv delta [...]`, which drops casts. *)
+    let rec strip c =
+      match Constr.kind c with
+      | Constr.Cast (c, _, _) -> strip c
+      | _ -> Constr.map strip c
     in
-    (match cst, body with
-     | None, _ | _, None -> "MISSING"
-     | Some cst, Some body ->
-       let env = env_with_artifact (Global.env ()) in
-       if not (Environ.mem_constant cst env) then "MISSING"
-       else
-         let sigma = Evd.from_env env in
-         let sigma, thm = Evd.fresh_global env sigma (Names.GlobRef.ConstRef cst) in
-         let thm_type = Retyping.get_type_of env sigma thm in
-         (* The cold driver reads the body with `eval cbv delta [...]`, which drops casts. *)
-         let rec strip c =
-           match Constr.kind c with
-           | Constr.Cast (c, _, _) -> strip c
-           | _ -> Constr.map strip c
-         in
-         let body = EConstr.of_constr (strip body) in
-         match EConstr.eq_constr_universes env sigma thm_type body with
-         | None -> "DIFFERS"
-         | Some csts ->
-           (match Evd.add_universe_constraints sigma csts with
-            | _ -> "MATCH"
-            | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
+    let sigma = Evd.from_env env in
+    let sigma, thm = Evd.fresh_global env sigma (Names.GlobRef.ConstRef cst) in
+    let thm_type = Retyping.get_type_of env sigma thm in
+    (match EConstr.eq_constr_universes env sigma thm_type (EConstr.of_constr (strip body)) with
+     | None -> "DIFFERS"
+     | Some csts ->
+       (match Evd.add_universe_constraints sigma csts with
+        | _ -> "MATCH"
+        | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
 
 let checker_child ~state ~target w =
   let code =
@@ -739,11 +735,22 @@ let checker_child ~state ~target w =
       let lib = load_vo artifact_vo in
       mark "k2-loaded";
       let ldir = lib.sd.md_name in
-      Array.iter
-        (fun (dep, _) ->
-           if not (Library.library_is_loaded dep) then
-             CErrors.user_err Pp.(str "MISSINGDEP " ++ Names.DirPath.print dep))
-        lib.sd.md_deps;
+      let state, target =
+        match target with
+        | None -> (state, None)
+        | Some (name, statement) ->
+          let state, body = elaborate_target ~state ~lib statement in
+          (state, Some (name, body))
+      in
+      (* Libraries the file required after its prefix: load them as coqchk would (trusted
+         Debian libraries, not checked again), after the target was read. *)
+      let missing =
+        List.filter (fun dep -> not (Library.library_is_loaded dep))
+          (List.map fst (Array.to_list lib.sd.md_deps))
+      in
+      if missing <> [] then
+        ignore (parse_and_run ~state
+                  ("Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."));
       Mod_checking.set_indirect_accessor (opaque_accessor lib);
       let clib = lib.md.md_compiled in
       let mb = Safe_typing.module_of_library clib in
@@ -752,7 +759,16 @@ let checker_child ~state ~target w =
         let env = Environ.push_context_set ~strict:true lib.extra_univs env in
         Modops.add_retroknowledge mb.Declarations.mod_retroknowledge env
       in
-      let env = with_library (Global.env ()) in
+      (* coqchk's environment (checker.ml, make_senv): no VM, no native compiler, SProp
+         allowed; each declaration's own flags are set as it is checked. *)
+      let checker_flags env =
+        Environ.set_typing_flags
+          { (Environ.typing_flags env) with
+            Declarations.enable_VM = false; enable_native_compiler = false;
+            sprop_allowed = true; impredicative_set = false; indices_matter = false }
+          env
+      in
+      let env = with_library (checker_flags (Global.env ())) in
       Flags.quiet := false;
       Feedback.msg_notice Pp.(str "Checking library: " ++ Names.DirPath.print ldir);
       let opac = Mod_checking.check_module env Names.Cmap.empty mb.Declarations.mod_mp mb in
@@ -783,9 +799,10 @@ let checker_child ~state ~target w =
       write_fd w (String.concat "\n" lines ^ "\n");
       (match target with
        | None -> ()
-       | Some (name, statement) ->
-         let env_with_artifact env = Modops.add_module mb (with_library env) in
-         write_fd w ("TARGET " ^ check_target ~state ~lib ~env_with_artifact name statement ^ "\n"));
+       | Some (_, None) -> write_fd w "TARGET ELABORATE\n"
+       | Some (name, Some body) ->
+         let env = Modops.add_module mb (with_library (Global.env ())) in
+         write_fd w ("TARGET " ^ compare_target ~ldir ~env name body ^ "\n"));
       0
     with exn ->
       flush_everything ();

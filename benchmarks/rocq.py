@@ -1,0 +1,240 @@
+"""Rocq: per-check latency of a fresh coqc per file against the kit (warm worker, local/docker).
+
+    python benchmarks/rocq.py [--quick] [--sets small,stdlib] [--backends local,docker]
+    python benchmarks/rocq.py --write-small     # regenerate tests/artifacts/rocq-small/
+
+Two sets: `small`, 100 files shaped like model output (a header of Requires from Arith, Lia and
+Lists, one to three restated standard-library lemmas with 1-20 line proofs, a few failing or
+admitted), generated deterministically; `stdlib`, 40 files of Coq's own standard library (Arith,
+Bool, Lists, Sorting, Relations). Columns: the naive baseline (`coqc` per file, as public
+evaluation scripts run it), the kit on the local backend with its warm worker, the kit in Docker
+(warm isolation and strict), and, for reference, the kit's cold path (coqc + coqchk + drivers).
+Every kit column checks every file; the table says whether the verdicts agree across columns.
+Nothing here is asserted: these are measurements, printed as a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from runner import Checker
+from runner.models import CheckRequest, CheckResult
+from runner.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_DIR = ROOT / "tests" / "artifacts" / "rocq-small"
+STDLIB = Path("/usr/lib/ocaml/coq/theories")
+STDLIB_DIRS = ("Arith", "Bool", "Lists", "Sorting", "Relations")
+
+# (header, what it provides)
+HEADERS = {
+    "arith": "Require Import Arith.\n",
+    "lia": "Require Import Arith Lia.\n",
+    "list": "Require Import List.\nImport ListNotations.\n",
+    "all": "From Coq Require Import Arith Lia List.\nImport ListNotations.\n",
+}
+# (needs, statement, proof): restated standard-library lemmas, as a model would prove them.
+LEMMAS = [
+    ("arith", "forall n m : nat, n + m = m + n", "intros n m.\n  apply Nat.add_comm."),
+    ("arith", "forall n m p : nat, n + (m + p) = n + m + p", "intros n m p.\n  apply Nat.add_assoc."),
+    ("arith", "forall n : nat, n + 0 = n", "intros n.\n  apply Nat.add_0_r."),
+    ("arith", "forall n m : nat, n * m = m * n", "intros n m.\n  apply Nat.mul_comm."),
+    ("arith", "forall n : nat, n * 1 = n", "intros n.\n  apply Nat.mul_1_r."),
+    ("arith", "forall n m : nat, n <= n + m", "intros n m.\n  apply Nat.le_add_r."),
+    ("arith", "forall n m : nat, S n = S m -> n = m", "intros n m H.\n  injection H as H.\n  exact H."),
+    ("arith", "forall n : nat, n - n = 0", "intros n.\n  apply Nat.sub_diag."),
+    ("arith", "forall n m : nat, Nat.max n m = Nat.max m n", "intros n m.\n  apply Nat.max_comm."),
+    ("arith", "forall n m : nat, Nat.min n m <= n", "intros n m.\n  apply Nat.le_min_l."),
+    ("arith", "forall n : nat, Nat.even (2 * n) = true",
+     "intros n.\n  rewrite Nat.even_mul.\n  reflexivity."),
+    ("arith", "forall n : nat, n + 0 = n",
+     "induction n as [| n IH].\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n    reflexivity."),
+    ("arith", "forall n m : nat, n = m -> m = n", "intros n m H.\n  symmetry.\n  exact H."),
+    ("arith", "forall n m : nat, n + S m = S (n + m)",
+     "induction n as [| n IH]; intros m.\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n"
+     "    reflexivity."),
+    ("arith", "forall n : nat, 2 * n = n + n", "intros n.\n  simpl.\n  rewrite Nat.add_0_r.\n"
+     "  reflexivity."),
+    ("lia", "forall n : nat, 2 * n = n + n", "intros n.\n  lia."),
+    ("lia", "forall n m : nat, n < m -> n + 1 <= m", "intros n m H.\n  lia."),
+    ("lia", "forall x y : nat, x + y = y + x", "intros x y.\n  lia."),
+    ("lia", "forall n : nat, n * 3 = n + n + n", "intros n.\n  lia."),
+    ("lia", "forall a b c : nat, a <= b -> b <= c -> a <= c", "intros a b c H1 H2.\n  lia."),
+    ("lia", "forall n : nat, n < n + 1", "intros n.\n  lia."),
+    ("lia", "forall n m : nat, n - m <= n", "intros n m.\n  lia."),
+    ("lia", "forall n m : nat, n <= m -> exists k, m = n + k",
+     "intros n m H.\n  exists (m - n).\n  lia."),
+    ("list", "forall (A : Type) (l : list A), l ++ [] = l", "intros A l.\n  apply app_nil_r."),
+    ("list", "forall (A : Type) (l m : list A), length (l ++ m) = length l + length m",
+     "intros A l m.\n  apply app_length."),
+    ("list", "forall (A : Type) (l : list A), rev (rev l) = l", "intros A l.\n  apply rev_involutive."),
+    ("list", "forall (A : Type) (l : list A), length (rev l) = length l",
+     "intros A l.\n  apply rev_length."),
+    ("list", "forall (A B : Type) (f : A -> B) (l : list A), length (map f l) = length l",
+     "intros A B f l.\n  apply map_length."),
+    ("list", "forall (A : Type) (x : A) (l : list A), In x (x :: l)",
+     "intros A x l.\n  simpl.\n  left.\n  reflexivity."),
+    ("list", "forall (A : Type) (l : list A), l ++ [] = l",
+     "intros A l.\n  induction l as [| x l IH].\n  - reflexivity.\n  - simpl.\n"
+     "    rewrite IH.\n    reflexivity."),
+    ("list", "forall (A : Type) (l1 l2 l3 : list A), l1 ++ l2 ++ l3 = (l1 ++ l2) ++ l3",
+     "intros A l1 l2 l3.\n  apply app_assoc."),
+]
+# Some answers are wrong or unfinished, as model output is.
+WRONG_PROOF = "intros.\n  reflexivity."
+UNFINISHED = "intros."
+
+
+def small_files(count: int = 100, seed: int = 2026) -> dict[str, str]:
+    """`count` files like model output, the same for the same seed."""
+    rng = random.Random(seed)
+    found = {}
+    for index in range(count):
+        header_name = rng.choice(list(HEADERS))
+        usable = [lemma for lemma in LEMMAS if lemma[0] in ("arith", header_name)
+                  or header_name == "all"
+                  or (header_name == "lia" and lemma[0] in ("arith", "lia"))]
+        body = []
+        for number in range(rng.choice((1, 1, 2, 3))):
+            _, statement, proof = rng.choice(usable)
+            roll = rng.random()
+            name = f"lemma_{index}_{number}"
+            if roll < 0.06:
+                body.append(f"Theorem {name} : {statement}.\nProof.\n  {WRONG_PROOF}\nQed.\n")
+            elif roll < 0.10:
+                body.append(f"Theorem {name} : {statement}.\nProof.\n  {UNFINISHED}\nAdmitted.\n")
+            else:
+                body.append(f"Theorem {name} : {statement}.\nProof.\n  {proof}\nQed.\n")
+        found[f"small_{index:03d}.v"] = HEADERS[header_name] + "\n" + "\n".join(body)
+    return found
+
+
+def stdlib_files(count: int = 40) -> dict[str, str]:
+    """`count` standard-library sources, spread over the five directories, in a fixed order."""
+    per_dir = [sorted((STDLIB / d).glob("*.v")) for d in STDLIB_DIRS]
+    chosen: list[Path] = []
+    while len(chosen) < count and any(per_dir):
+        for files in per_dir:
+            if files and len(chosen) < count:
+                chosen.append(files.pop(0))
+    return {f"{p.parent.name}/{p.name}": p.read_text() for p in chosen}
+
+
+def naive_coqc(source: str, timeout: float) -> tuple[float, bool]:
+    """A fresh coqc on the file, as evaluation scripts run it: (seconds, compiled)."""
+    with tempfile.TemporaryDirectory() as work:
+        Path(work, "Artifact.v").write_text(source)
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(
+                ["coqc", "-q", "-Q", ".", "", "Artifact.v"], cwd=work, capture_output=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return time.perf_counter() - started, False
+        return time.perf_counter() - started, done.returncode == 0
+
+
+def kit_column(
+    settings: Settings, files: dict[str, str], timeout: int, *, cold: bool = False,
+    log: Callable[[str], None],
+) -> tuple[list[float], dict[str, str]]:
+    """Seconds per check (after a warm-up pass that boots the workers) and the verdicts."""
+    times, verdicts = [], {}
+    with Checker(settings) as checker:
+        requests = [CheckRequest(prover="rocq", name=n, content=c, timeout=timeout)
+                    for n, c in files.items()]
+        if not cold:
+            for request in requests:  # boots the workers this set needs; not measured
+                checker.check_one(request)
+        for request in requests:
+            started = time.perf_counter()
+            result: CheckResult = checker.check_one(request, cold=cold)
+            times.append(time.perf_counter() - started)
+            verdicts[request.name] = result.verdict.value
+            log(f"  {request.name}: {result.verdict.value} {times[-1] * 1000:.0f} ms")
+    return times, verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10 small files, 5 stdlib files")
+    parser.add_argument("--sets", default="small,stdlib")
+    parser.add_argument("--backends", default="local,docker")
+    parser.add_argument("--cold", action="store_true", help="also time the kit's cold path")
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--write-small", action="store_true", help="write the small set and exit")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.write_small:
+        SMALL_DIR.mkdir(parents=True, exist_ok=True)
+        for name, text in small_files().items():
+            (SMALL_DIR / name).write_text(text)
+        print(f"wrote {len(small_files())} files to {SMALL_DIR}")
+        return 0
+
+    def log(line: str) -> None:
+        if args.verbose:
+            print(line, file=sys.stderr)
+
+    sets = {
+        "small": small_files(10 if args.quick else 100),
+        "stdlib": stdlib_files(5 if args.quick else 40),
+    }
+    backends = args.backends.split(",")
+    rows = []
+    for set_name in args.sets.split(","):
+        files = sets[set_name]
+        naive, compiled = [], {}
+        for name, text in files.items():
+            seconds, ok = naive_coqc(text, args.timeout)
+            naive.append(seconds)
+            compiled[name] = ok
+        columns: dict[str, tuple[list[float], dict[str, str]]] = {}
+        base = Settings(cache=False, retries=0, timeout=args.timeout)
+        if "local" in backends:
+            columns["kit local warm"] = kit_column(
+                base.model_copy(update={"backend": "local"}), files, args.timeout, log=log
+            )
+        if "docker" in backends:
+            for isolation in ("warm", "strict"):
+                settings = base.model_copy(update={"backend": "docker", "isolation": isolation})
+                columns[f"kit docker {isolation}"] = kit_column(
+                    settings, files, args.timeout, log=log
+                )
+        if args.cold:
+            columns["kit local cold"] = kit_column(
+                base.model_copy(update={"backend": "local"}), files, args.timeout, cold=True,
+                log=log,
+            )
+        baseline = statistics.median(naive)
+        verdict_sets = [v for _, v in columns.values()]
+        agree = all(v == verdict_sets[0] for v in verdict_sets)
+        compiles = all(
+            (verdicts[name] != "fail") == compiled[name] for verdicts in verdict_sets
+            for name in files
+        )
+        rows.append((set_name, "naive coqc per file", baseline, 1.0, len(files), "-"))
+        for label, (times, verdicts) in columns.items():
+            median = statistics.median(times)
+            same = f"{'yes' if agree else 'NO'} ({sum(v == 'pass' for v in verdicts.values())} pass)"
+            rows.append((set_name, label, median, baseline / median, len(times), same))
+        if not compiles:
+            rows.append((set_name, "(a kit `fail` where coqc compiled, or the reverse)", 0, 0, 0, "!"))
+    print("| set | how | median ms per check | speed-up over naive coqc | checks | verdicts agree |")
+    print("|---|---|---:|---:|---:|---|")
+    for set_name, label, median, ratio, count, same in rows:
+        print(f"| {set_name} | {label} | {median * 1000:.0f} | {ratio:.2f}x | {count} | {same} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

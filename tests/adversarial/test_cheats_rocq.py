@@ -1,0 +1,306 @@
+"""Cheats and escapes against the Rocq adapter: none passes, none reaches outside the check.
+
+Each file below tries to get a `pass` it has not earned (a proof of `1 = 2` through an axiom,
+an admitted lemma, an unchecked fixpoint, ...) while hiding that from the kit's report, or to
+touch the host (write a file, load code, change directory). Every one runs on the local backend
+and in the locked container, warm (through the worker) and cold, and must end with the verdict
+named, never `pass`, with nothing changed outside the work directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from runner import Checker
+from runner.models import CheckRequest, Verdict
+from runner.settings import Settings
+
+FAIL, AXIOM, PLACEHOLDER = {Verdict.FAIL}, {Verdict.AXIOM}, {Verdict.PLACEHOLDER}
+OUT = "{outside}"  # replaced with a host directory no check may write to
+
+CHEAT = "Axiom cheat : False.\n"
+ONE_IS_TWO = "Theorem one_is_two : 1 = 2.\nProof. destruct cheat. Qed.\n"
+NEEDS_CHEAT = CHEAT + ONE_IS_TWO
+
+# name → (file, the verdicts it may get, request fields)
+CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
+    # -- printing and search options: the audit reads none of them ---------------------------
+    "search-output-name-only-global": ("Global Set Search Output Name Only.\n" + NEEDS_CHEAT, FAIL, {}),
+    "search-output-name-only-local": ("Set Search Output Name Only.\n" + NEEDS_CHEAT, AXIOM, {}),
+    "search-blacklist": ('Add Search Blacklist "cheat" "one_is_two".\n' + NEEDS_CHEAT, AXIOM, {}),
+    "search-blacklist-global": ('Global Add Search Blacklist "Artifact".\n' + NEEDS_CHEAT, FAIL, {}),
+    "printing-width-global-attribute": ("#[global] Set Printing Width 3.\n" + NEEDS_CHEAT, FAIL, {}),
+    "printing-all-export-attribute": ("#[ export ] Set Printing All.\n" + NEEDS_CHEAT, FAIL, {}),
+    "export-set": ("Export Set Printing Depth 1.\n" + NEEDS_CHEAT, FAIL, {}),
+    "printing-options-local": (
+        "Set Printing Width 1.\nSet Printing Depth 0.\nUnset Printing Notations.\n" + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    # -- notations and printed text that imitate the report -------------------------------------
+    "printed-closed-under-the-global-context": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "Closed under the global context".\nCheck "Axioms: <none>".\n' + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    "printed-fake-summary": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "CONTEXT SUMMARY\n===============\n* Axioms: <none>\n".\n' + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    "notation-prints-false-as-true": (
+        "Notation \"'True'\" := False (only printing).\n" + NEEDS_CHEAT, AXIOM, {}
+    ),
+    "axiom-named-like-an-allowed-one": (
+        "Module Classical_Prop.\nAxiom classic : False.\nEnd Classical_Prop.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct Classical_Prop.classic. Qed.\n",
+        AXIOM,
+        {"allowed_axioms": ["classic", "Classical_Prop.classic", "Coq.Logic.Classical_Prop.classic"]},
+    ),
+    "printed-anomaly-on-a-failing-file": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "Anomaly: Out of memory. Cannot allocate memory".\n'
+        "Theorem one_is_two : 1 = 2.\nProof. reflexivity. Qed.\n",
+        FAIL,
+        {},
+    ),
+    # -- options that would outlive the file (a later Require re-runs them) --------------------
+    "global-unset-universe-checking": ("Global Unset Universe Checking.\n" + NEEDS_CHEAT, FAIL, {}),
+    "global-set-warnings": ('Global Set Warnings "-all".\n' + NEEDS_CHEAT, FAIL, {}),
+    "export-unset-positivity": ("#[export] Unset Positivity Checking.\n" + NEEDS_CHEAT, FAIL, {}),
+    "local-unset-guard-checking": (
+        "Local Unset Guard Checking.\nFixpoint f (n : nat) : False := f n.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (f 0). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    # -- axioms under other names or in other places -------------------------------------------
+    "private-name": (
+        "Axiom Private_cheat : False.\nTheorem one_is_two : 1 = 2.\nProof. destruct Private_cheat. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "subproof-name": (
+        "Axiom one_is_two_subproof : 1 = 2.\nTheorem one_is_two : 1 = 2.\n"
+        "Proof. exact one_is_two_subproof. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "parameter": ("Parameter cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "conjecture": ("Conjecture cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "hypothesis-outside-a-section": ("Hypothesis cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "variable-outside-a-section": ("Variable cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "context-outside-a-section": ("Context (cheat : False).\n" + ONE_IS_TWO, AXIOM, {}),
+    "declared-module": (
+        "Module Type T.\nAxiom a : False.\nEnd T.\nDeclare Module M : T.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct M.a. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "functor-applied-to-a-declared-module": (
+        "Module Type T.\nParameter a : False.\nEnd T.\n"
+        "Module F (X : T).\nDefinition b := X.a.\nEnd F.\n"
+        "Declare Module Y : T.\nModule Z := F Y.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct Z.b. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-behind-a-sealed-module": (
+        "Module Type T.\nParameter b : False.\nEnd T.\n"
+        "Module M : T.\nAxiom a : False.\nDefinition b := a.\nEnd M.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct M.b. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-deep-in-modules": (
+        "Module A.\nModule B.\nAxiom c : False.\nEnd B.\nEnd A.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct A.B.c. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-nothing-uses": ("Axiom unused : False.\nLemma fine : True.\nProof. exact I. Qed.\n", AXIOM, {}),
+    # -- Admitted wherever it hides -------------------------------------------------------------
+    "admitted-in-a-section": (
+        "Section S.\nLemma l : 1 = 2.\nAdmitted.\nEnd S.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admitted-in-nested-modules": (
+        "Module A.\nModule B.\nLemma l : 1 = 2.\nAdmitted.\nEnd B.\nEnd A.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact A.B.l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admitted-in-an-applied-functor": (
+        "Module Type Empty.\nEnd Empty.\nModule F (X : Empty).\nLemma l : 1 = 2.\nAdmitted.\n"
+        "End F.\nModule E.\nEnd E.\nModule G := F E.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact G.l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admit-behind-a-tactic-notation": (
+        'Tactic Notation "finish" := admit.\nTheorem one_is_two : 1 = 2.\nProof. finish. Admitted.\n',
+        PLACEHOLDER,
+        {},
+    ),
+    "admit-obligations": (
+        "Require Import Program.\n"
+        "Program Definition x : {n : nat | n = 1 /\\ n = 2} := 0.\nAdmit Obligations.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    # -- unchecked universes, fixpoints and positivity ----------------------------------------
+    "girard-with-universe-checking-off": (
+        "Require Import Coq.Logic.Hurkens.\nUnset Universe Checking.\n"
+        "Definition absurd : False := TypeNeqSmallType.paradox Type eq_refl.\n"
+        "Set Universe Checking.\nTheorem one_is_two : 1 = 2.\nProof. destruct absurd. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "bypass-guard-attribute": (
+        "#[bypass_check(guard)] Fixpoint f (n : nat) : False := f n.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (f 0). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "unset-positivity-checking": (
+        "Unset Positivity Checking.\nInductive Bad := mk : (Bad -> False) -> Bad.\n"
+        "Set Positivity Checking.\n"
+        "Definition app (b : Bad) : Bad -> False := match b with mk f => f end.\n"
+        "Definition omega : Bad -> False := fun b => app b b.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (omega (mk omega)). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "bypass-positivity-without-schemes": (
+        "Unset Elimination Schemes.\n"
+        "#[bypass_check(positivity)] Inductive Bad := mk : (Bad -> False) -> Bad.\n"
+        "Definition app (b : Bad) : Bad -> False := match b with mk f => f end.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (app (mk (fun b => app b b)) "
+        "(mk (fun b => app b b))). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    # -- Fail and Abort --------------------------------------------------------------------------
+    "abort": ("Theorem one_is_two : 1 = 2.\nProof.\nAbort.\n", PLACEHOLDER, {}),
+    "fail-qed-then-abort": ("Theorem one_is_two : 1 = 2.\nProof.\nFail Qed.\nAbort.\n", PLACEHOLDER, {}),
+    "axiom-inside-fail-fail": (
+        "Fail Fail Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}
+    ),
+    "axiom-inside-succeed": ("Succeed Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}),
+    "fail-timeout-then-admit": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nFail Timeout 1 reflexivity.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "quit-before-the-end": ("Theorem one_is_two : 1 = 2.\nProof.\nQuit.\n", FAIL, {}),
+    "reset-initial": (NEEDS_CHEAT + "Reset Initial.\n", FAIL, {}),
+    "back": (NEEDS_CHEAT + "Back 2.\n", FAIL, {}),
+    # -- the file system and code ---------------------------------------------------------------
+    "redirect-absolute": (f'Redirect "{OUT}/redirected" Print nat.\n', FAIL, {}),
+    "redirect-relative-escape": ('Redirect "../../../escape" Print nat.\n', FAIL, {}),
+    "redirect-behind-time": ('Time Redirect "out" Check nat.\n', FAIL, {}),
+    "extraction-to-a-file": (
+        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n', FAIL, {}
+    ),
+    "separate-extraction": ("Require Extraction.\nSeparate Extraction nat.\n", FAIL, {}),
+    "cd": (f'Cd "{OUT}".\nLemma t : True.\nProof. exact I. Qed.\n', FAIL, {}),
+    "load": ('Load "/etc/hostname".\n', FAIL, {}),
+    "add-loadpath": (f'Add LoadPath "{OUT}" as Evil.\n', FAIL, {}),
+    "native-compute-profile-file": (
+        "Set NativeCompute Profiling.\n"
+        f'Set NativeCompute Profile Filename "{OUT}/profile".\n'
+        "Eval native_compute in 1 + 1.\n",
+        FAIL,
+        {},
+    ),
+    "native-compute-tactic": (
+        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n", FAIL, {}
+    ),
+    "locate-file": ('Locate File "hostname".\n', FAIL, {}),
+    "drop": ("Drop.\n", FAIL, {}),
+    "declare-ml-module": ('Declare ML Module "evil_plugin".\n', FAIL, {}),
+    "declare-ml-module-of-a-real-plugin": (
+        'Declare ML Module "coq-core.plugins.extraction".\n', FAIL, {}
+    ),
+    "declare-ml-module-behind-an-attribute": (
+        '#[local] Declare ML Module "evil_plugin".\n', FAIL, {}
+    ),
+    "extract-constant": (
+        "Require Extraction.\nExtract Constant False => \"unit\".\n" + NEEDS_CHEAT, FAIL, {}
+    ),
+    "extract-inlined-constant": (
+        'Require Extraction.\nExtract Inlined Constant Nat.add => "(-)".\n', FAIL, {}
+    ),
+    "register-a-primitive": ("Register False as core.True.type.\n", FAIL, {}),
+    # -- time-out abuse -------------------------------------------------------------------------
+    "audit-outlives-the-time-limit": (
+        "Require Import NArith.\n"
+        "Fixpoint flip (n : nat) (b : bool) : bool := match n with 0 => b | S n => flip n (negb b) end.\n"
+        "Lemma big : flip (N.to_nat 4000000) true = true.\nProof. vm_compute. reflexivity. Qed.\n",
+        {Verdict.TIMEOUT, Verdict.MEMORY},
+        {"timeout": 20},
+    ),
+    "timeout-inside-the-file": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nTimeout 1 repeat reflexivity.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory):
+    """A host directory the cheats aim at; it must stay empty."""
+    return tmp_path_factory.mktemp("outside")
+
+
+def _settings(base: Path, backend: str) -> Settings:
+    return Settings(
+        backend=backend, cache_dir=base / "cache", checkpoint_dir=base / "checkpoints",
+        timeout=60, retries=0, cache=False,
+    )
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])])
+def checker(request, tmp_path_factory):
+    with Checker(_settings(tmp_path_factory.mktemp("kit"), request.param)) as checker:
+        yield checker
+
+
+def _host_litter() -> set[str]:
+    """Names in the places a misdirected write would land: the kit's cwd and the temp dir."""
+    return set(os.listdir(os.getcwd())) | set(os.listdir(tempfile.gettempdir()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_no_cheat_passes_and_nothing_escapes(name, warm, checker, outside):
+    text, verdicts, fields = CHEATS[name]
+    request = CheckRequest(
+        prover="rocq", name=f"{name}.v", content=text.replace(OUT, str(outside)), **fields
+    )
+    before = _host_litter()
+    result = checker.check_one(request, cold=not warm)
+    assert result.verdict is not Verdict.PASS
+    assert result.verdict in verdicts, (result.verdict, result.diagnostics)
+    assert not any(outside.iterdir()), sorted(outside.iterdir())
+    assert not {"redirected", "extracted.ml", "nat.ml", "escape", "profile", "out.out"} & (
+        _host_litter() - before
+    )
+
+
+def test_refusals_point_at_the_refused_sentence(checker, outside):
+    text = "Lemma t : True.\nProof. exact I. Qed.\n" + f'Redirect "{outside}/r" Print nat.\n'
+    result = checker.check_one(CheckRequest(prover="rocq", name="r.v", content=text))
+    [diagnostic] = result.diagnostics
+    assert (result.verdict, diagnostic.line) == (Verdict.FAIL, 3)
+    assert "`Redirect` is not allowed" in diagnostic.message

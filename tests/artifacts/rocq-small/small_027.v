@@ -1,0 +1,20 @@
+Require Import Arith Lia.
+
+Theorem lemma_27_0 : forall n m : nat, n + m = m + n.
+Proof.
+  intros n m.
+  apply Nat.add_comm.
+Qed.
+
+Theorem lemma_27_1 : forall n m : nat, n = m -> m = n.
+Proof.
+  intros n m H.
+  symmetry.
+  exact H.
+Qed.
+
+Theorem lemma_27_2 : forall n m p : nat, n + (m + p) = n + m + p.
+Proof.
+  intros n m p.
+  apply Nat.add_assoc.
+Qed.

@@ -1,0 +1,7 @@
+Require Import Arith.
+
+Theorem lemma_73_0 : forall n m : nat, Nat.max n m = Nat.max m n.
+Proof.
+  intros n m.
+  apply Nat.max_comm.
+Qed.

@@ -1,0 +1,7 @@
+Require Import Arith Lia.
+
+Theorem lemma_83_0 : forall n m : nat, n * m = m * n.
+Proof.
+  intros n m.
+  apply Nat.mul_comm.
+Qed.

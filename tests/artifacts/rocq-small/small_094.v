@@ -1,0 +1,14 @@
+Require Import Arith.
+
+Theorem lemma_94_0 : forall n : nat, n * 1 = n.
+Proof.
+  intros n.
+  apply Nat.mul_1_r.
+Qed.
+
+Theorem lemma_94_1 : forall n : nat, Nat.even (2 * n) = true.
+Proof.
+  intros n.
+  rewrite Nat.even_mul.
+  reflexivity.
+Qed.

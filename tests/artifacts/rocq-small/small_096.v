@@ -1,0 +1,11 @@
+From Coq Require Import Arith Lia List.
+Import ListNotations.
+
+Theorem lemma_96_0 : forall n m : nat, n + S m = S (n + m).
+Proof.
+  induction n as [| n IH]; intros m.
+  - reflexivity.
+  - simpl.
+    rewrite IH.
+    reflexivity.
+Qed.

@@ -1,0 +1,9 @@
+Require Import List.
+Import ListNotations.
+
+Theorem lemma_97_0 : forall n m : nat, n = m -> m = n.
+Proof.
+  intros n m H.
+  symmetry.
+  exact H.
+Qed.

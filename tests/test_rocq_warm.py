@@ -1,0 +1,130 @@
+"""The warm Rocq worker gives exactly the cold path's results, and never what another file left.
+
+Cold is Debian's coqc, coqchk and two drivers in a fresh sandbox; warm is the worker that forks
+per check from a parent holding the file's `Require`s. Both must give the same verdict and the
+same result digest on every corpus: the checked-in files, the cheats, and the generated small
+files shaped like model output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner import Checker
+from runner.models import CheckRequest, Verdict
+from runner.provers.rocq import source, worker
+from tests.adversarial.test_cheats_rocq import CHEATS
+from tests.helpers import ARTIFACTS
+
+CORPUS = sorted((ARTIFACTS / "rocq").glob("*.v"))
+SMALL = sorted((ARTIFACTS / "rocq-small").glob("*.v"))
+WARM_KINDS = {"warm", "server"}
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory):
+    from runner.settings import Settings
+
+    base = tmp_path_factory.mktemp("kit")
+    settings = Settings(
+        backend="local", cache=False, retries=0, timeout=120,
+        cache_dir=base / "cache", checkpoint_dir=base / "checkpoints",
+    )
+    with Checker(settings) as checker:
+        yield checker
+
+
+def same_warm_and_cold(checker: Checker, request: CheckRequest) -> None:
+    cold = checker.check_one(request, cold=True)
+    warm = checker.check_one(request)
+    again = checker.check_one(request)
+    assert cold.provenance.worker == "cold"
+    assert {warm.provenance.worker, again.provenance.worker} <= WARM_KINDS
+    assert warm.verdict is cold.verdict, (request.name, warm.diagnostics, cold.diagnostics)
+    assert warm.result_digest == cold.result_digest == again.result_digest, (
+        request.name, warm.diagnostics, cold.diagnostics, warm.assumptions, cold.assumptions,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_the_corpus_gets_the_same_results_warm_and_cold(path: Path, checker):
+    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_every_cheat_gets_the_same_result_warm_and_cold(name, checker, tmp_path):
+    text, _, fields = CHEATS[name]
+    content = text.replace("{outside}", str(tmp_path))
+    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=f"{name}.v", content=content, **fields))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)
+def test_small_model_output_gets_the_same_results_warm_and_cold(path: Path, checker):
+    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text()))
+
+
+@pytest.mark.slow
+def test_targets_get_the_same_results_warm_and_cold(checker):
+    text = "Require Import Arith.\nTheorem t : forall n : nat, n + 0 = n.\nProof. intros. apply Nat.add_0_r. Qed.\n"
+    for statement in ("forall m, m + 0 = m", "forall n, 0 + n = n", "forall n, n = n + 0", "nope x"):
+        target = {"name": "t", "statement": statement}
+        same_warm_and_cold(checker, CheckRequest(prover="rocq", name="t.v", content=text, target=target))
+
+
+def test_a_recurring_prefix_gets_a_worker_of_its_own(checker):
+    text = "Require Import Bool.\nLemma t : negb true = false.\nProof. reflexivity. Qed.\n"
+    prefix = source.prefix(text)
+    first = worker.choose_prefix(prefix)
+    assert worker.choose_prefix(prefix) == prefix
+    assert first.end in (0, prefix.end)  # the base worker first, unless seen before
+    for _ in range(3):
+        result = checker.check_one(CheckRequest(prover="rocq", name="t.v", content=text))
+        assert result.verdict is Verdict.PASS
+    assert result.provenance.worker == "warm"
+    assert worker.server_spec(prefix).key != worker.server_spec(source.prefix("")).key
+
+
+def test_a_worker_refuses_a_file_whose_prefix_is_not_its_own(checker):
+    """Even if the pool handed it over, a prefix worker answers MISMATCH for another prefix."""
+    arith = "Require Import Arith.\nLemma a : 1 + 1 = 2.\nProof. reflexivity. Qed.\n"
+    bools = "Require Import Bool.\nLemma b : negb true = false.\nProof. reflexivity. Qed.\n"
+    for _ in range(2):
+        checker.check_one(CheckRequest(prover="rocq", name="a.v", content=arith))
+    runner = _Runner(checker)
+    server = worker.start(runner, source.prefix(arith))
+    request = checker.resolve(CheckRequest(prover="rocq", name="b.v", content=bools))
+    with pytest.raises(worker.CannotServe):
+        worker.evidence(worker.exchange(server, request, source.prefix(bools)), request)
+    server.close()
+
+
+def test_what_one_file_defines_is_gone_for_the_next(checker):
+    defines = (ARTIFACTS / "rocq" / "defines_things.v").read_text()
+    uses = (ARTIFACTS / "rocq" / "uses_definition.v").read_text()
+    assert checker.check_one(CheckRequest(prover="rocq", name="d.v", content=defines)).verdict is Verdict.PASS
+    later = checker.check_one(CheckRequest(prover="rocq", name="u.v", content=uses))
+    assert later.verdict is Verdict.FAIL and later.provenance.worker in WARM_KINDS
+
+
+class _Runner:
+    """Servers straight from the checker's pool, so a test can talk to one directly."""
+
+    cold = False
+
+    def __init__(self, checker: Checker):
+        self._checker = checker
+
+    def sandbox(self):
+        raise AssertionError("no cold sandbox here")
+
+    def server(self, spec):
+        from runner.pool import CheckRun
+
+        request = self._checker.resolve(CheckRequest(prover="rocq", name="x.v", content=""))
+        run = CheckRun(request, self._checker.backend_for, self._checker.pool, cold=True)
+        return run.server(spec)
