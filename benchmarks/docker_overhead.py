@@ -11,7 +11,13 @@ with no prover in it: the backend's own cost, free of prover noise (and of the C
 host leaves to containers). `--compare` adds strict without its spare container (each check
 waits for create and start) and the docker backend without its agent (one `docker exec` per
 operation, as before the agent). "+ms" is over local plain processes, as the issue measured.
-Needs a daemon and the rocq and asymptote images. A report, not a test.
+
+"outside" is a check's time minus the wall time of the commands it ran (as each sandbox reports
+it): what the backend itself costs. On a busy host a container's commands also run slower than
+local ones (all containers share one CPU weight with each host process), which the per-check
+median includes and "outside" does not. For the exec path a command's wall time includes its
+`docker exec`, so its "outside" understates it. Needs a daemon and the rocq and asymptote
+images. A report, not a test.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ import functools
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from runner import Checker, CheckRequest
 from runner.backends import docker
-from runner.backends.base import Backend, Limits
+from runner.backends.base import Backend, Completed, Limits, Sandbox
 from runner.backends.local import SANDBOX_SETTING, LocalBackend
 from runner.settings import Settings
 
@@ -86,12 +93,55 @@ def timed(action: Callable[[], object]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def report(title: str, times: dict[str, list[float]]) -> None:
+def report(
+    title: str, times: dict[str, list[float]], outside: dict[str, list[float]] | None = None
+) -> None:
     local = statistics.median(times[PLAIN])
     print(title)
     for label, samples in times.items():
         ms = statistics.median(samples)
-        print(f"  {label:38s} {ms:8.0f} ms   {ms / local:5.2f}x   (+{ms - local:.0f} ms)")
+        line = f"  {label:38s} {ms:8.0f} ms   {ms / local:5.2f}x   (+{ms - local:.0f} ms)"
+        if outside is not None:
+            line += f"   outside {statistics.median(outside[label]):6.0f} ms"
+        print(line)
+
+
+class TimedSandbox:
+    """A sandbox that adds the wall time of each command it runs to its backend's clock."""
+
+    def __init__(self, box: Sandbox, clock: CommandClock):
+        self.box, self.clock = box, clock
+        self.backend, self.isolation = box.backend, box.isolation
+        self.write_file, self.read_file, self.spawn = box.write_file, box.read_file, box.spawn
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> Completed:
+        done = self.box.run(argv, **kwargs)
+        self.clock.command_ms += done.wall_ms
+        return done
+
+
+class CommandClock:
+    """A backend whose sandboxes add up the wall time of the commands they run."""
+
+    def __init__(self, inner: Backend):
+        self.inner, self.info, self.command_ms = inner, inner.info, 0.0
+
+    def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
+        return self.inner.environment(image, probe)
+
+    @contextlib.contextmanager
+    def sandbox(self, image: str, limits: Limits) -> Iterator[TimedSandbox]:
+        with self.inner.sandbox(image, limits) as box:
+            yield TimedSandbox(box, self)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def make_backend(label: str) -> CommandClock:
+    with mode(label) as settings:
+        local = settings.backend == "local"
+        return CommandClock(LocalBackend(settings) if local else docker.DockerBackend(settings))
 
 
 def checks(prover: str, labels: list[str], rounds: int) -> None:
@@ -99,19 +149,23 @@ def checks(prover: str, labels: list[str], rounds: int) -> None:
     with contextlib.ExitStack() as stack:
         checkers = {}
         for label in labels:
-            with mode(label) as settings:  # the first check makes the backend
-                checkers[label] = stack.enter_context(Checker(settings))
-                checkers[label].check_one(requests[0], cold=True)  # probe, warm the caches
+            clock = make_backend(label)
+            settings = BASE.model_copy(update=MODES[label][0])
+            checkers[label] = clock, stack.enter_context(Checker(settings, backend=clock))
+            checkers[label][1].check_one(requests[0], cold=True)  # probe, warm the caches
         times: dict[str, list[float]] = {label: [] for label in labels}
+        outside: dict[str, list[float]] = {label: [] for label in labels}
         results: dict[str, list[tuple[str, str]]] = {label: [] for label in labels}
         for _ in range(rounds):
             for request in requests:
-                for label, checker in checkers.items():
+                for label, (clock, checker) in checkers.items():
+                    clock.command_ms = 0.0
                     started = time.perf_counter()
                     result = checker.check_one(request, cold=True)
                     times[label].append((time.perf_counter() - started) * 1000)
+                    outside[label].append(times[label][-1] - clock.command_ms)
                     results[label].append((result.verdict.value, result.result_digest))
-    report(f"median per {prover} check, {len(requests)} files x {rounds} rounds:", times)
+    report(f"median per {prover} check, {len(requests)} files x {rounds} rounds:", times, outside)
     differ = [label for label in labels if results[label] != results[PLAIN]]
     print(f"  results differ from local: {', '.join(differ)}" if differ else "  same results")
 
@@ -126,12 +180,9 @@ def rocq_traffic(backend: Backend, limits: Limits) -> None:
 
 def sandbox_ops(labels: list[str], rounds: int) -> None:
     limits = Limits(timeout_s=60, memory_mb=1024)
-    backends: dict[str, Backend] = {}
-    for label in labels:
-        with mode(label) as settings:
-            local = settings.backend == "local"
-            backends[label] = LocalBackend(settings) if local else docker.DockerBackend(settings)
-        rocq_traffic(backends[label], limits)
+    backends = {label: make_backend(label).inner for label in labels}
+    for backend in backends.values():
+        rocq_traffic(backend, limits)
     times: dict[str, list[float]] = {label: [] for label in labels}
     try:
         for _ in range(rounds * 4):

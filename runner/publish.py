@@ -70,7 +70,7 @@ def renders_dir(log: Path) -> Path:
 
 def _output_digests(result: CheckResult) -> set[str]:
     found: set[str] = set()
-    for key in ("outputs", "reference_outputs"):
+    for key in ("outputs", "reference_outputs", "rasters"):
         for holder in (result.details, result.details.get("comparison") or {}):
             value = holder.get(key) if isinstance(holder, dict) else None
             if isinstance(value, dict):

@@ -20,7 +20,6 @@ from tests.helpers import ARTIFACTS
 
 CORPUS = sorted((ARTIFACTS / "rocq").glob("*.v"))
 SMALL = sorted((ARTIFACTS / "rocq-small").glob("*.v"))
-WARM_KINDS = {"warm", "server"}
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +39,10 @@ def same_warm_and_cold(checker: Checker, request: CheckRequest) -> None:
     cold = checker.check_one(request, cold=True)
     warm = checker.check_one(request)
     again = checker.check_one(request)
-    assert cold.provenance.worker == "cold"
-    assert {warm.provenance.worker, again.provenance.worker} <= WARM_KINDS
+    if cold.provenance.extra["rocq_path"] != "refused":  # refused before either path ran
+        assert cold.provenance.extra["rocq_path"] == "cold"
+        for result in (warm, again):
+            assert result.provenance.extra["rocq_path"].startswith("worker:"), result.provenance.extra
     assert warm.verdict is cold.verdict, (request.name, warm.diagnostics, cold.diagnostics)
     assert warm.result_digest == cold.result_digest == again.result_digest, (
         request.name, warm.diagnostics, cold.diagnostics, warm.assumptions, cold.assumptions,
@@ -85,7 +86,7 @@ def test_a_recurring_prefix_gets_a_worker_of_its_own(checker):
     for _ in range(3):
         result = checker.check_one(CheckRequest(prover="rocq", name="t.v", content=text))
         assert result.verdict is Verdict.PASS
-    assert result.provenance.worker == "warm"
+    assert result.provenance.extra["rocq_path"] == f"worker:{worker.server_spec(prefix).key}"
     assert worker.server_spec(prefix).key != worker.server_spec(source.prefix("")).key
 
 
@@ -108,7 +109,7 @@ def test_what_one_file_defines_is_gone_for_the_next(checker):
     uses = (ARTIFACTS / "rocq" / "uses_definition.v").read_text()
     assert checker.check_one(CheckRequest(prover="rocq", name="d.v", content=defines)).verdict is Verdict.PASS
     later = checker.check_one(CheckRequest(prover="rocq", name="u.v", content=uses))
-    assert later.verdict is Verdict.FAIL and later.provenance.worker in WARM_KINDS
+    assert later.verdict is Verdict.FAIL and later.provenance.extra["rocq_path"].startswith("worker:")
 
 
 class _Runner:

@@ -37,8 +37,13 @@ from runner.resolve import ResolvedRequest
 VERSION = "1"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
 OPTIONS = (
-    OptionSpec("engine", "DD+AR engine (default newclid)", metavar="ENGINE", choices=ENGINES,
-               default="newclid"),
+    OptionSpec(
+        "engine",
+        "DD+AR engine (default newclid)",
+        metavar="ENGINE",
+        choices=ENGINES,
+        default="newclid",
+    ),
     OptionSpec(
         "logic_errors",
         "fast = bounded diagram sampling (<= 20 s); paper = NL2AGBench's 300 s of silence",
@@ -131,7 +136,9 @@ def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     """
     options = request.options
     engine = str(options["engine"])
-    read = problems.read_problem(request.name, request.content, lenient=options["fences"] == "strip")
+    read = problems.read_problem(
+        request.name, request.content, lenient=options["fences"] == "strip"
+    )
     if isinstance(read, problems.FormatError):
         return outcomes.format_error(request.name, read)
     fault = validator.validate(read.line)

@@ -221,6 +221,9 @@ def _setup_clause(clause: _Clause, defs: dict[str, Definition]) -> None:
             raise _fault(
                 "KeyError", "setup", clause.index, clause.text, _unknown_construction(name, defs)
             )
+        # A written argument that is a number stays a number when AlphaGeometry renames the
+        # points, so it is never the clause's (renamed) point; points put first by the setup are.
+        named = [not _is_int(a) for a in args]
         if len(args) != len(definition.args):
             if len(args) + len(clause.points) != len(definition.args):
                 raise _fault(
@@ -231,10 +234,12 @@ def _setup_clause(clause: _Clause, defs: dict[str, Definition]) -> None:
                     _wrong_count(definition, args, clause.points),
                 )
             args = clause.points + args
+            named = [True] * len(clause.points) + named
         mapping = dict(zip(definition.args, args, strict=True))
+        is_point = dict(zip(definition.args, named, strict=True))
         for points, statements in definition.basics:
             level = tuple(mapping[p] for p in points)
-            for point in level:
+            for point in (mapping[p] for p in points if is_point[p]):
                 group[point] = level
             for statement in statements:
                 missing = [a for a in statement.args if a not in mapping]
@@ -289,6 +294,11 @@ def _wrong_count(definition: Definition, args: list[str], points: list[str]) -> 
 
 
 def _not_defined_here(point: str, clause: _Clause, defs: dict[str, Definition]) -> str:
+    if _is_int(point):
+        return (
+            f"`{point}` cannot name a point: AlphaGeometry reads a number among a construction's "
+            "arguments as a number, so no construction defines it; name points with letters"
+        )
     for name, args in clause.constructions:
         definition = defs[name]
         if len(args) == len(definition.args) and definition.defines:

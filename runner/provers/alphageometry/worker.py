@@ -59,5 +59,8 @@ def run_on(server: SandboxServer, problem: Problem, policy: Policy, timeout_s: f
         cpu_ms=facts["cpu_ms"],
     )
     return Run(
-        report=engines.report_in(body), completed=done, wall_ms=done.wall_ms, stderr_tail=engines.tail(body)
+        report=engines.report_in(body),
+        completed=done,
+        wall_ms=done.wall_ms,
+        stderr_tail=engines.tail(body),
     )

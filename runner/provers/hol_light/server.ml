@@ -882,7 +882,6 @@ end = struct
     let refused (r : Prooflock_fence.refusal) =
       mark "REFUSED" (Printf.sprintf "%d %d %s" r.line r.column r.message)
     in
-    (* Our own set-up phrases print nothing the artifact's output could be confused with. *)
     wrap_placeholders placeholders;
     mark "START" "";
     match parse_source ~guarded:true ~name:"artifact.ml" source with
@@ -900,10 +899,11 @@ end = struct
             let needs_phrases = List.map (fun (_, _, phrase) -> phrase) needs in
             if run_phrases ~mark ~first:0 needs_phrases then
               (* A library the parent had not loaded binds names of its own: check again. *)
-              let names =
-                if loaded_count () = loaded then !parent_names else Prooflock_fence.current ()
+              let again =
+                if loaded_count () = loaded then None
+                else Prooflock_fence.first_refusal (Prooflock_fence.current ()) rest
               in
-              match Prooflock_fence.first_refusal names rest with
+              match again with
               | Some r -> refused r
               | None ->
                   if run_phrases ~mark ~first:(List.length needs) rest then begin
@@ -941,6 +941,16 @@ end = struct
     ignore (Unix.setitimer Unix.ITIMER_REAL { Unix.it_interval = 1.0; Unix.it_value = 1.0 })
 
   type finish = Exited of int | Signaled of int | Timed_out
+
+  (* OCaml numbers signals its own way (Sys.sigkill is -7): the reply carries the kernel's. *)
+  let posix_signal s =
+    let known =
+      [ (Sys.sighup, 1); (Sys.sigint, 2); (Sys.sigquit, 3); (Sys.sigill, 4); (Sys.sigtrap, 5);
+        (Sys.sigabrt, 6); (Sys.sigbus, 7); (Sys.sigfpe, 8); (Sys.sigkill, 9); (Sys.sigusr1, 10);
+        (Sys.sigsegv, 11); (Sys.sigusr2, 12); (Sys.sigpipe, 13); (Sys.sigalrm, 14);
+        (Sys.sigterm, 15); (Sys.sigxcpu, 24); (Sys.sigxfsz, 25); (Sys.sigsys, 31) ]
+    in
+    match List.assoc_opt s known with Some n -> n | None -> s
 
   type ending = Deadline | Eof | Reaped of Unix.process_status
 
@@ -1061,7 +1071,7 @@ end = struct
         let status_text =
           match finish with
           | Exited code -> "exited " ^ string_of_int code
-          | Signaled s -> "signaled " ^ string_of_int s
+          | Signaled s -> "signaled " ^ string_of_int (posix_signal s)
           | Timed_out -> "timeout 0"
         in
         let report = report_of reader in

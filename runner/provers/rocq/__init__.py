@@ -47,6 +47,7 @@ def probe(image: str) -> dict[str, list[str]]:
 def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     refused = refusal(request)
     if refused is not None:
+        refused.worker = {"rocq_path": "refused"}
         return refused
     evidence, path = gather(request, runner)
     outcome = verdict.outcome(request, evidence)

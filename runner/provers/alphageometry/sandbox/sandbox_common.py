@@ -121,7 +121,12 @@ def exception_text(error):
 
 def solve_failure(error, facts):
     """The report when DD+AR itself fails on a problem that was built."""
-    return {"status": "engine_error", "stage": "solve", "exception_text": exception_text(error), **facts}
+    return {
+        "status": "engine_error",
+        "stage": "solve",
+        "exception_text": exception_text(error),
+        **facts,
+    }
 
 
 def sample_diagrams(job, draw_once, goal_index):

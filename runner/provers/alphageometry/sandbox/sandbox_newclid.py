@@ -2,9 +2,17 @@
 
 `python3 sandbox_newclid.py job.json` (with PYTHONHASHSEED fixed by the caller). The steps are
 those of AlphaGeometry's `alphageometry` mode, the one whose exceptions NL2AGBench classifies:
-parse, rename the points, build the setup string, build the diagram, run DD+AR. newclid supplies
-every step except one: its renaming keeps names it does not know, where AlphaGeometry (and
-ag4masses) raise KeyError, so the rename step adds AlphaGeometry's lookup.
+parse, rename the points, build the setup string, build the diagram, run DD+AR. Wherever
+newclid reads a problem differently from AlphaGeometry (ag4masses, checked case by case in
+tests/test_alphageometry_parity.py), the step is done AlphaGeometry's way:
+
+- parse: a construction is its words split on spaces (newclid reads `x:Type` arguments);
+- rename: an argument that is a number stays a number and any other unknown name is a KeyError
+  (newclid renames what it knows and keeps the rest);
+- a point defined again: AlphaGeometry's graph gives it a new node that takes over the name from
+  then on; newclid cannot hold two points of one name, so the new one gets a name of its own;
+- the goal's numerical check: a predicate AlphaGeometry's `numericals.check` does not know is
+  never true there, so the diagram is redrawn forever (a logic error), where newclid raises.
 
 newclid quirks handled here: its setup-string builder concatenates a list with the tuple of
 arguments when a clause omits its new points, so it is given list-argument copies; its diagram
@@ -19,6 +27,17 @@ import pathlib
 
 import sandbox_common as common
 
+# The goal predicates AlphaGeometry's numericals.check answers (its check_* functions and the names
+# it maps onto them); for any other it returns None, and Graph.build_problem draws again.
+# fmt: off
+AG_GOAL_CHECKS = frozenset((
+    "too_close", "too_far", "aconst", "circle", "coll", "ncoll", "sameside", "para_or_coll",
+    "para", "perp", "cyclic", "const_angle", "eqangle", "eqratio", "cong", "midp", "simtri",
+    "contri", "ratio", "eqangle6", "eqratio6", "simtri2", "simtri*", "contri2", "contri*",
+    "on_line", "rcompute", "acompute", "fixl", "fixc", "fixb", "fixt", "fixp",
+))
+# fmt: on
+
 
 class EngineGap(Exception):
     """A valid AlphaGeometry problem that newclid cannot run (not the problem's fault)."""
@@ -32,7 +51,7 @@ def load_engine():
         import numpy
         import scipy.optimize  # noqa: F401 - newclid's AR imports it lazily: load it before jobs
         from newclid.api import GeometricSolver
-        from newclid.defs.clause import Clause, Construction
+        from newclid.defs.clause import ArgType, Clause, Construction
         from newclid.defs.definition import Definition
         from newclid.problem import Problem, setup_str_from_problem
         from newclid.proof import Proof
@@ -46,6 +65,7 @@ def load_engine():
         "version": version("newclid"),
         "numpy": numpy,
         "GeometricSolver": GeometricSolver,
+        "ArgType": ArgType,
         "Clause": Clause,
         "Construction": Construction,
         "Definition": Definition,
@@ -119,21 +139,20 @@ def solve(job, engine):
 
 def front_end(job, engine, definitions):
     """Parse, rename and build the setup string, one clause at a time so a failure names it."""
-    Clause, Construction, Problem = engine["Clause"], engine["Construction"], engine["Problem"]
+    Problem = engine["Problem"]
     texts, goal_text = common.at_stage("parse", None, lambda: common.split_problem(job["line"]))
     goal_index = len(texts)
     clauses = [
-        common.at_stage("parse", i, lambda t=t: Clause.from_txt(t)) for i, t in enumerate(texts)
+        common.at_stage("parse", i, lambda t=t: _clause(engine, t)) for i, t in enumerate(texts)
     ]
-    goal = common.at_stage("parse", goal_index, lambda: Construction.from_txt(goal_text))
+    goal = common.at_stage("parse", goal_index, lambda: _construction(engine, goal_text))
 
     mapping = {}
     renamed = [
-        common.at_stage("rename", i, lambda c=c: _rename_clause(c, mapping))
+        common.at_stage("rename", i, lambda c=c: _rename_clause(engine, c, mapping))
         for i, c in enumerate(clauses)
     ]
-    goal = common.at_stage("rename", goal_index, lambda: _rename_construction(goal, mapping))
-    problem = Problem(job["title"], renamed, [goal])
+    goal = common.at_stage("rename", goal_index, lambda: _rename(engine, goal, mapping))
 
     for i, clause in enumerate(renamed):
         alone = Problem(job["title"], [_with_list_args(clause)], [])
@@ -144,26 +163,81 @@ def front_end(job, engine, definitions):
     common.at_stage(
         "setup", goal_index, lambda: engine["setup_str_from_problem"](goal_only, definitions)
     )
-    return problem, goal_index
+    clauses, goal = _new_names_for_redefined_points(renamed, goal, definitions)
+    return Problem(job["title"], clauses, [goal]), goal_index
 
 
-def _rename_clause(clause, mapping):
-    renamed = clause.translate(mapping)  # new points join the mapping here, as in AlphaGeometry
-    for construction in clause.constructions:
-        _lookup_args(construction, mapping)
+def _clause(engine, text):
+    """AlphaGeometry's Clause.from_txt."""
+    if text == " =":
+        return engine["Clause"]([], [])
+    points, constructions = text.split(" = ")
+    return engine["Clause"](
+        points.split(" "), [_construction(engine, c) for c in constructions.split(", ")]
+    )
+
+
+def _construction(engine, text):
+    """AlphaGeometry's Construction.from_txt: the name, then every word as an argument."""
+    name, *args = text.split(" ")
+    return _made(engine, name, args)
+
+
+def _made(engine, name, args):
+    point = engine["ArgType"].POINT
+    return engine["Construction"](name, tuple(args), tuple(point for _ in args))
+
+
+def _rename_clause(engine, clause, mapping):
+    """AlphaGeometry's Clause.translate: new points join the mapping, then the constructions."""
+    renamed = clause.translate(mapping)
+    renamed.constructions = [_rename(engine, c, mapping) for c in clause.constructions]
     return renamed
 
 
-def _rename_construction(construction, mapping):
-    _lookup_args(construction, mapping)
-    return construction.translate(mapping)
-
-
-def _lookup_args(construction, mapping):
+def _rename(engine, construction, mapping):
     """AlphaGeometry's Construction.translate: `a if isint(a) else mapping[a]` (KeyError)."""
-    for arg in construction.args:
-        if not _is_int(arg):
-            mapping[arg]  # noqa: B018 - the lookup is the check
+    args = [a if _is_int(a) else mapping[a] for a in construction.args]
+    return _made(engine, construction.name, args)
+
+
+def _new_names_for_redefined_points(clauses, goal, definitions):
+    """A point defined again gets a name of its own, which later clauses and the goal use.
+
+    AlphaGeometry's Graph.add_clause makes a new node for it and moves the name onto that node;
+    the old node keeps its facts. Inside its own clause the construction's inputs are still the
+    old point, the point it defines is the new one.
+    """
+    taken = {p for clause in clauses for p in clause.points}
+    current = {}  # name as renamed -> the name of its latest definition
+    for clause in clauses:
+        written = list(clause.points)
+        fresh = {}
+        for point in written:
+            if point in current and point not in fresh:
+                fresh[point] = _unused(point, taken)
+        for construction in clause.constructions:
+            definition = definitions[construction.name]
+            args = list(construction.args)
+            if len(args) != len(definition.construction.args):
+                args = list(clause.points) + args  # as the setup string and the build complete it
+            defines = [a in definition.points for a in definition.construction.args]
+            construction.args = tuple(
+                fresh.get(a, a) if defined else current.get(a, a)
+                for a, defined in zip(args, defines, strict=True)
+            )
+        clause.points = [fresh.get(p, p) for p in written]
+        current.update({p: fresh.get(p, p) for p in written})
+    renamed_goal = goal.translate({a: current[a] for a in goal.args if a in current})
+    return clauses, renamed_goal
+
+
+def _unused(point, taken):
+    n = 1
+    while f"{point}_{n}" in taken:
+        n += 1
+    taken.add(f"{point}_{n}")
+    return f"{point}_{n}"
 
 
 def _is_int(text):
@@ -196,11 +270,16 @@ def diagram_sampler(job, engine, problem, definitions, goal_index):
         return result
 
     Proof.add_clause = tracked_add_clause
+    # A goal AlphaGeometry cannot check numerically is false in every diagram it draws: the
+    # clauses are drawn (and may fail) as before, then the diagram is drawn again.
+    [goal] = problem.goals
+    checked = goal.name in AG_GOAL_CHECKS
+    built = problem if checked else engine["Problem"](problem.url, problem.clauses, [])
 
     def draw_once():
         try:
             state = Proof.build_problem(
-                problem,
+                built,
                 definitions,
                 additional_reasoning_engine={"AR": engine["AlgebraicManipulator"]},
                 max_attempts=1,
@@ -220,7 +299,7 @@ def diagram_sampler(job, engine, problem, definitions, goal_index):
             raise common.StageError(
                 "build", goal_index if index is None else index, error
             ) from error
-        return ("ok", state)
+        return ("ok", state) if checked else ("goal_false",)
 
     return draw_once
 
