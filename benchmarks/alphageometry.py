@@ -118,8 +118,14 @@ def rows(quick: bool) -> list[Row]:
     corpus = "JGEX-231" if not quick else f"JGEX-231, first {QUICK_PROBLEMS}"
     if jgex is None:
         return [
-            Row("alphageometry", corpus, 0, "", None, note="jgex_ag_231.txt not found: set "
-                "PROOFLOCK_ALPHAGEOMETRY_DATA")
+            Row(
+                "alphageometry",
+                corpus,
+                0,
+                "",
+                None,
+                note="jgex_ag_231.txt not found: set PROOFLOCK_ALPHAGEOMETRY_DATA",
+            )
         ]
     found = []
     for engine in alphageometry.ENGINES:
@@ -133,9 +139,7 @@ def engine_row(engine: str, problems: list[CheckRequest], corpus: str) -> Row:
     baseline_backend = BASELINE_BACKEND[engine]
     baseline = timed_checks({"backend": baseline_backend}, problems, cold=True)
     if isinstance(baseline, str):
-        return Row(
-            f"alphageometry ({engine})", corpus, len(problems), "", None, note=baseline
-        )
+        return Row(f"alphageometry ({engine})", corpus, len(problems), "", None, note=baseline)
     row = Row(
         prover=f"alphageometry ({engine})",
         corpus=corpus,

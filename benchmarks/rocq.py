@@ -44,25 +44,45 @@ HEADERS = {
 # (needs, statement, proof): restated standard-library lemmas, as a model would prove them.
 LEMMAS = [
     ("arith", "forall n m : nat, n + m = m + n", "intros n m.\n  apply Nat.add_comm."),
-    ("arith", "forall n m p : nat, n + (m + p) = n + m + p", "intros n m p.\n  apply Nat.add_assoc."),
+    (
+        "arith",
+        "forall n m p : nat, n + (m + p) = n + m + p",
+        "intros n m p.\n  apply Nat.add_assoc.",
+    ),
     ("arith", "forall n : nat, n + 0 = n", "intros n.\n  apply Nat.add_0_r."),
     ("arith", "forall n m : nat, n * m = m * n", "intros n m.\n  apply Nat.mul_comm."),
     ("arith", "forall n : nat, n * 1 = n", "intros n.\n  apply Nat.mul_1_r."),
     ("arith", "forall n m : nat, n <= n + m", "intros n m.\n  apply Nat.le_add_r."),
-    ("arith", "forall n m : nat, S n = S m -> n = m", "intros n m H.\n  injection H as H.\n  exact H."),
+    (
+        "arith",
+        "forall n m : nat, S n = S m -> n = m",
+        "intros n m H.\n  injection H as H.\n  exact H.",
+    ),
     ("arith", "forall n : nat, n - n = 0", "intros n.\n  apply Nat.sub_diag."),
     ("arith", "forall n m : nat, Nat.max n m = Nat.max m n", "intros n m.\n  apply Nat.max_comm."),
     ("arith", "forall n m : nat, Nat.min n m <= n", "intros n m.\n  apply Nat.le_min_l."),
-    ("arith", "forall n : nat, Nat.even (2 * n) = true",
-     "intros n.\n  rewrite Nat.even_mul.\n  reflexivity."),
-    ("arith", "forall n : nat, n + 0 = n",
-     "induction n as [| n IH].\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n    reflexivity."),
+    (
+        "arith",
+        "forall n : nat, Nat.even (2 * n) = true",
+        "intros n.\n  rewrite Nat.even_mul.\n  reflexivity.",
+    ),
+    (
+        "arith",
+        "forall n : nat, n + 0 = n",
+        "induction n as [| n IH].\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n    reflexivity.",
+    ),
     ("arith", "forall n m : nat, n = m -> m = n", "intros n m H.\n  symmetry.\n  exact H."),
-    ("arith", "forall n m : nat, n + S m = S (n + m)",
-     "induction n as [| n IH]; intros m.\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n"
-     "    reflexivity."),
-    ("arith", "forall n : nat, 2 * n = n + n", "intros n.\n  simpl.\n  rewrite Nat.add_0_r.\n"
-     "  reflexivity."),
+    (
+        "arith",
+        "forall n m : nat, n + S m = S (n + m)",
+        "induction n as [| n IH]; intros m.\n  - reflexivity.\n  - simpl.\n    rewrite IH.\n"
+        "    reflexivity.",
+    ),
+    (
+        "arith",
+        "forall n : nat, 2 * n = n + n",
+        "intros n.\n  simpl.\n  rewrite Nat.add_0_r.\n  reflexivity.",
+    ),
     ("lia", "forall n : nat, 2 * n = n + n", "intros n.\n  lia."),
     ("lia", "forall n m : nat, n < m -> n + 1 <= m", "intros n m H.\n  lia."),
     ("lia", "forall x y : nat, x + y = y + x", "intros x y.\n  lia."),
@@ -70,23 +90,48 @@ LEMMAS = [
     ("lia", "forall a b c : nat, a <= b -> b <= c -> a <= c", "intros a b c H1 H2.\n  lia."),
     ("lia", "forall n : nat, n < n + 1", "intros n.\n  lia."),
     ("lia", "forall n m : nat, n - m <= n", "intros n m.\n  lia."),
-    ("lia", "forall n m : nat, n <= m -> exists k, m = n + k",
-     "intros n m H.\n  exists (m - n).\n  lia."),
+    (
+        "lia",
+        "forall n m : nat, n <= m -> exists k, m = n + k",
+        "intros n m H.\n  exists (m - n).\n  lia.",
+    ),
     ("list", "forall (A : Type) (l : list A), l ++ [] = l", "intros A l.\n  apply app_nil_r."),
-    ("list", "forall (A : Type) (l m : list A), length (l ++ m) = length l + length m",
-     "intros A l m.\n  apply app_length."),
-    ("list", "forall (A : Type) (l : list A), rev (rev l) = l", "intros A l.\n  apply rev_involutive."),
-    ("list", "forall (A : Type) (l : list A), length (rev l) = length l",
-     "intros A l.\n  apply rev_length."),
-    ("list", "forall (A B : Type) (f : A -> B) (l : list A), length (map f l) = length l",
-     "intros A B f l.\n  apply map_length."),
-    ("list", "forall (A : Type) (x : A) (l : list A), In x (x :: l)",
-     "intros A x l.\n  simpl.\n  left.\n  reflexivity."),
-    ("list", "forall (A : Type) (l : list A), l ++ [] = l",
-     "intros A l.\n  induction l as [| x l IH].\n  - reflexivity.\n  - simpl.\n"
-     "    rewrite IH.\n    reflexivity."),
-    ("list", "forall (A : Type) (l1 l2 l3 : list A), l1 ++ l2 ++ l3 = (l1 ++ l2) ++ l3",
-     "intros A l1 l2 l3.\n  apply app_assoc."),
+    (
+        "list",
+        "forall (A : Type) (l m : list A), length (l ++ m) = length l + length m",
+        "intros A l m.\n  apply app_length.",
+    ),
+    (
+        "list",
+        "forall (A : Type) (l : list A), rev (rev l) = l",
+        "intros A l.\n  apply rev_involutive.",
+    ),
+    (
+        "list",
+        "forall (A : Type) (l : list A), length (rev l) = length l",
+        "intros A l.\n  apply rev_length.",
+    ),
+    (
+        "list",
+        "forall (A B : Type) (f : A -> B) (l : list A), length (map f l) = length l",
+        "intros A B f l.\n  apply map_length.",
+    ),
+    (
+        "list",
+        "forall (A : Type) (x : A) (l : list A), In x (x :: l)",
+        "intros A x l.\n  simpl.\n  left.\n  reflexivity.",
+    ),
+    (
+        "list",
+        "forall (A : Type) (l : list A), l ++ [] = l",
+        "intros A l.\n  induction l as [| x l IH].\n  - reflexivity.\n  - simpl.\n"
+        "    rewrite IH.\n    reflexivity.",
+    ),
+    (
+        "list",
+        "forall (A : Type) (l1 l2 l3 : list A), l1 ++ l2 ++ l3 = (l1 ++ l2) ++ l3",
+        "intros A l1 l2 l3.\n  apply app_assoc.",
+    ),
 ]
 # Some answers are wrong or unfinished, as model output is.
 WRONG_PROOF = "intros.\n  reflexivity."
@@ -99,9 +144,13 @@ def small_files(count: int = 100, seed: int = 2026) -> dict[str, str]:
     found = {}
     for index in range(count):
         header_name = rng.choice(list(HEADERS))
-        usable = [lemma for lemma in LEMMAS if lemma[0] in ("arith", header_name)
-                  or header_name == "all"
-                  or (header_name == "lia" and lemma[0] in ("arith", "lia"))]
+        usable = [
+            lemma
+            for lemma in LEMMAS
+            if lemma[0] in ("arith", header_name)
+            or header_name == "all"
+            or (header_name == "lia" and lemma[0] in ("arith", "lia"))
+        ]
         body = []
         for number in range(rng.choice((1, 1, 2, 3))):
             _, statement, proof = rng.choice(usable)
@@ -135,7 +184,9 @@ def naive_coqc(source: str, timeout: float) -> tuple[float, bool]:
         started = time.perf_counter()
         try:
             done = subprocess.run(
-                ["coqc", "-q", "-Q", ".", "", "Artifact.v"], cwd=work, capture_output=True,
+                ["coqc", "-q", "-Q", ".", "", "Artifact.v"],
+                cwd=work,
+                capture_output=True,
                 timeout=timeout,
             )
         except subprocess.TimeoutExpired:
@@ -144,14 +195,20 @@ def naive_coqc(source: str, timeout: float) -> tuple[float, bool]:
 
 
 def kit_column(
-    settings: Settings, files: dict[str, str], timeout: int, *, cold: bool = False,
+    settings: Settings,
+    files: dict[str, str],
+    timeout: int,
+    *,
+    cold: bool = False,
     log: Callable[[str], None],
 ) -> tuple[list[float], dict[str, str]]:
     """Seconds per check (after a warm-up pass that boots the workers) and the verdicts."""
     times, verdicts = [], {}
     with Checker(settings) as checker:
-        requests = [CheckRequest(prover="rocq", name=n, content=c, timeout=timeout)
-                    for n, c in files.items()]
+        requests = [
+            CheckRequest(prover="rocq", name=n, content=c, timeout=timeout)
+            for n, c in files.items()
+        ]
         if not cold:
             for request in requests:  # boots the workers this set needs; not measured
                 checker.check_one(request)
@@ -212,24 +269,34 @@ def main(argv: list[str] | None = None) -> int:
                 )
         if args.cold:
             columns["kit local cold"] = kit_column(
-                base.model_copy(update={"backend": "local"}), files, args.timeout, cold=True,
+                base.model_copy(update={"backend": "local"}),
+                files,
+                args.timeout,
+                cold=True,
                 log=log,
             )
         baseline = statistics.median(naive)
         verdict_sets = [v for _, v in columns.values()]
         agree = all(v == verdict_sets[0] for v in verdict_sets)
         compiles = all(
-            (verdicts[name] != "fail") == compiled[name] for verdicts in verdict_sets
+            (verdicts[name] != "fail") == compiled[name]
+            for verdicts in verdict_sets
             for name in files
         )
         rows.append((set_name, "naive coqc per file", baseline, 1.0, len(files), "-"))
         for label, (times, verdicts) in columns.items():
             median = statistics.median(times)
-            same = f"{'yes' if agree else 'NO'} ({sum(v == 'pass' for v in verdicts.values())} pass)"
+            same = (
+                f"{'yes' if agree else 'NO'} ({sum(v == 'pass' for v in verdicts.values())} pass)"
+            )
             rows.append((set_name, label, median, baseline / median, len(times), same))
         if not compiles:
-            rows.append((set_name, "(a kit `fail` where coqc compiled, or the reverse)", 0, 0, 0, "!"))
-    print("| set | how | median ms per check | speed-up over naive coqc | checks | verdicts agree |")
+            rows.append(
+                (set_name, "(a kit `fail` where coqc compiled, or the reverse)", 0, 0, 0, "!")
+            )
+    print(
+        "| set | how | median ms per check | speed-up over naive coqc | checks | verdicts agree |"
+    )
     print("|---|---|---:|---:|---:|---|")
     for set_name, label, median, ratio, count, same in rows:
         print(f"| {set_name} | {label} | {median * 1000:.0f} | {ratio:.2f}x | {count} | {same} |")

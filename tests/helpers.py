@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from runner.backends.base import Sandbox
+from runner.checker import Checker
 from runner.checkpoint import record_digest
-from runner.models import CheckRequest, Verdict
+from runner.models import CheckRequest, CheckResult, Verdict
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.resolve import ResolvedRequest, resolve
 from runner.settings import Settings
@@ -79,3 +81,43 @@ def rewrite(path: Path, edit) -> None:
         record["seq"], record["prev"] = seq, prev
         record["digest"] = prev = record_digest(record)
     path.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in records))
+
+
+# -- HOL Light: one worker per backend for the whole session (a boot takes minutes) ----------
+
+
+class HolLight:
+    """The session's checker, with the request a user would write for each corpus file."""
+
+    def __init__(self, checker: Checker, timeout: int = 60):
+        self.checker = checker
+        self.timeout = timeout
+
+    def check(self, name: str, *, content: str | None = None, **fields) -> CheckResult:
+        request = CheckRequest(
+            timeout=self.timeout,
+            prover="hol-light",
+            name=name,
+            content=artifact("hol-light", name) if content is None else content,
+            **fields,
+        )
+        return self.checker.check_one(request)
+
+
+_SESSION_CHECKERS: dict[str, Checker] = {}
+
+
+def session_checker(request: pytest.FixtureRequest, backend: str, timeout: int = 60) -> Checker:
+    """The session's one checker on `backend` (so one HOL Light boot), closed when pytest ends."""
+    if backend not in _SESSION_CHECKERS:
+        factory = request.getfixturevalue("tmp_path_factory")
+        settings = Settings(
+            backend=backend,
+            cache=False,
+            checkpoint_dir=factory.mktemp("checkpoints"),
+            cache_dir=factory.mktemp("cache"),
+            retries=1,
+        )
+        checker = _SESSION_CHECKERS[backend] = Checker(settings)
+        request.config.add_cleanup(checker.close)
+    return _SESSION_CHECKERS[backend]

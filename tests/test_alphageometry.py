@@ -109,6 +109,12 @@ def test_validator_accepts_every_jgex_problem():
             0,
         ),  # missing `; `
         ("a b = segment a b; c = midpoint c a b ? midp c a", "ValueError", 2),  # goal arity
+        ("a b c = triangle a b c; 1 = midpoint 1 a b ? cong a 1 b 1", "KeyError", 1),  # number
+        (  # the new point written where an existing point belongs: drawing fails
+            "a b c = triangle a b c; d = on_line d a, on_line d b c ? perp a d b c",
+            "ValueError",
+            1,
+        ),
     ],
 )
 def test_validator_classifies_other_mistakes(line, syntax_class, index):
@@ -203,6 +209,35 @@ def test_alphageometry_spellings_that_newclid_changed_still_run(title, engine_se
     [(_, content)] = [p for p in problems_in("newclid_dialect.txt") if p[0].startswith(title)]
     result = check(title, content, engine_settings)
     assert result.details["outcome"] == "solved", result.diagnostics
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("line", "outcome", "detail"),
+    [
+        (  # AlphaGeometry's graph gives the point defined again a new node; the goal is unchanged
+            "c a b = iso_triangle c a b; d = foot d a b c; e = foot e b a c; c = midpoint c a b; "
+            "f = on_line f a d, on_line f b e ? cong f a f b",
+            "solved",
+            None,
+        ),
+        (  # AlphaGeometry's numerical check knows no `Perp`: it redraws the figure forever
+            "a b c = triangle a b c; d = foot d a b c ? Perp a d b c",
+            "logic_error",
+            "goal_false",
+        ),
+        (  # `on_line` passes the numerical check (as coll); AlphaGeometry's DD then raises
+            "a b = segment a b; c = midpoint c a b ? on_line c a b",
+            "syntax_error",
+            "ValueError",
+        ),
+    ],
+)
+def test_newclid_reads_these_as_alphageometry_does(line, outcome, detail, engine_settings):
+    result = check("as_alphageometry", line, engine_settings)
+    details = result.details
+    assert details["outcome"] == outcome, result.diagnostics
+    assert detail == details.get("logic", details.get("syntax_class"))
 
 
 @pytest.mark.slow
@@ -375,7 +410,9 @@ def test_engine_choice_selects_the_image_and_the_environment_key():
     ag4masses = resolved(newclid.request.model_copy(update={"options": {"engine": "ag4masses"}}))
     paper = resolved(newclid.request.model_copy(update={"options": {"logic_errors": "paper"}}))
     assert (newclid.image, ag4masses.image) == ("newclid", "alphageometry")
-    keys = [alphageometry.ADAPTER.environment_options(r.options) for r in (newclid, ag4masses, paper)]
+    keys = [
+        alphageometry.ADAPTER.environment_options(r.options) for r in (newclid, ag4masses, paper)
+    ]
     assert keys[0]["engine"] == "newclid" and keys[1]["engine"] == "ag4masses"
     assert keys[0]["logic_errors"] == {"logic_errors": "fast", "max_samples": 5000, "budget_s": 20}
     assert keys[2]["logic_errors"] == {"logic_errors": "paper", "silence_s": 300}

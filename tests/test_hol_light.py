@@ -23,8 +23,7 @@ from runner.models import CheckRequest, CheckResult, Target, Verdict
 from runner.provers import hol_light
 from runner.provers.common.lexing import ocaml_code
 from runner.provers.hol_light import protocol, source
-from runner.settings import Settings
-from tests.helpers import artifact, resolved
+from tests.helpers import HolLight, artifact, resolved, session_checker
 
 EXPECTED = {
     "pass_arith.ml": Verdict.PASS,
@@ -51,45 +50,9 @@ LATER_FILES = ["uses_definition.ml", "uses_infix.ml", "uses_ocaml_value.ml"]
 TIMEOUT = 60  # seconds
 
 
-class HolLight:
-    """The session's checker, with the request a user would write for each corpus file."""
-
-    def __init__(self, checker: Checker):
-        self.checker = checker
-
-    def check(self, name: str, *, content: str | None = None, **fields) -> CheckResult:
-        request = CheckRequest(
-            timeout=TIMEOUT,
-            prover="hol-light",
-            name=name,
-            content=artifact("hol-light", name) if content is None else content,
-            **fields,
-        )
-        return self.checker.check_one(request)
-
-
-_SESSION_CHECKERS: dict[str, Checker] = {}
-
-
-def session_checker(request: pytest.FixtureRequest, backend: str) -> Checker:
-    """The session's one checker on `backend` (so one HOL Light boot), closed when pytest ends."""
-    if backend not in _SESSION_CHECKERS:
-        factory = request.getfixturevalue("tmp_path_factory")
-        settings = Settings(
-            backend=backend,
-            cache=False,
-            checkpoint_dir=factory.mktemp("checkpoints"),
-            cache_dir=factory.mktemp("cache"),
-            retries=1,
-        )
-        checker = _SESSION_CHECKERS[backend] = Checker(settings)
-        request.config.add_cleanup(checker.close)
-    return _SESSION_CHECKERS[backend]
-
-
 @pytest.fixture(scope="session")
 def hol(request) -> HolLight:
-    return HolLight(session_checker(request, "local"))
+    return HolLight(session_checker(request, "local", TIMEOUT))
 
 
 def only_error(result: CheckResult):
@@ -294,18 +257,15 @@ def test_a_target_that_is_not_a_statement_fails_the_check(hol, statement, words)
     assert words in error.message and error.context == "target"
 
 
-def test_a_target_name_that_is_no_identifier_fails_before_hol_light_boots(settings):
-    with Checker(settings) as checker:  # no worker: this would take minutes if it booted one
-        result = checker.check_one(
-            CheckRequest(
-                prover="hol-light",
-                name="a.ml",
-                content="let X = TRUTH;;",
-                target=Target(name="X;; exit 0", statement="T"),
-            )
-        )
-    assert result.verdict is Verdict.FAIL
-    assert "not a HOL Light theorem name" in only_error(result).message
+def test_a_target_name_that_is_no_identifier_is_refused_before_any_check(settings):
+    request = CheckRequest(
+        prover="hol-light",
+        name="a.ml",
+        content="let X = TRUTH;;",
+        target=Target(name="X;; exit 0", statement="T"),
+    )
+    with Checker(settings) as checker, pytest.raises(BadRequest, match="not a HOL Light theorem name"):
+        checker.check_one(request)  # no worker boots: this would take minutes if one did
 
 
 # -- isolation and the worker's life -------------------------------------------------------

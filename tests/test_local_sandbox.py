@@ -110,6 +110,8 @@ def test_the_host_tmp_is_neither_visible_nor_touched(box):
 
 
 def test_the_kits_cache_is_hidden_even_inside_a_visible_directory(request):
+    if not os.access("/var/cache", os.W_OK):
+        pytest.skip("needs a writable /var/cache to put a cache in a visible directory")
     cache = Path("/var/cache", token())  # /var/cache is visible inside (read-only)
     cache.mkdir()
     request.addfinalizer(lambda: shutil.rmtree(cache))

@@ -58,10 +58,15 @@ def test_allowed_axiom_passes_but_a_short_name_never_whitelists_the_artifacts_ow
         "rocq", artifact("rocq", "classical.v"), allowed_axioms=["classic"], settings=settings
     )
     assert allowed.verdict is Verdict.PASS
-    own = run_itp("rocq", artifact("rocq", "user_axiom.v"), allowed_axioms=["magic"], settings=settings)
+    own = run_itp(
+        "rocq", artifact("rocq", "user_axiom.v"), allowed_axioms=["magic"], settings=settings
+    )
     assert own.verdict is Verdict.AXIOM
     full = run_itp(
-        "rocq", artifact("rocq", "user_axiom.v"), allowed_axioms=["Artifact.magic"], settings=settings
+        "rocq",
+        artifact("rocq", "user_axiom.v"),
+        allowed_axioms=["Artifact.magic"],
+        settings=settings,
     )
     assert full.verdict is Verdict.PASS
 
@@ -73,8 +78,16 @@ def test_a_library_axiom_loaded_but_unused_is_not_an_assumption(settings):
 
 
 def test_statement_mode_allows_placeholders_but_still_type_checks(settings):
-    assert run_itp("rocq", artifact("rocq", "admitted.v"), mode="statement", settings=settings).verdict is Verdict.PASS
-    assert run_itp("rocq", artifact("rocq", "fail_syntax.v"), mode="statement", settings=settings).verdict is Verdict.FAIL
+    assert (
+        run_itp("rocq", artifact("rocq", "admitted.v"), mode="statement", settings=settings).verdict
+        is Verdict.PASS
+    )
+    assert (
+        run_itp(
+            "rocq", artifact("rocq", "fail_syntax.v"), mode="statement", settings=settings
+        ).verdict
+        is Verdict.FAIL
+    )
 
 
 @pytest.mark.slow
@@ -95,9 +108,9 @@ def test_placeholder_words_in_comments_and_strings_do_not_count(settings):
 def test_printed_text_never_decides_a_verdict(settings):
     """An artifact can print "Anomaly" or "Out of memory"; only how coqc ended counts."""
     text = (
-        'Require Import String.\nOpen Scope string_scope.\n'
+        "Require Import String.\nOpen Scope string_scope.\n"
         'Check "Anomaly: Out of memory. Cannot allocate memory".\n'
-        'Lemma wrong : 1 = 2.\nProof. reflexivity. Qed.\n'
+        "Lemma wrong : 1 = 2.\nProof. reflexivity. Qed.\n"
     )
     assert run_itp("rocq", text, settings=settings).verdict is Verdict.FAIL
 
@@ -146,7 +159,9 @@ def test_an_empty_file_with_a_target_is_wrong_statement(settings):
 def test_a_statement_over_prop_is_not_a_statement_over_type(settings):
     text = "Theorem t : forall (A : Prop) (x : A), x = x.\nProof. reflexivity. Qed.\n"
     target = {"name": "t", "statement": "forall (A : Type) (x : A), x = x"}
-    assert run_itp("rocq", text, target=target, settings=settings).verdict is Verdict.WRONG_STATEMENT
+    assert (
+        run_itp("rocq", text, target=target, settings=settings).verdict is Verdict.WRONG_STATEMENT
+    )
 
 
 def test_a_target_cannot_smuggle_a_command(settings):

@@ -8,6 +8,7 @@ files shaped like model output.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,12 @@ def checker(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("kit")
     settings = Settings(
-        backend="local", cache=False, retries=0, timeout=120,
-        cache_dir=base / "cache", checkpoint_dir=base / "checkpoints",
+        backend="local",
+        cache=False,
+        retries=0,
+        timeout=120,
+        cache_dir=base / "cache",
+        checkpoint_dir=base / "checkpoints",
     )
     with Checker(settings) as checker:
         yield checker
@@ -42,17 +47,25 @@ def same_warm_and_cold(checker: Checker, request: CheckRequest) -> None:
     if cold.provenance.extra["rocq_path"] != "refused":  # refused before either path ran
         assert cold.provenance.extra["rocq_path"] == "cold"
         for result in (warm, again):
-            assert result.provenance.extra["rocq_path"].startswith("worker:"), result.provenance.extra
+            assert result.provenance.extra["rocq_path"].startswith("worker:"), (
+                result.provenance.extra
+            )
     assert warm.verdict is cold.verdict, (request.name, warm.diagnostics, cold.diagnostics)
     assert warm.result_digest == cold.result_digest == again.result_digest, (
-        request.name, warm.diagnostics, cold.diagnostics, warm.assumptions, cold.assumptions,
+        request.name,
+        warm.diagnostics,
+        cold.diagnostics,
+        warm.assumptions,
+        cold.assumptions,
     )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
 def test_the_corpus_gets_the_same_results_warm_and_cold(path: Path, checker):
-    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text()))
+    same_warm_and_cold(
+        checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text())
+    )
 
 
 @pytest.mark.slow
@@ -60,29 +73,43 @@ def test_the_corpus_gets_the_same_results_warm_and_cold(path: Path, checker):
 def test_every_cheat_gets_the_same_result_warm_and_cold(name, checker, tmp_path):
     text, _, fields = CHEATS[name]
     content = text.replace("{outside}", str(tmp_path))
-    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=f"{name}.v", content=content, **fields))
+    same_warm_and_cold(
+        checker, CheckRequest(prover="rocq", name=f"{name}.v", content=content, **fields)
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: p.name)
 def test_small_model_output_gets_the_same_results_warm_and_cold(path: Path, checker):
-    same_warm_and_cold(checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text()))
+    same_warm_and_cold(
+        checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text())
+    )
 
 
 @pytest.mark.slow
 def test_targets_get_the_same_results_warm_and_cold(checker):
     text = "Require Import Arith.\nTheorem t : forall n : nat, n + 0 = n.\nProof. intros. apply Nat.add_0_r. Qed.\n"
-    for statement in ("forall m, m + 0 = m", "forall n, 0 + n = n", "forall n, n = n + 0", "nope x"):
+    for statement in (
+        "forall m, m + 0 = m",
+        "forall n, 0 + n = n",
+        "forall n, n = n + 0",
+        "nope x",
+    ):
         target = {"name": "t", "statement": statement}
-        same_warm_and_cold(checker, CheckRequest(prover="rocq", name="t.v", content=text, target=target))
+        same_warm_and_cold(
+            checker, CheckRequest(prover="rocq", name="t.v", content=text, target=target)
+        )
 
 
-def test_a_recurring_prefix_gets_a_worker_of_its_own(checker):
+def test_the_most_frequent_prefix_gets_a_worker_of_its_own(checker, monkeypatch):
+    monkeypatch.setattr(worker, "_seen", Counter())
+    monkeypatch.setattr(worker, "_leader", "")
     text = "Require Import Bool.\nLemma t : negb true = false.\nProof. reflexivity. Qed.\n"
+    other = source.prefix("Require Import Arith.\n")
     prefix = source.prefix(text)
-    first = worker.choose_prefix(prefix)
+    assert worker.choose_prefix(prefix).end == 0  # seen once: the base worker loads it
     assert worker.choose_prefix(prefix) == prefix
-    assert first.end in (0, prefix.end)  # the base worker first, unless seen before
+    assert worker.choose_prefix(other).end == 0 and worker.choose_prefix(other).end == 0
     for _ in range(3):
         result = checker.check_one(CheckRequest(prover="rocq", name="t.v", content=text))
         assert result.verdict is Verdict.PASS
@@ -107,9 +134,14 @@ def test_a_worker_refuses_a_file_whose_prefix_is_not_its_own(checker):
 def test_what_one_file_defines_is_gone_for_the_next(checker):
     defines = (ARTIFACTS / "rocq" / "defines_things.v").read_text()
     uses = (ARTIFACTS / "rocq" / "uses_definition.v").read_text()
-    assert checker.check_one(CheckRequest(prover="rocq", name="d.v", content=defines)).verdict is Verdict.PASS
+    assert (
+        checker.check_one(CheckRequest(prover="rocq", name="d.v", content=defines)).verdict
+        is Verdict.PASS
+    )
     later = checker.check_one(CheckRequest(prover="rocq", name="u.v", content=uses))
-    assert later.verdict is Verdict.FAIL and later.provenance.extra["rocq_path"].startswith("worker:")
+    assert later.verdict is Verdict.FAIL and later.provenance.extra["rocq_path"].startswith(
+        "worker:"
+    )
 
 
 class _Runner:

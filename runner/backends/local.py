@@ -83,6 +83,7 @@ def confine(settings: Settings, notify: Notify) -> Confinement:
     hidden = tuple(sorted({*private, Path(tempfile.gettempdir())}))
     mode = sandbox_mode()
     confinement, why = _detect(mode, hidden, os.environ.get("PATH", ""))
+    why = " ".join(why.split())  # one line, whatever a failing probe printed
     if confinement.wrapper is None:
         if mode == "require":
             raise InfraFailure(f"{SANDBOX_SETTING}=require, but {why}")
@@ -112,10 +113,6 @@ def _warn_once(notify: Notify, message: str) -> None:
 
 def notify_stderr(message: str) -> None:
     print(f"prooflock: {message}", file=sys.stderr, flush=True)
-
-
-def safe_join(root: Path, relpath: str) -> Path:
-    return root / checked_relpath(relpath)
 
 
 @dataclass

@@ -6,7 +6,7 @@ it proved, or reach the machine. Every case runs on both backends (local and doc
 each the places it aimed at outside the sandbox's work dir must still hold nothing of it.
 
 The cases are written for this suite; tests/test_hol_light.py keeps the corpus the adapter was
-built against. The local worker is the one test_hol_light.py uses (one boot per session).
+built against. The local worker is the one test_hol_light.py uses (one boot per session, see tests/helpers).
 """
 
 from __future__ import annotations
@@ -19,11 +19,7 @@ from typing import Any
 import pytest
 
 from runner.models import CheckResult, Target, Verdict
-
-try:  # the module pytest collects, so that both files share one warm worker
-    import test_hol_light as hol_session
-except ImportError:  # another import mode: the suite still runs, on a worker of its own
-    from tests import test_hol_light as hol_session
+from tests.helpers import HolLight, session_checker
 
 pytestmark = pytest.mark.slow
 
@@ -322,8 +318,8 @@ CHEATS = [
 
 
 @pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
-def hol(request) -> hol_session.HolLight:
-    return hol_session.HolLight(hol_session.session_checker(request, request.param))
+def hol(request) -> HolLight:
+    return HolLight(session_checker(request, request.param))  # one worker per backend per session
 
 
 @pytest.fixture(autouse=True)

@@ -29,11 +29,23 @@ NEEDS_CHEAT = CHEAT + ONE_IS_TWO
 # name → (file, the verdicts it may get, request fields)
 CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     # -- printing and search options: the audit reads none of them ---------------------------
-    "search-output-name-only-global": ("Global Set Search Output Name Only.\n" + NEEDS_CHEAT, FAIL, {}),
+    "search-output-name-only-global": (
+        "Global Set Search Output Name Only.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
     "search-output-name-only-local": ("Set Search Output Name Only.\n" + NEEDS_CHEAT, AXIOM, {}),
     "search-blacklist": ('Add Search Blacklist "cheat" "one_is_two".\n' + NEEDS_CHEAT, AXIOM, {}),
-    "search-blacklist-global": ('Global Add Search Blacklist "Artifact".\n' + NEEDS_CHEAT, FAIL, {}),
-    "printing-width-global-attribute": ("#[global] Set Printing Width 3.\n" + NEEDS_CHEAT, FAIL, {}),
+    "search-blacklist-global": (
+        'Global Add Search Blacklist "Artifact".\n' + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
+    "printing-width-global-attribute": (
+        "#[global] Set Printing Width 3.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
     "printing-all-export-attribute": ("#[ export ] Set Printing All.\n" + NEEDS_CHEAT, FAIL, {}),
     "export-set": ("Export Set Printing Depth 1.\n" + NEEDS_CHEAT, FAIL, {}),
     "printing-options-local": (
@@ -55,13 +67,21 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     "notation-prints-false-as-true": (
-        "Notation \"'True'\" := False (only printing).\n" + NEEDS_CHEAT, AXIOM, {}
+        "Notation \"'True'\" := False (only printing).\n" + NEEDS_CHEAT,
+        AXIOM,
+        {},
     ),
     "axiom-named-like-an-allowed-one": (
         "Module Classical_Prop.\nAxiom classic : False.\nEnd Classical_Prop.\n"
         "Theorem one_is_two : 1 = 2.\nProof. destruct Classical_Prop.classic. Qed.\n",
         AXIOM,
-        {"allowed_axioms": ["classic", "Classical_Prop.classic", "Coq.Logic.Classical_Prop.classic"]},
+        {
+            "allowed_axioms": [
+                "classic",
+                "Classical_Prop.classic",
+                "Coq.Logic.Classical_Prop.classic",
+            ]
+        },
     ),
     "printed-anomaly-on-a-failing-file": (
         "Require Import String.\nOpen Scope string_scope.\n"
@@ -124,7 +144,11 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         AXIOM,
         {},
     ),
-    "axiom-nothing-uses": ("Axiom unused : False.\nLemma fine : True.\nProof. exact I. Qed.\n", AXIOM, {}),
+    "axiom-nothing-uses": (
+        "Axiom unused : False.\nLemma fine : True.\nProof. exact I. Qed.\n",
+        AXIOM,
+        {},
+    ),
     # -- Admitted wherever it hides -------------------------------------------------------------
     "admitted-in-a-section": (
         "Section S.\nLemma l : 1 = 2.\nAdmitted.\nEnd S.\n"
@@ -190,10 +214,12 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     ),
     # -- Fail and Abort --------------------------------------------------------------------------
     "abort": ("Theorem one_is_two : 1 = 2.\nProof.\nAbort.\n", PLACEHOLDER, {}),
-    "fail-qed-then-abort": ("Theorem one_is_two : 1 = 2.\nProof.\nFail Qed.\nAbort.\n", PLACEHOLDER, {}),
-    "axiom-inside-fail-fail": (
-        "Fail Fail Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}
+    "fail-qed-then-abort": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nFail Qed.\nAbort.\n",
+        PLACEHOLDER,
+        {},
     ),
+    "axiom-inside-fail-fail": ("Fail Fail Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}),
     "axiom-inside-succeed": ("Succeed Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}),
     "fail-timeout-then-admit": (
         "Theorem one_is_two : 1 = 2.\nProof.\nFail Timeout 1 reflexivity.\nAdmitted.\n",
@@ -208,7 +234,9 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     "redirect-relative-escape": ('Redirect "../../../escape" Print nat.\n', FAIL, {}),
     "redirect-behind-time": ('Time Redirect "out" Check nat.\n', FAIL, {}),
     "extraction-to-a-file": (
-        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n', FAIL, {}
+        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n',
+        FAIL,
+        {},
     ),
     "separate-extraction": ("Require Extraction.\nSeparate Extraction nat.\n", FAIL, {}),
     "cd": (f'Cd "{OUT}".\nLemma t : True.\nProof. exact I. Qed.\n', FAIL, {}),
@@ -222,24 +250,38 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     "native-compute-tactic": (
-        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n", FAIL, {}
+        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n",
+        FAIL,
+        {},
     ),
     "locate-file": ('Locate File "hostname".\n', FAIL, {}),
     "drop": ("Drop.\n", FAIL, {}),
     "declare-ml-module": ('Declare ML Module "evil_plugin".\n', FAIL, {}),
     "declare-ml-module-of-a-real-plugin": (
-        'Declare ML Module "coq-core.plugins.extraction".\n', FAIL, {}
+        'Declare ML Module "coq-core.plugins.extraction".\n',
+        FAIL,
+        {},
     ),
     "declare-ml-module-behind-an-attribute": (
-        '#[local] Declare ML Module "evil_plugin".\n', FAIL, {}
+        '#[local] Declare ML Module "evil_plugin".\n',
+        FAIL,
+        {},
     ),
     "extract-constant": (
-        "Require Extraction.\nExtract Constant False => \"unit\".\n" + NEEDS_CHEAT, FAIL, {}
+        'Require Extraction.\nExtract Constant False => "unit".\n' + NEEDS_CHEAT,
+        FAIL,
+        {},
     ),
     "extract-inlined-constant": (
-        'Require Extraction.\nExtract Inlined Constant Nat.add => "(-)".\n', FAIL, {}
+        'Require Extraction.\nExtract Inlined Constant Nat.add => "(-)".\n',
+        FAIL,
+        {},
     ),
-    "register-a-primitive": ("Register False as core.True.type.\n", FAIL, {}),
+    "register-a-kernel-primitive": (
+        "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
     # -- time-out abuse -------------------------------------------------------------------------
     "audit-outlives-the-time-limit": (
         "Require Import NArith.\n"
@@ -264,12 +306,19 @@ def outside(tmp_path_factory):
 
 def _settings(base: Path, backend: str) -> Settings:
     return Settings(
-        backend=backend, cache_dir=base / "cache", checkpoint_dir=base / "checkpoints",
-        timeout=60, retries=0, cache=False,
+        backend=backend,
+        cache_dir=base / "cache",
+        checkpoint_dir=base / "checkpoints",
+        timeout=60,
+        retries=0,
+        cache=False,
     )
 
 
-@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])])
+@pytest.fixture(
+    scope="module",
+    params=["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])],
+)
 def checker(request, tmp_path_factory):
     with Checker(_settings(tmp_path_factory.mktemp("kit"), request.param)) as checker:
         yield checker

@@ -8,7 +8,9 @@ AlphaGeometry repeats forever on a false goal is bounded, so a logic error takes
 
 Engines (`--engine`): `newclid` (PyPI newclid==2.0.2, image `newclid`) and `ag4masses`
 (AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`). Both read AlphaGeometry's
-own defs.txt and rules.txt, shipped beside this module.
+own defs.txt and rules.txt, shipped beside this module. ag4masses is the reference: where newclid
+would read a problem otherwise, its driver does it AlphaGeometry's way, and
+tests/test_alphageometry_parity.py holds the two to the same outcome on malformed problems.
 
 Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (the
 in-sandbox drivers and their jobs), worker (the server that imports the engine once), outcomes
@@ -34,7 +36,11 @@ from runner.provers.alphageometry.engines import ENGINES, Policy
 from runner.provers.base import Options, OptionSpec, ProverAdapter, Runner
 from runner.resolve import ResolvedRequest
 
-VERSION = "1"
+# 2: outcomes follow AlphaGeometry's own reading (ag4masses, tests/test_alphageometry_parity.py):
+# newclid turns a goal predicate AlphaGeometry cannot check into a logic error, a point defined
+# again into a new point, a number used as a point name into KeyError; ag4masses counts an
+# exception from DD+AR or its solution writer as the syntax error NL2AGBench counts, not a crash.
+VERSION = "2"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
 OPTIONS = (
     OptionSpec(

@@ -36,6 +36,7 @@ class Definition:
     args: tuple[str, ...]
     defines: tuple[str, ...]
     basics: tuple[tuple[tuple[str, ...], tuple[Statement, ...]], ...]
+    requires: tuple[Statement, ...] = ()  # the preconditions, on points that exist before it
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -64,7 +65,7 @@ def parse(text: str) -> dict[str, Definition]:
     lines = text.split("\n")
     found: dict[str, Definition] = {}
     for start in range(0, len(lines) - 5, 6):
-        head, _rely, _preconditions, basics, numerics = lines[start : start + 5]
+        head, _rely, preconditions, basics, numerics = lines[start : start + 5]
         name, *args = head.split(" ")
         sketched = {a for sketch in numerics.split(", ") if sketch for a in sketch.split(" ")[1:]}
         found[name] = Definition(
@@ -72,6 +73,7 @@ def parse(text: str) -> dict[str, Definition]:
             args=tuple(args),
             defines=tuple(a for a in args if a not in sketched),
             basics=_basics(basics),
+            requires=_statements(preconditions.partition(" = ")[2]),
         )
     return found
 
@@ -84,11 +86,13 @@ def _basics(line: str) -> tuple[tuple[tuple[str, ...], tuple[Statement, ...]], .
         if ":" in level:
             head, level = level.split(":")
             points = tuple(head.strip().split())
-        statements = tuple(
-            Statement(name, tuple(args))
-            for name, *args in (
-                s.strip().split(" ") for s in level.strip().split(",") if level.strip()
-            )
-        )
-        levels.append((points, statements))
+        levels.append((points, _statements(level)))
     return tuple(levels)
+
+
+def _statements(text: str) -> tuple[Statement, ...]:
+    """`cong x a x b, coll x a b` as Statements."""
+    return tuple(
+        Statement(name, tuple(args))
+        for name, *args in (s.strip().split(" ") for s in text.strip().split(",") if text.strip())
+    )

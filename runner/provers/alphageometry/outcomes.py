@@ -32,6 +32,7 @@ STAGES = {
     "rename": "renaming the points",
     "setup": "building the setup string",
     "build": "building the diagram",
+    "solve": "running DD+AR on the goal",
 }
 CONSTRUCTION_FAILURES = {
     "DepCheckFailError": "a precondition of its construction never holds",
@@ -174,8 +175,7 @@ def _syntax_error(
         details["reason"] = fault.reason
     else:
         details["reason"] = (
-            f"AlphaGeometry's front end raised {details['exception']} "
-            f"while {STAGES.get(stage, stage)}"
+            f"AlphaGeometry raised {details['exception']} while {STAGES.get(stage, stage)}"
         )
     result = outcome(
         details,

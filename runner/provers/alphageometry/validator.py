@@ -6,6 +6,10 @@ a, b, c, ... (`Problem.translate`), and build the language-model prompt
 (`setup_str_from_problem`). Every syntax error the paper classifies comes from one of them, as
 an AssertionError, KeyError or ValueError. This module walks the same steps in the same order
 and predicts the same exception class at the same clause, then says in words what is wrong.
+It also predicts the one drawing error that depends on the text alone: a construction given a
+point that is not drawn yet (its own new point, written where an existing point belongs), which
+`Graph.add_clause` rejects with ValueError. Other drawing errors depend on the figure; the engine
+finds those (and, should an earlier clause never draw, AlphaGeometry never reaches this one).
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ def validate(line: str, defs: dict[str, Definition] | None = None) -> Fault | No
         clauses, goal, goal_index = _parse(line)
         _rename(clauses, goal, goal_index)
         _setup(clauses, goal, goal_index, defs)
+        _draw(clauses, defs)
     except _Found as found:
         return found.fault
     return None
@@ -275,6 +280,40 @@ def _setup_clause(clause: _Clause, defs: dict[str, Definition]) -> None:
                 _not_defined_here(point, clause, defs),
             )
         pending = [p for p in pending if p not in group[point]]
+
+
+def _draw(clauses: list[_Clause], defs: dict[str, Definition]) -> None:
+    """Graph.add_clause: a construction's preconditions and sketch read points drawn before it."""
+    drawn: set[str] = set()
+    for clause in clauses:
+        for name, args in clause.constructions:
+            definition = defs[name]
+            if len(args) != len(definition.args):
+                args = clause.points + args
+            mapping = dict(zip(definition.args, args, strict=True))
+            needed = [a for statement in definition.requires for a in statement.args]
+            needed += [a for a in definition.inputs if not _is_int(mapping[a])]
+            for point in (mapping[a] for a in needed):
+                if point not in drawn:
+                    raise _fault(
+                        "ValueError",
+                        "build",
+                        clause.index,
+                        clause.text,
+                        _not_drawn_yet(point, name, definition, clause),
+                    )
+        drawn.update(clause.points)
+
+
+def _not_drawn_yet(point: str, name: str, definition: Definition, clause: _Clause) -> str:
+    if point in clause.points:
+        return (
+            f"`{name}` is given `{point}` as one of its existing points, but `{point}` is the "
+            f"point this clause defines: `{name}` takes {len(definition.inputs)} existing "
+            f"points (`{definition.form()}`), or all {len(definition.args)} with the new point "
+            "first"
+        )
+    return f"`{name}` is given `{point}`, which no earlier clause draws"
 
 
 def _unknown_construction(name: str, defs: dict[str, Definition]) -> str:

@@ -28,6 +28,7 @@ source.effective_preload, so a preloaded library never changes a result).
 
 from __future__ import annotations
 
+from runner.errors import BadRequest
 from runner.models import Outcome
 from runner.provers.base import OptionSpec, ProverAdapter, Runner
 from runner.provers.hol_light import forkserver, source
@@ -63,6 +64,14 @@ def probe(image: str) -> dict[str, list[str]]:
     return {"ocaml": [f"{HOL_DIR}/ocaml", "-version"], "packages": ["sh", "-c", packages]}
 
 
+def validate(request: ResolvedRequest) -> None:
+    """A target HOL Light cannot even be asked about is bad input (exit 2), before any check."""
+    target = request.target
+    problem = source.target_problem(target.name, target.statement) if target else None
+    if problem is not None:
+        raise BadRequest(problem)
+
+
 def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     refusal = forkserver.refused(request)
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
@@ -81,5 +90,6 @@ ADAPTER = ProverAdapter(
     check=check,
     options=OPTIONS,
     targets=True,
+    validate=validate,
     description="HOL Light .ml files, each run in a fork of a loaded HOL Light",
 )

@@ -63,8 +63,9 @@ def gather(request: ResolvedRequest, runner: Runner) -> tuple[verdict.Evidence, 
         chosen = worker.choose_prefix(prefix)
         try:
             server = worker.start(runner, chosen)
-        except BackendUnavailable as exc:  # no worker here (it could not be built): go cold
-            worker.unavailable(request.image, str(exc))
+        except BackendUnavailable as exc:  # no worker here: check cold (and stop trying if it
+            if worker.BUILD_FAILED in str(exc):  # cannot be built, e.g. no OCaml toolchain)
+                worker.unavailable(request.image, str(exc))
         else:
             try:
                 found = worker.evidence(worker.exchange(server, request, prefix), request)

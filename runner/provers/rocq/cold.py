@@ -62,7 +62,9 @@ def _collect_assumptions(
         evidence.cpu_ms += done.cpu_ms or 0
         if done.ok:
             try:
-                evidence.used = report.read_assumptions(done.stdout.decode("utf-8", "replace"), checker)
+                evidence.used = report.read_assumptions(
+                    done.stdout.decode("utf-8", "replace"), checker
+                )
             except Inconsistent as exc:
                 evidence.problem = str(exc)
             evidence.roots = roots
@@ -106,8 +108,13 @@ def _failed_audit(done: Completed) -> Completed:
     if done.timed_out or done.out_of_memory or done.signal is not None:
         return done
     return Completed(
-        argv=done.argv, exit_code=done.exit_code, stdout=done.stdout, stderr=done.stderr,
-        signal=done.signal, cpu_ms=done.cpu_ms, wall_ms=done.wall_ms,
+        argv=done.argv,
+        exit_code=done.exit_code,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        signal=done.signal,
+        cpu_ms=done.cpu_ms,
+        wall_ms=done.wall_ms,
     )
 
 

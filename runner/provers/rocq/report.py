@@ -168,14 +168,14 @@ def read_assumptions(text: str, report: CheckerReport) -> set[str]:
             section = None
         elif line in _HEADERS:
             section = line
-        elif line.startswith("used in "):
-            continue
-        elif section == "Axioms:" and _FLAG_LINE.match(line):
-            continue
+        elif line.startswith("used in ") or (section == "Axioms:" and _FLAG_LINE.match(line)):
+            continue  # what an axiom is used for; a flag (the flagged come from coqchk)
         elif section == "Axioms:":
             name = line.split(" : ", 1)[0].strip()
             if " " in name:
-                raise Inconsistent(f"Print Assumptions printed a line the kit cannot read: {line!r}")
+                raise Inconsistent(
+                    f"Print Assumptions printed a line the kit cannot read: {line!r}"
+                )
             found.add(_full_name(name, report.axioms))
         else:
             raise Inconsistent(f"Print Assumptions printed {line[:200]!r}")
@@ -225,7 +225,9 @@ def assumptions(audit: Audit, declares: bool) -> list[str]:
     if declares and not checker.checked:
         raise Inconsistent("the file declares constants but the audit lists none")
     if missing := sorted(own - audit.used):
-        raise Inconsistent(f"Print Assumptions did not reach {', '.join(missing)}, which coqchk lists")
+        raise Inconsistent(
+            f"Print Assumptions did not reach {', '.join(missing)}, which coqchk lists"
+        )
     if unknown := sorted(a for a in audit.used if a not in checker.axioms):
         raise Inconsistent(f"Print Assumptions lists {', '.join(unknown)}, which coqchk does not")
     return sorted(audit.used | own) + checker.flagged()

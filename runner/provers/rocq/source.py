@@ -29,21 +29,41 @@ _BULLETS = re.compile(
 )
 _ATTRIBUTE = re.compile(r"#\[")
 _CONTROL = re.compile(r"(Time|Fail|Succeed|Timeout\s+\d+|Redirect\s+\"[^\"]*\")\s+")
-_LOCALITY = re.compile(r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
-                       r"Private|Program)\s+")
+_LOCALITY = re.compile(
+    r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
+    r"Private|Program)\s+"
+)
 # Commands that reach the file system, load code, rewind, or rewire the kernel.
 REFUSED_COMMANDS = (
-    "Load", "Cd", "Declare ML Module", "Add LoadPath", "Add Rec LoadPath", "Remove LoadPath",
-    "Add ML Path", "Add Rec ML Path", "Drop", "Quit", "Primitive", "Reset", "Back",
-    "BackTo", "Extraction", "Recursive Extraction", "Separate Extraction", "Extract",
-    "Locate File", "Locate Library",
+    "Load",
+    "Cd",
+    "Declare ML Module",
+    "Add LoadPath",
+    "Add Rec LoadPath",
+    "Remove LoadPath",
+    "Add ML Path",
+    "Add Rec ML Path",
+    "Drop",
+    "Quit",
+    "Primitive",
+    "Reset",
+    "Back",
+    "BackTo",
+    "Extraction",
+    "Recursive Extraction",
+    "Separate Extraction",
+    "Extract",
+    "Locate File",
+    "Locate Library",
 )
 _REFUSED = re.compile(
     r"(" + "|".join(re.escape(c).replace(r"\ ", r"\s+") for c in REFUSED_COMMANDS) + r")(?![\w'])"
 )
 # Options whose effect reaches outside the checked file or around the kernel's checks.
-_REFUSED_OPTIONS = re.compile(r"NativeCompute|Native\s+Compiler|Extraction|Definitional\s+UIP|"
-                              r"Template")
+_REFUSED_OPTIONS = re.compile(
+    r"NativeCompute|Native\s+Compiler|Extraction|Definitional\s+UIP|"
+    r"Template"
+)
 # `Register ... as kernel.ind_bool` tells the kernel which inductive its primitives return.
 _KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
 _OPTION_COMMAND = re.compile(r"(Set|Unset|Add|Remove)(?![\w'])")
@@ -90,8 +110,11 @@ def sentences(content: str) -> list[Sentence]:
             found.append(Sentence(start + stripped, i + 1, chunk.strip()))
         start = i + 1
     if code[start:].strip():
-        found.append(Sentence(start + len(code[start:]) - len(code[start:].lstrip()), n,
-                              code[start:].strip()))
+        found.append(
+            Sentence(
+                start + len(code[start:]) - len(code[start:].lstrip()), n, code[start:].strip()
+            )
+        )
     return found
 
 
@@ -154,8 +177,12 @@ def refusals(content: str) -> list[Refusal]:
             continue
         outlives = any(w in ("Global", "Export") or _global_attribute(w) for w in before)
         if outlives:
-            word = " ".join([*(w for w in before if w in ("Global", "Export") or _global_attribute(w)),
-                             option.group(1)])
+            word = " ".join(
+                [
+                    *(w for w in before if w in ("Global", "Export") or _global_attribute(w)),
+                    option.group(1),
+                ]
+            )
             found.append(_refusal(word, offset, code, lines))
         elif _REFUSED_OPTIONS.search(text):
             found.append(_refusal(" ".join(text.split()[:3]), offset, code, lines))
@@ -163,7 +190,9 @@ def refusals(content: str) -> list[Refusal]:
 
 
 def _global_attribute(word: str) -> bool:
-    return word.startswith("#[") and re.search(r"(?<![\w'])(global|export)(?![\w'])", word) is not None
+    return (
+        word.startswith("#[") and re.search(r"(?<![\w'])(global|export)(?![\w'])", word) is not None
+    )
 
 
 def _refusal(word: str, offset: int, code: str, lines: list[str]) -> Refusal:

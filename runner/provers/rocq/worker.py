@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
 
-from runner.backends.base import BackendUnavailable, Completed
+from runner.backends.base import BackendUnavailable, Completed, Sandbox
 from runner.provers.base import Runner
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
@@ -28,32 +28,48 @@ from runner.resolve import ResolvedRequest
 
 READY = b"\n@@PROOFLOCK-ROCQ-READY "
 BINARY = "srv/prooflock-rocq-server"
+BUILD_ID = "srv/build.id"  # what the binary was built against (start.sh rebuilds on a mismatch)
 START = "start.sh"
+BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
 BOOT_TIMEOUT_S = 900
 # Beyond the check's own limits (the compile and the audit each get the timeout): the reply's
 # way back, and a prefix the base worker loads for this file.
 REPLY_SLACK_S = 60
 CHECKER_MODULES = (
-    "analyze", "values", "validate", "checkFlags", "checkTypes", "checkInductive",
-    "mod_checking", "check_stat",
+    "analyze",
+    "values",
+    "validate",
+    "checkFlags",
+    "checkTypes",
+    "checkInductive",
+    "mod_checking",
+    "check_stat",
 )
-# A prefix is given its own worker once it has been seen this often in this process; before
-# that, the base worker serves it (it loads the prefix per check, as coqc would).
+# The most frequent prefix is given its own worker once it has been seen this often in this
+# process; every other file goes to the base worker, which loads its prefix per check (as coqc
+# does). One prefix worker beside the base one fits the pool's default of two idle servers, so
+# a batch mixing several headers never makes workers evict each other.
 OWN_WORKER_AFTER = 2
 
 _seen: Counter[str] = Counter()
+_leader = ""  # the prefix that has a worker of its own
 _unavailable: dict[str, str] = {}  # image → why no worker starts there (this process stops trying)
-_built: dict[tuple[str, str, str], bytes] = {}
+_built: dict[str, dict[str, bytes]] = {}  # sources digest → the files of a built worker
 _lock = threading.Lock()
 
 
 def sandbox_sources() -> dict[str, bytes]:
     root = files(__package__).joinpath("sandbox")
-    found = {START: root.joinpath(START).read_bytes(), "srv/server.ml": root.joinpath("server.ml").read_bytes()}
+    found = {
+        START: root.joinpath(START).read_bytes(),
+        "srv/server.ml": root.joinpath("server.ml").read_bytes(),
+    }
     for module in CHECKER_MODULES:
         for ext in ("mli", "ml"):
-            found[f"srv/{module}.{ext}"] = root.joinpath("checker", f"{module}.{ext}").read_bytes()
+            path = root.joinpath("checker", f"{module}.{ext}")
+            if path.is_file():  # an installed wheel may carry no .mli: the build then infers them
+                found[f"srv/{module}.{ext}"] = path.read_bytes()
     return found
 
 
@@ -64,10 +80,8 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-def server_spec(prefix: Prefix, binary: bytes | None = None) -> ServerSpec:
-    boot_files = {**sandbox_sources(), SOURCE: prefix.code.encode()}
-    if binary is not None:
-        boot_files[BINARY] = binary
+def server_spec(prefix: Prefix, built: dict[str, bytes] | None = None) -> ServerSpec:
+    boot_files = {**sandbox_sources(), **(built or {}), SOURCE: prefix.code.encode()}
     key = hashlib.sha256(prefix.code.encode()).hexdigest()[:24] if prefix.end else "base"
     return ServerSpec(
         name="Rocq worker",
@@ -81,13 +95,19 @@ def server_spec(prefix: Prefix, binary: bytes | None = None) -> ServerSpec:
     )
 
 
-def _explain_failure(sandbox) -> str | None:  # type: ignore[no-untyped-def]
+def _explain_failure(sandbox: Sandbox) -> str | None:
+    """Why the worker did not start, when it is that it could not be built."""
+    try:
+        sandbox.read_file(BUILD_ID)
+        return None  # it was built: the failure is elsewhere
+    except (OSError, BackendUnavailable):
+        pass
     try:
         log = sandbox.read_file("srv/build.log").decode("utf-8", "replace").strip()
     except (OSError, BackendUnavailable):
         return None
     tail = " ".join(log.splitlines()[-3:])[:400]
-    return f"the Rocq worker could not be built (it needs Debian's libcoq-core-ocaml-dev): {tail}"
+    return f"{BUILD_FAILED} (it needs Debian's libcoq-core-ocaml-dev): {tail}"
 
 
 def available(image: str) -> bool:
@@ -99,44 +119,44 @@ def unavailable(image: str, why: str) -> None:
 
 
 def choose_prefix(prefix: Prefix) -> Prefix:
-    """The prefix of the worker to use: the file's own once it recurs, else the base worker's."""
+    """The prefix of the worker to use: the file's own if it is the most frequent so far and
+    recurs, else the base worker's (empty)."""
+    global _leader
+    if not prefix.end:
+        return prefix
     with _lock:
         _seen[prefix.code] += 1
-        recurring = _seen[prefix.code] >= OWN_WORKER_AFTER
-    return prefix if recurring or not prefix.end else Prefix(end=0, code="")
+        count = _seen[prefix.code]
+        # A new leader must be seen twice as often: two headers of equal frequency would
+        # otherwise take turns and start a worker at each turn.
+        if count >= OWN_WORKER_AFTER and count > 2 * _seen[_leader]:
+            _leader = prefix.code
+        own = _leader == prefix.code
+    return prefix if own else Prefix(end=0, code="")
 
 
 def start(runner: Runner, prefix: Prefix) -> SandboxServer:
     """A started worker for `prefix` (from the pool when one is idle)."""
     digest = sources_digest()
-    server = runner.server(server_spec(prefix, _cached_binary(digest)))
-    _remember_binary(server, digest)
+    with _lock:
+        built = _built.get(digest)
+    server = runner.server(server_spec(prefix, built))
+    if built is None:
+        _remember_build(server, digest)
     return server
 
 
-def _cached_binary(digest: str) -> bytes | None:
-    with _lock:
-        for (_, _, source_digest), binary in _built.items():
-            if source_digest == digest:
-                return binary
-    return None
-
-
-def _remember_binary(server: SandboxServer, digest: str) -> None:
-    """Keep the worker a server built, so the next one in this process need not build it."""
-    sandbox = server.sandbox
-    if sandbox is None:
+def _remember_build(server: SandboxServer, digest: str) -> None:
+    """Keep the worker a server built: the next server in this process is shipped it, and uses
+    it if it was built against the same coq-core, compiler and libc (else it builds again)."""
+    if server.sandbox is None:
         return
-    key = (sandbox.backend, server.image, digest)
-    with _lock:
-        if key in _built:
-            return
     try:
-        binary = sandbox.read_file(BINARY)
+        files = {name: server.sandbox.read_file(name) for name in (BINARY, BUILD_ID)}
     except (OSError, BackendUnavailable):
         return
     with _lock:
-        _built[key] = binary
+        _built.setdefault(digest, files)
 
 
 class CannotServe(Exception):
@@ -205,7 +225,9 @@ def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
     if "BOOTFAILED" in reply.fields or "MISMATCH" in reply.fields:
         raise CannotServe("the worker does not hold this file's prefix")
     compiled = _completed(
-        reply.text("COMPILE"), reply.fields.get("COMPILE_OUT", b""), reply.fields.get("COMPILE_ERR", b"")
+        reply.text("COMPILE"),
+        reply.fields.get("COMPILE_OUT", b""),
+        reply.fields.get("COMPILE_ERR", b""),
     )
     found = Evidence(compiled)
     if request.target is not None and not target_valid(request):

@@ -13,7 +13,8 @@ are its own code all the same: their definitions are read out of the file and ru
 The front-end steps run clause by clause, so an exception names its clause, and
 Graph.build_problem's endless resampling loop is replayed with a bound (same body, same
 exceptions swallowed, the goal's numerical check outside them), so a numerically false goal ends
-as a logic error.
+as a logic error. An exception from any step, DD+AR and the solution writer included, is what
+AlphaGeometry raises on this problem: NL2AGBench counts it by its class, and so does the kit.
 """
 
 import ast
@@ -102,8 +103,8 @@ def solve(job, engine):
         return {"status": "timeout", "stage": "solve", **facts}
     except MemoryError:
         raise
-    except Exception as error:  # noqa: BLE001 - DD+AR itself failed on a problem that was built
-        return common.solve_failure(error, facts)
+    except Exception as error:  # noqa: BLE001 - AlphaGeometry's own answer to this problem
+        raise common.StageError("solve", goal_index, error) from error
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     if solved:

@@ -39,6 +39,30 @@ AG_GOAL_CHECKS = frozenset((
 # fmt: on
 
 
+FIXED = ("fixl", "fixc", "fixb", "fixt", "fixp")
+# Goals AlphaGeometry checks numerically but then fails on, where newclid reads them otherwise:
+# what newclid checks numerically in their place (None: nothing, as AlphaGeometry's check is
+# always true), and the exception AlphaGeometry raises once a diagram passes that check, in its
+# DD (Graph.check, or hashing the goal) or in numericals.check itself.
+AG_GOAL_FAILURES = {
+    "on_line": ("coll", "solve", ValueError("Not recognize on_line")),
+    "para_or_coll": ("para", "solve", ValueError("Not recognize para_or_coll")),
+    **{name: (None, "solve", ValueError(f"Not recognize {name} to hash.")) for name in FIXED},
+    "too_close": (
+        None,
+        "build",
+        TypeError("check_too_close() missing 1 required positional argument: 'points'"),
+    ),
+    "too_far": (
+        None,
+        "build",
+        TypeError("check_too_far() missing 1 required positional argument: 'points'"),
+    ),
+}
+# numericals.check's functions that unpack exactly six arguments (`a, b, c, d, m, n = args`).
+AG_SIX_ARGUMENT_CHECKS = ("aconst", "const_angle", "ratio")
+
+
 class EngineGap(Exception):
     """A valid AlphaGeometry problem that newclid cannot run (not the problem's fault)."""
 
@@ -107,7 +131,8 @@ def solve(job, engine):
     rules = engine["Theorem"].from_txt_file(common.data_file(job, "rules.txt"))
     problem, goal_index = front_end(job, engine, definitions)
 
-    sampler = diagram_sampler(job, engine, problem, definitions, goal_index)
+    goal = alphageometry_goal(engine, problem.goals[0])
+    sampler = diagram_sampler(job, engine, problem, definitions, goal_index, goal)
     try:
         built = common.sample_diagrams(job, sampler, goal_index)
     except EngineGap as gap:
@@ -117,6 +142,8 @@ def solve(job, engine):
         return {"status": "timeout", "stage": "build", **facts}
     if "logic" in built:
         return {"status": "logic_error", "logic": built["logic"], **facts}
+    if goal.fails_in == "solve":
+        raise common.StageError("solve", goal_index, goal.failure)
 
     budget = common.remaining(job)
     if budget <= 0:
@@ -163,7 +190,7 @@ def front_end(job, engine, definitions):
     common.at_stage(
         "setup", goal_index, lambda: engine["setup_str_from_problem"](goal_only, definitions)
     )
-    clauses, goal = _new_names_for_redefined_points(renamed, goal, definitions)
+    clauses, goal = _new_names_for_redefined_points(engine, renamed, goal, definitions)
     return Problem(job["title"], clauses, [goal]), goal_index
 
 
@@ -201,35 +228,37 @@ def _rename(engine, construction, mapping):
     return _made(engine, construction.name, args)
 
 
-def _new_names_for_redefined_points(clauses, goal, definitions):
+def _new_names_for_redefined_points(engine, clauses, goal, definitions):
     """A point defined again gets a name of its own, which later clauses and the goal use.
 
     AlphaGeometry's Graph.add_clause makes a new node for it and moves the name onto that node;
     the old node keeps its facts. Inside its own clause the construction's inputs are still the
     old point, the point it defines is the new one.
     """
-    taken = {p for clause in clauses for p in clause.points}
+    written = [p for clause in clauses for p in dict.fromkeys(clause.points)]
+    if len(written) == len(set(written)):
+        return clauses, goal
+    taken = set(written)
     current = {}  # name as renamed -> the name of its latest definition
     for clause in clauses:
-        written = list(clause.points)
-        fresh = {}
-        for point in written:
-            if point in current and point not in fresh:
-                fresh[point] = _unused(point, taken)
+        points = list(clause.points)
+        fresh = {p: _unused(p, taken) for p in dict.fromkeys(points) if p in current}
+        constructions = []
         for construction in clause.constructions:
             definition = definitions[construction.name]
             args = list(construction.args)
             if len(args) != len(definition.construction.args):
-                args = list(clause.points) + args  # as the setup string and the build complete it
+                args = points + args  # as the setup string and the build complete them
             defines = [a in definition.points for a in definition.construction.args]
-            construction.args = tuple(
+            args = [
                 fresh.get(a, a) if defined else current.get(a, a)
                 for a, defined in zip(args, defines, strict=True)
-            )
-        clause.points = [fresh.get(p, p) for p in written]
-        current.update({p: fresh.get(p, p) for p in written})
-    renamed_goal = goal.translate({a: current[a] for a in goal.args if a in current})
-    return clauses, renamed_goal
+            ]
+            constructions.append(_made(engine, construction.name, args))
+        clause.points = [fresh.get(p, p) for p in points]
+        clause.constructions = constructions
+        current.update({p: fresh.get(p, p) for p in points})
+    return clauses, _made(engine, goal.name, [current.get(a, a) for a in goal.args])
 
 
 def _unused(point, taken):
@@ -255,7 +284,33 @@ def _with_list_args(clause):
     return clause
 
 
-def diagram_sampler(job, engine, problem, definitions, goal_index):
+class AlphaGeometryGoal:
+    """The goal as AlphaGeometry's diagram loop takes it: what to check numerically (None:
+    nothing), whether that check ever holds, and the exception AlphaGeometry raises, and where."""
+
+    def __init__(self, numeric, holds=True, fails_in=None, failure=None):
+        self.numeric = numeric
+        self.holds = holds
+        self.fails_in = fails_in
+        self.failure = failure
+
+
+def alphageometry_goal(engine, goal):
+    if goal.name in AG_GOAL_FAILURES:
+        stand_in, stage, failure = AG_GOAL_FAILURES[goal.name]
+        numeric = None if stand_in is None else _made(engine, stand_in, goal.args)
+        return AlphaGeometryGoal(numeric, fails_in=stage, failure=failure)
+    if goal.name not in AG_GOAL_CHECKS:  # numericals.check returns None: never true
+        return AlphaGeometryGoal(None, holds=False)
+    if goal.name in AG_SIX_ARGUMENT_CHECKS:
+        try:
+            _a, _b, _c, _d, _m, _n = goal.args
+        except ValueError as unpacked:  # the very message numericals.check raises
+            return AlphaGeometryGoal(None, fails_in="build", failure=unpacked)
+    return AlphaGeometryGoal(goal)
+
+
+def diagram_sampler(job, engine, problem, definitions, goal_index, goal):
     """One diagram per call: newclid's builder with one attempt, watching which clause fails."""
     Proof = engine["Proof"]
     rng = engine["numpy"].random.default_rng(job["seed"])
@@ -270,11 +325,10 @@ def diagram_sampler(job, engine, problem, definitions, goal_index):
         return result
 
     Proof.add_clause = tracked_add_clause
-    # A goal AlphaGeometry cannot check numerically is false in every diagram it draws: the
-    # clauses are drawn (and may fail) as before, then the diagram is drawn again.
-    [goal] = problem.goals
-    checked = goal.name in AG_GOAL_CHECKS
-    built = problem if checked else engine["Problem"](problem.url, problem.clauses, [])
+    # The clauses are drawn (and may fail) as always; then the goal's numerical check as
+    # AlphaGeometry makes it: newclid's own, a stand-in, or none.
+    goals = [] if goal.numeric is None else [goal.numeric]
+    built = engine["Problem"](problem.url, problem.clauses, goals)
 
     def draw_once():
         try:
@@ -299,7 +353,11 @@ def diagram_sampler(job, engine, problem, definitions, goal_index):
             raise common.StageError(
                 "build", goal_index if index is None else index, error
             ) from error
-        return ("ok", state) if checked else ("goal_false",)
+        if not goal.holds:
+            return ("goal_false",)
+        if goal.fails_in == "build":
+            raise common.StageError("build", goal_index, goal.failure)
+        return ("ok", state)
 
     return draw_once
 

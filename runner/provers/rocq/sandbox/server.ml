@@ -1,23 +1,28 @@
-(* The warm Rocq worker: coqc's own compile, split where a file's leading `Require`s end.
+(* The warm Rocq worker: coqc's own compile and coqchk's own checks, in forks of a parent that
+   has a file's leading `Require`s loaded.
 
-   The parent (P) initialises Coq exactly as `coqc -q -noglob -Q . "" Artifact.v` does, starts
-   library `Artifact`, and runs the prefix (the kit writes it to Artifact.v before the boot).
-   For each request it forks:
-   - K1, the compile: the file with its prefix blanked (so every location is the file's own) is
-     run by coqc's own loop, the library saved to Artifact.vo, then the assumptions of every
-     constant the library declares are computed as `Print Assumptions` computes them, from
-     kernel terms, and written to a pipe only the parent holds;
-   - K2, the audit, forked from the same pristine parent after K1 has exited: coqchk's own
-     checking modules (checker/, from Coq 8.16.1) re-check Artifact.vo against the parent's
-     libraries and print coqchk's context summary; a target statement is elaborated here, in a
-     state the artifact never touched, and compared with the theorem the .vo holds.
+   The parent (P) starts Coq exactly as `coqc -q -noglob -Q . "" Artifact.v` does (library
+   `Artifact`, the Prelude), then runs the prefix the kit wrote to Artifact.v. Per check it
+   forks, from that same pristine state:
+   - K1, the compile: coqc's loop (Vernac.load_vernac_core, with the kit's refusals checked on
+     Coq's own parse of each sentence) over the file with its prefix blanked, so every
+     location is the file's own; then coqc's end (pending proofs, Library.save_library_to);
+   - K2, the audit, once K1 has ended: coqchk's checking modules (checker/, vendored unchanged
+     from Coq 8.16.1, LGPL-2.1) validate and re-check Artifact.vo against the parent's libraries
+     and print coqchk's trace and context summary; the axioms the library's constants reach are
+     collected by Print Assumptions' traversal (memoized per library object in P); a target
+     statement is elaborated before anything of the file is loaded and compared with the
+     theorem the .vo holds.
    A request whose prefix is not the parent's is served by a child (C) that loads that prefix
-   first (used by the base worker, whose prefix is empty). Nothing a check does survives it.
+   first (the base worker's prefix is empty). Children report on a pipe only P holds, their
+   output goes to files, and the work dir is cleaned before each check: nothing a check does
+   survives it.
 
-   Wire format (stdin/stdout; the artifact's processes never hold either):
+   Wire format (stdin/stdout; the checks' processes hold neither):
      ready:   "\n@@PROOFLOCK-ROCQ-READY <ok|failed> <boot_ms>\n"
      request: "CHECK <nonce> <timeout_ms> <fields>\n", then per field "<name> <len>\n<bytes>"
-     reply:   "\n@@<nonce> <TAG> <len>\n<bytes>" ... "\n@@<nonce> DONE\n" *)
+     reply:   "\n@@<nonce> <TAG> <len>\n<bytes>" ... "\n@@<nonce> DONE\n"
+   PROOFLOCK_ROCQ_PROFILE=1 prints CPU/wall marks of each phase into the children's output. *)
 
 let artifact_v = "Artifact.v"
 let artifact_vo = "Artifact.vo"
@@ -63,6 +68,17 @@ let flush_everything () =
   Format.pp_print_flush Format.err_formatter ();
   flush_all ()
 
+(* A child's end: its output flushed, its exit code and CPU time written after its report
+   (the parent then need not wait for the kernel to tear the process down), none of the
+   parent's exit handlers run. *)
+let child_exit w code =
+  flush_everything ();
+  let t = Unix.times () in
+  let cpu = int_of_float ((t.Unix.tms_utime +. t.Unix.tms_stime) *. 1000.) in
+  let trailer = Bytes.of_string (Printf.sprintf "\n@@END %d %d\n" code cpu) in
+  (try ignore (Unix.write w trailer 0 (Bytes.length trailer)); Unix.close w with _ -> ());
+  Unix._exit code
+
 let now_ms () = Unix.gettimeofday () *. 1000.
 
 let profile = Sys.getenv_opt "PROOFLOCK_ROCQ_PROFILE" <> None
@@ -70,7 +86,7 @@ let mark what =
   if profile then Printf.eprintf "@@T %s %.1f %.1f\n%!" what (Sys.time () *. 1000.) (now_ms ())
 
 (* Output beyond this is cut: the kit keeps a few MB per check at most. *)
-let output_cap = 1_000_000
+let output_cap = 4 * 1024 * 1024  (* as the backends cap a process's output *)
 
 let capped s = if String.length s <= output_cap then s else String.sub s 0 output_cap
 
@@ -132,24 +148,30 @@ type child = {
   wall_ms : int;
 }
 
-let child_space_overhead =
-  match Sys.getenv_opt "PROOFLOCK_ROCQ_CHILD_GC" with
-  | Some v -> int_of_string v
-  | None -> 1000
-
-let child_minor_heap =
-  match Sys.getenv_opt "PROOFLOCK_ROCQ_CHILD_MINOR" with
-  | Some v -> int_of_string v
-  | None -> 1024 * 1024
-
 let devnull () = Unix.openfile "/dev/null" [Unix.O_RDWR] 0
 
 let children_cpu () =
   let t = Unix.times () in
   t.Unix.tms_cutime +. t.Unix.tms_cstime
 
+(* Children that ended with a trailer, reaped later, off the check's critical path. *)
+let zombies = ref []
+
+let reap_zombies () =
+  zombies :=
+    List.filter
+      (fun pid ->
+         match Unix.waitpid [Unix.WNOHANG] pid with
+         | 0, _ -> true
+         | _ -> false
+         | exception Unix.Unix_error _ -> false)
+      !zombies
+
+let trailer = Str.regexp "\n@@END \\([0-9]+\\) \\([0-9]+\\)\n$"
+
 (* [body w] runs in the child with its report pipe [w]; it must end the process itself. *)
 let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
+  reap_zombies ();
   let r, w = Unix.pipe ~cloexec:true () in
   let kills_before = oom_kills () in
   let cpu_before = children_cpu () and started = now_ms () in
@@ -157,10 +179,11 @@ let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
   match Unix.fork () with
   | 0 ->
     mark "forked";
-    (* A major GC cycle in the child would touch (and so copy) the parent's whole heap. *)
-    if child_space_overhead > 0 then
-      Gc.set { (Gc.get ()) with Gc.space_overhead = child_space_overhead;
-                                Gc.minor_heap_size = child_minor_heap };
+    (* A child lives for one check: a major GC cycle there would mark (and so copy, page by
+       page) the parent's whole heap for nothing. *)
+    Gc.set { (Gc.get ()) with Gc.space_overhead = 20_000 };
+    (* Under a memory limit the kernel must kill a check, never the worker that forked it. *)
+    (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
     Unix.close r;
     let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
@@ -170,7 +193,7 @@ let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
     Unix.dup2 fd_err Unix.stderr;
     List.iter Unix.close [null; fd_out; fd_err];
     (try body w with _ -> ());
-    exit 120
+    child_exit w 120
   | pid ->
     Unix.close w;
     let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
@@ -184,12 +207,27 @@ let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
           (match Unix.read r chunk 0 (Bytes.length chunk) with
            | 0 -> true
            | n ->
-             if Buffer.length buf < output_cap then Buffer.add_subbytes buf chunk 0 n;
+             if Buffer.length buf < 16 * output_cap then Buffer.add_subbytes buf chunk 0 n;
              pump ())
         | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
     in
     let finished = pump () in
     Unix.close r;
+    let report = Buffer.contents buf in
+    let ended_well =
+      let n = String.length report in
+      match Str.search_backward trailer report (n - 1) with
+      | at when finished && Str.match_end () = n ->
+        Some (String.sub report 0 at, int_of_string (Str.matched_group 1 report),
+              int_of_string (Str.matched_group 2 report))
+      | _ -> None
+      | exception (Not_found | Invalid_argument _) -> None
+    in
+    match ended_well with
+    | Some (report, code, cpu_ms) ->
+      zombies := pid :: !zombies;
+      { ended = Exited code; report; cpu_ms; wall_ms = int_of_float (now_ms () -. started) }
+    | None ->
     if not finished then (try Unix.kill pid Sys.sigkill with Unix.Unix_error _ -> ());
     let rec reap () =
       try snd (Unix.waitpid [] pid) with Unix.Unix_error (Unix.EINTR, _, _) -> reap ()
@@ -211,7 +249,7 @@ let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
     in
     {
       ended;
-      report = Buffer.contents buf;
+      report;
       cpu_ms = int_of_float ((children_cpu () -. cpu_before) *. 1000.);
       wall_ms = int_of_float (now_ms () -. started);
     }
@@ -326,7 +364,7 @@ let load_file ~state ~ldir file =
     close_in in_chan;
     Exninfo.iraise e
 
-let compile_child ~state ~ldir _w =
+let compile_child ~state ~ldir w =
   let open Vernac.State in
   mark "k1-start";
   let code =
@@ -348,8 +386,7 @@ let compile_child ~state ~ldir _w =
       flush_everything ();
       if CErrors.is_anomaly exn then 129 else 1
   in
-  flush_everything ();
-  exit code
+  child_exit w code
 
 (* ------------------------------------------------------------------------------------------ *)
 (* The axioms the library relies on: the traversal of `Print Assumptions` (vernac/assumptions.ml
@@ -360,12 +397,63 @@ let compile_child ~state ~ldir _w =
 
 module SS = Set.Make (String)
 
-(* Library objects → the axioms they reach. Lives in the parent; children inherit it by fork
-   and report what they added (see [fresh_memo]). *)
-let memo : (string, SS.t) Hashtbl.t = Hashtbl.create 4096
-let fresh_memo : (string * SS.t) list ref = ref []
-
 type audit_obj = Cst of Names.Constant.t | Mind of Names.MutInd.t | Var of Names.Id.t
+
+module Obj_table = Hashtbl.Make (struct
+    type t = audit_obj
+    let equal a b =
+      match a, b with
+      | Cst x, Cst y -> Names.Constant.CanOrd.equal x y
+      | Mind x, Mind y -> Names.MutInd.CanOrd.equal x y
+      | Var x, Var y -> Names.Id.equal x y
+      | _ -> false
+    let hash = function
+      | Cst x -> Names.Constant.CanOrd.hash x
+      | Mind x -> (17 * Names.MutInd.CanOrd.hash x) + 1
+      | Var x -> (31 * Names.Id.hash x) + 2
+  end)
+
+let obj_key = function
+  | Cst c -> "C" ^ Names.KerName.to_string (Names.Constant.canonical c)
+  | Mind m -> "I" ^ Names.KerName.to_string (Names.MutInd.canonical m)
+  | Var id -> "V" ^ Names.Id.to_string id
+
+(* Library objects → the axioms they reach. Lives in the parent; children inherit it by fork
+   and report what they added (see [fresh_memo]), which the parent keeps. *)
+let memo : SS.t Obj_table.t = Obj_table.create 4096
+let fresh_memo : (audit_obj * SS.t) list ref = ref []
+
+(* Reported entries for objects this process's environment does not hold (a base worker keeps
+   what the children that loaded another prefix computed): a child that loads a prefix adopts
+   those its own environment holds. *)
+let pending_memo : (string, SS.t) Hashtbl.t = Hashtbl.create 1024
+
+(* Every object of the current environment by [obj_key]. *)
+let index_objects () =
+  let env = Global.env () in
+  let table = Hashtbl.create 65536 in
+  Environ.fold_constants (fun c _ () -> Hashtbl.replace table (obj_key (Cst c)) (Cst c)) env ();
+  Environ.fold_inductives (fun m _ () -> Hashtbl.replace table (obj_key (Mind m)) (Mind m)) env ();
+  table
+
+let index = ref None
+let objects_by_key () =
+  match !index with
+  | Some table -> table
+  | None -> let table = index_objects () in index := Some table; table
+
+(* After loading a prefix: a fresh index, and the pending entries it now holds. *)
+let adopt_pending () =
+  index := None;
+  if Hashtbl.length pending_memo > 0 then begin
+    let table = objects_by_key () in
+    Hashtbl.filter_map_inplace
+      (fun key entries ->
+         match Hashtbl.find_opt table key with
+         | Some obj -> Obj_table.replace memo obj entries; None
+         | None -> Some entries)
+      pending_memo
+  end
 
 let audit ~env ~ldir ~own_opaque roots =
   let open Names in
@@ -462,29 +550,23 @@ let audit ~env ~ldir ~own_opaque roots =
          else Some (fst (Global.force_proof Library.indirect_accessor o))
        with _ -> None)
   in
-  let key = function
-    | Cst c -> "C" ^ KerName.to_string (Constant.canonical c)
-    | Mind m -> "I" ^ KerName.to_string (MutInd.canonical m)
-    | Var id -> "V" ^ Id.to_string id
-  in
   let is_own = function
     | Cst c -> own_mp (Constant.modpath c)
     | Mind m -> own_mp (MutInd.modpath m)
     | Var _ -> true
   in
-  let local : (string, SS.t option) Hashtbl.t = Hashtbl.create 256 in
+  let local : SS.t option Obj_table.t = Obj_table.create 256 in
   let rec closure obj =
-    let k = key obj in
     let known =
-      match Hashtbl.find_opt local k with
+      match Obj_table.find_opt local obj with
       | Some (Some s) -> Some s
       | Some None -> Some SS.empty (* a recursive reference, within an inductive *)
-      | None -> if is_own obj then None else Hashtbl.find_opt memo k
+      | None -> if is_own obj then None else Obj_table.find_opt memo obj
     in
     match known with
     | Some s -> s
     | None ->
-      Hashtbl.replace local k None;
+      Obj_table.replace local obj None;
       let s =
         match obj with
         | Cst kn ->
@@ -498,10 +580,10 @@ let audit ~env ~ldir ~own_opaque roots =
            | Context.Named.Declaration.LocalDef (_, b, _) -> refs Context.Rel.empty SS.empty b
            | exception Not_found -> SS.singleton ("VARIABLE " ^ Id.to_string id))
       in
-      Hashtbl.replace local k (Some s);
+      Obj_table.replace local obj (Some s);
       if not (is_own obj) then begin
-        Hashtbl.replace memo k s;
-        fresh_memo := (k, s) :: !fresh_memo
+        Obj_table.replace memo obj s;
+        fresh_memo := (obj, s) :: !fresh_memo
       end;
       s
   and refs ctx acc t =
@@ -793,7 +875,7 @@ let checker_child ~state ~target w =
       mark "k2-audited";
       let lines =
         List.map (fun c -> "ROOT " ^ Names.Constant.to_string c) roots @ SS.elements found
-        @ List.map (fun (k, s) -> String.concat "\t" (("MEMO " ^ k) :: SS.elements s))
+        @ List.map (fun (o, s) -> String.concat "\t" (("MEMO " ^ obj_key o) :: SS.elements s))
           !fresh_memo
       in
       write_fd w (String.concat "\n" lines ^ "\n");
@@ -810,8 +892,7 @@ let checker_child ~state ~target w =
       flush_everything ();
       if CErrors.is_anomaly exn then 129 else 1
   in
-  flush_everything ();
-  exit code
+  child_exit w code
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Requests *)
@@ -853,16 +934,22 @@ let ended_words = function
 (* Adds the audit's MEMO lines to the parent's memo (only from an audit that finished) and
    returns the report without them. *)
 let keep_memo ~trusted report =
-  let kept = Buffer.create 1024 in
+  let kept = Buffer.create 1024 and memo_lines = Buffer.create 1024 in
   List.iter
     (fun line ->
        match String.split_on_char '\t' line with
        | head :: entries when String.length head > 5 && String.sub head 0 5 = "MEMO " ->
-         if trusted then
-           Hashtbl.replace memo (String.sub head 5 (String.length head - 5)) (SS.of_list entries)
+         if trusted then begin
+           let key = String.sub head 5 (String.length head - 5) in
+           (match Hashtbl.find_opt (objects_by_key ()) key with
+            | Some obj -> Obj_table.replace memo obj (SS.of_list entries)
+            | None -> Hashtbl.replace pending_memo key (SS.of_list entries));
+           Buffer.add_string memo_lines line;
+           Buffer.add_char memo_lines '\n'
+         end
        | _ -> if line <> "" then (Buffer.add_string kept line; Buffer.add_char kept '\n'))
     (String.split_on_char '\n' report);
-  Buffer.contents kept
+  (Buffer.contents kept, Buffer.contents memo_lines)
 
 (* The reply fields of one check, from a parent whose state has [prefix_out]/[prefix_err] as
    the prefix's own messages. *)
@@ -887,14 +974,32 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
   if k1.ended = Exited 0 && (audit || target <> None) && Sys.file_exists artifact_vo then begin
     let deadline = now_ms () +. float_of_int req.timeout_ms in
     let k2 = run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target) in
-    let report = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
+    let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
     replies := !replies @ [
         "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
         "CHECK_OUT", capped (read_all "k2.out" ^ read_all "k2.err");
         "CHECK_REPORT", report;
+        "MEMO", memo_lines;
       ]
   end;
   !replies
+
+(* [encode_reply]'s inverse, for a reply a child built. *)
+let decode_reply nonce raw =
+  let head = "\n@@" ^ nonce ^ " " in
+  let rec fields at acc =
+    match Str.search_forward (Str.regexp_string head) raw at with
+    | exception Not_found -> List.rev acc
+    | start ->
+      let line_end = String.index_from raw (start + String.length head) '\n' in
+      (match String.split_on_char ' ' (String.sub raw (start + String.length head)
+                                          (line_end - start - String.length head)) with
+       | [tag; len] ->
+         let len = int_of_string len in
+         fields (line_end + 1 + len) ((tag, String.sub raw (line_end + 1) len) :: acc)
+       | _ -> List.rev acc)
+  in
+  fields 0 []
 
 let encode_reply nonce replies =
   let b = Buffer.create 4096 in
@@ -924,7 +1029,8 @@ let load_prefix ~state ~ldir text =
 (* A request whose prefix is not ours: a child loads it, serves the check, and sends back the
    reply bytes. *)
 let serve_other_prefix ~state ~ldir req prefix =
-  let deadline = now_ms () +. float_of_int req.timeout_ms +. 5000. in
+  (* The prefix and the compile share one timeout, the audit has its own. *)
+  let deadline = now_ms () +. 2. *. float_of_int req.timeout_ms +. 10000. in
   let c =
     run_child ~deadline ~out:"c.out" ~err:"c.err" (fun w ->
         let started = now_ms () and cpu0 = Sys.time () in
@@ -932,6 +1038,7 @@ let serve_other_prefix ~state ~ldir req prefix =
         let replies =
           match loaded with
           | Ok state ->
+            adopt_pending ();
             let req = { req with timeout_ms = req.timeout_ms - int_of_float (now_ms () -. started) } in
             serve ~state ~ldir ~prefix_out:out ~prefix_err:err req
           | Error code ->
@@ -941,28 +1048,32 @@ let serve_other_prefix ~state ~ldir req prefix =
               "COMPILE_OUT", capped out; "COMPILE_ERR", capped err; "AUDIT", "" ]
         in
         write_fd w (encode_reply req.nonce replies);
-        exit 0)
+        child_exit w 0)
   in
   match c.ended with
-  | Exited 0 -> c.report
+  | Exited 0 -> decode_reply req.nonce c.report
   | ended ->
-    encode_reply req.nonce
-      [ "COMPILE", Printf.sprintf "%s %d %d" (ended_words ended) c.cpu_ms c.wall_ms;
-        "COMPILE_OUT", ""; "COMPILE_ERR", read_all "c.err"; "AUDIT", "" ]
+    [ "COMPILE", Printf.sprintf "%s %d %d" (ended_words ended) c.cpu_ms c.wall_ms;
+      "COMPILE_OUT", ""; "COMPILE_ERR", read_all "c.err"; "AUDIT", "" ]
 
 let serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err =
   let rec loop () =
     match read_request () with
     | None -> ()
     | Some req ->
-      let body =
+      let replies =
         match field req "prefix" with
-        | Some p when p = prefix -> encode_reply req.nonce
-                                      (serve ~state ~ldir ~prefix_out ~prefix_err req)
-        | Some p when prefix = "" -> serve_other_prefix ~state ~ldir req p
-        | _ -> encode_reply req.nonce [ "MISMATCH", "" ]
+        | Some p when p = prefix -> serve ~state ~ldir ~prefix_out ~prefix_err req
+        | Some p when prefix = "" ->
+          let replies = serve_other_prefix ~state ~ldir req p in
+          (* What the child's audit computed, kept here for the next child to adopt. *)
+          (match List.assoc_opt "MEMO" replies with
+           | Some lines -> ignore (keep_memo ~trusted:true lines)
+           | None -> ());
+          replies
+        | _ -> [ "MISMATCH", "" ]
       in
-      print_string body;
+      print_string (encode_reply req.nonce (List.filter (fun (tag, _) -> tag <> "MEMO") replies));
       print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
       flush stdout;
       loop ()

@@ -3,9 +3,18 @@
 set -u
 BIN=srv/prooflock-rocq-server
 MODULES="analyze values validate checkFlags checkTypes checkInductive mod_checking check_stat"
+# What a shipped binary must have been built against: the same coq-core, compiler and libc.
+here=$( (ocamlfind ocamlopt -version; ldd --version | head -n 1;
+         cat /usr/lib/ocaml/coq-core/kernel/kernel.cmxa /usr/lib/ocaml/coq-core/META) 2>&1 | md5sum)
+if [ -s "$BIN" ] && [ "$(cat srv/build.id 2>/dev/null)" != "$here" ]; then
+    rm -f "$BIN"
+fi
 if [ ! -s "$BIN" ]; then
     sources=""
-    for m in $MODULES; do sources="$sources $m.mli $m.ml"; done
+    for m in $MODULES; do
+        if [ -f "srv/$m.mli" ]; then sources="$sources $m.mli"; fi
+        sources="$sources $m.ml"
+    done
     if ! (cd srv && ocamlfind ocamlopt -rectypes -thread -w -a -package coq-core.toplevel \
             -linkpkg -linkall $sources server.ml -o prooflock-rocq-server) > srv/build.log 2>&1
     then
@@ -13,6 +22,7 @@ if [ ! -s "$BIN" ]; then
         exit 1
     fi
     rm -f srv/*.cm[iox] srv/*.o
+    printf '%s' "$here" > srv/build.id
 fi
 chmod +x "$BIN"
 exec "$BIN" -q -noglob -Q . "" Artifact.v
