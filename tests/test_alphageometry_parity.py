@@ -191,7 +191,11 @@ MUTATIONS: dict[str, Callable[[Parts], str | None]] = {
         "midpoint {} {} {}".format(p.points[-1], *p.points[:2])
     ).line(),
     "goal_cyclic_three_points": lambda p: p.with_goal("cyclic " + " ".join(p.points[:3])).line(),
+    "goal_cyclic_repeated_point": lambda p: p.with_goal(
+        "cyclic {} {} {} {}".format(*p.points[:3], p.points[0])
+    ).line(),
     "goal_coll_two_points": lambda p: p.with_goal("coll " + " ".join(p.points[:2])).line(),
+    "goal_coll_one_point": lambda p: p.with_goal("coll " + p.points[0]).line(),
     "goal_aconst_in_degrees": lambda p: p.with_goal(
         "aconst " + " ".join(p.points[:4]) + " 90"
     ).line(),
@@ -241,6 +245,7 @@ MUTATIONS: dict[str, Callable[[Parts], str | None]] = {
     "digits_point_name_omitted": lambda p: (
         p.last(_no_new_points).renamed(lambda x: "1" if x == p.points[-1] else x).line()
     ),
+    "typed_argument": lambda p: p.last(_first_input(lambda a: a + ":Point")).line(),
     "coordinates_malformed": lambda p: p.last(lambda c: c.replace(" = ", "@1_x = ", 1)).line(),
     "coordinates_given": lambda p: p.first(lambda c: c.replace(" ", "@0.5_0.25 ", 1)).line(),
 }

@@ -124,7 +124,10 @@ def test_loop_ends_as_timeout(docker_settings):
 def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
     warm = DockerBackend(Settings(backend="docker", isolation="warm"))
     limits = Limits(timeout_s=20, memory_mb=512, pids=64)
-    litter = "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; nohup sleep 600 >/dev/null 2>&1 &"
+    litter = (
+        "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; "
+        "nohup sleep 600 >/dev/null 2>&1 &"
+    )
     look = "ls -A /work /tmp /dev/shm; for p in /proc/[0-9]*; do cat $p/comm; done"  # no ps here
     try:
         with warm.sandbox("rocq", limits) as first:

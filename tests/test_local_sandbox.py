@@ -13,6 +13,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -254,6 +255,29 @@ def test_cgroups_of_a_kit_that_died_are_removed_by_the_next(cgroup_backend):
     finally:
         if stale.exists():
             stale.rmdir()
+
+
+def test_a_kit_that_exits_without_closing_its_server_leaves_nothing(cgroup_backend, tmp_path):
+    mark = f"{secrets.randbelow(10**6) + 10**6}.25"
+    script = (
+        "import os\n"
+        "from runner.backends.base import Limits\n"
+        "from runner.backends.local import LocalBackend\n"
+        "from runner.settings import Settings\n"
+        f"backend = LocalBackend(Settings(cache_dir={str(tmp_path)!r}))\n"
+        "opened = backend.sandbox('test', Limits(timeout_s=30, memory_mb=256))\n"
+        "box = opened.__enter__()\n"
+        f"box.spawn(['sleep', '{mark}'])\n"
+        "print(os.getpid(), box.root, backend.confinement.cgroups.base)\n"
+    )
+    shared = os.stat(tempfile.gettempdir()).st_mode
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    pid, root, base = done.stdout.split()
+    assert not Path(root).exists()
+    assert os.stat(tempfile.gettempdir()).st_mode == shared  # only the work dir was removed
+    assert list(Path(base).glob(f"{cgroups.PREFIX}-{pid}-*")) == []
+    assert processes_mentioning(f"sleep {mark}") == []
 
 
 # -- without bubblewrap --------------------------------------------------------------------------

@@ -113,6 +113,8 @@ def test_printed_text_never_decides_a_verdict(settings):
         "Lemma wrong : 1 = 2.\nProof. reflexivity. Qed.\n"
     )
     assert run_itp("rocq", text, settings=settings).verdict is Verdict.FAIL
+    passing = text.replace("1 = 2", "2 = 2")
+    assert run_itp("rocq", passing, settings=settings).verdict is Verdict.PASS
 
 
 def test_missing_coqc_stops_at_once_as_an_infra_failure(settings, monkeypatch):

@@ -65,6 +65,7 @@ class MemoryCgroup:
             time.sleep(0.005)
 
     def remove(self) -> None:
+        _live.discard(self)
         self.kill_all()
         deadline = time.monotonic() + DRAIN_S
         while True:
@@ -95,6 +96,7 @@ class Hierarchy:
         path = self.base / f"{PREFIX}-{os.getpid()}-{next(_serial)}"
         path.mkdir()
         group = MemoryCgroup(path, self.version)
+        _live.add(group)
         limit = str(memory_mb * 1024 * 1024)
         try:
             if self.version == 2:
@@ -120,6 +122,14 @@ class Hierarchy:
 
 
 _serial = itertools.count(1)
+_live: set[MemoryCgroup] = set()  # made by this process and not removed yet
+
+
+def remove_leftovers() -> None:
+    """Remove what this process made and did not remove (at exit: servers nobody closed)."""
+    for group in list(_live):
+        if group.path.name.startswith(f"{PREFIX}-{os.getpid()}-"):  # not in a forked child
+            group.remove()
 
 
 def find_hierarchy() -> tuple[Hierarchy | None, str]:

@@ -2,7 +2,8 @@
 
 A container gets: no network (loopback only), a read-only root, tmpfs `/work` and `/tmp`, every
 capability dropped, no-new-privileges, an unprivileged user, memory without swap, pid and CPU
-limits, and an init process. Files travel over exec stdin, never through a host mount.
+limits, and an init process (docker's tini, or the sandbox agent as PID 1). Files travel over
+the container's stdio, never through a host mount.
 """
 
 from __future__ import annotations

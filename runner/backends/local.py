@@ -15,6 +15,7 @@ as out of memory. Either way the time limit kills everything the command started
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import io
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from runner.backends import bubblewrap
+from runner.backends import bubblewrap, cgroups
 from runner.backends.base import BackendInfo, BackendUnavailable, Completed, Limits, checked_relpath
 from runner.backends.bubblewrap import Bubblewrap
 from runner.backends.cgroups import Hierarchy, MemoryCgroup, find_hierarchy
@@ -434,19 +435,37 @@ def _open_beneath(root: Path, parts: Sequence[str], *, create: bool, owner: int 
     return fd
 
 
+_live_roots: dict[Path, int] = {}  # open sandboxes' work dirs, with the pid that made them
+
+
+@atexit.register
+def _remove_leftovers() -> None:
+    """At exit, what sandboxes nobody closed (an unclosed server's) left: its processes and
+    cgroup, then its work dir. (After a kill -9 the next kit removes the cgroups.)"""
+    cgroups.remove_leftovers()
+    for root, pid in list(_live_roots.items()):
+        if pid == os.getpid():
+            _remove_tree(root)
+
+
 def _remove_tree(root: Path) -> None:
-    """Remove a work dir, also one whose commands left directories without write permission."""
+    """Remove a work dir, also one whose commands left directories without write permission.
+    Nothing outside `root` is ever touched (not even its parent, the shared temp dir)."""
 
     def unlock(_func: object, path: str, _error: object) -> None:
+        target = Path(path)
+        if target == root or not target.is_relative_to(root) or target.parent.is_symlink():
+            return
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), 0o700)
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.chmod(path, 0o700)
-                shutil.rmtree(path, ignore_errors=True)
+            os.chmod(target.parent, 0o700)  # root itself, or a directory inside it
+            if target.is_dir() and not target.is_symlink():
+                os.chmod(target, 0o700)
+                shutil.rmtree(target, onerror=unlock)
             else:
-                os.unlink(path)
+                target.unlink()
 
-    shutil.rmtree(root, onerror=unlock)
+    if root.is_dir() and not root.is_symlink():
+        shutil.rmtree(root, onerror=unlock)
 
 
 class LocalBackend:
@@ -476,12 +495,14 @@ class LocalBackend:
     @contextlib.contextmanager
     def sandbox(self, image: str, limits: Limits) -> Iterator[LocalSandbox]:
         root = Path(tempfile.mkdtemp(prefix=f"prooflock-{image}-"))
+        _live_roots[root] = os.getpid()
         try:
             wrapper = self.confinement.wrapper
             if wrapper is not None and wrapper.owner is not None:
                 os.chown(root, wrapper.owner, wrapper.owner)
             yield LocalSandbox(root, limits, self.confinement)
         finally:
+            _live_roots.pop(root, None)
             _remove_tree(root)
 
     def close(self) -> None:

@@ -71,6 +71,8 @@ def gather(request: ResolvedRequest, runner: Runner) -> tuple[verdict.Evidence, 
                 found = worker.evidence(worker.exchange(server, request, prefix), request)
             except worker.CannotServe:
                 pass
+            except BackendUnavailable:  # the worker died or stalled (the pool drops it)
+                server.broken = True
             else:
                 return found, f"worker:{server.spec.key}"
     return cold.run(request, runner.sandbox()), "cold"

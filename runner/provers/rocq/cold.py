@@ -69,9 +69,14 @@ def _collect_assumptions(
                 evidence.problem = str(exc)
             evidence.roots = roots
             return
+        if done.timed_out or done.out_of_memory or done.signal is not None:
+            evidence.checked = done  # the audit ran out of time or memory: never a pass
+            return
         unknown = _unknown_root(done, text, roots)
         if unknown is None:
-            evidence.checked = _failed_audit(done)
+            errors = report.parse_messages(done.stderr.decode("utf-8", "replace"), text)
+            first = errors[0].message if errors else f"exit {done.exit_code}"
+            evidence.problem = f"the Print Assumptions driver failed: {first}"
             return
         roots = [r for r in roots if r != unknown]
     evidence.roots, evidence.used = [], set()
@@ -88,8 +93,6 @@ def audit_driver(roots: list[str]) -> str:
 
 def _unknown_root(done: Completed, text: str, roots: list[str]) -> str | None:
     """The root the driver could not find, when that is why it failed."""
-    if done.timed_out or done.out_of_memory or done.signal is not None:
-        return None
     errors = [
         d
         for d in report.parse_messages(done.stderr.decode("utf-8", "replace"), text)
@@ -101,21 +104,6 @@ def _unknown_root(done: Completed, text: str, roots: list[str]) -> str | None:
         if 0 <= index < len(roots):
             return roots[index]
     return None
-
-
-def _failed_audit(done: Completed) -> Completed:
-    """A driver that failed for another reason: its own end, as the audit's (never a pass)."""
-    if done.timed_out or done.out_of_memory or done.signal is not None:
-        return done
-    return Completed(
-        argv=done.argv,
-        exit_code=done.exit_code,
-        stdout=done.stdout,
-        stderr=done.stderr,
-        signal=done.signal,
-        cpu_ms=done.cpu_ms,
-        wall_ms=done.wall_ms,
-    )
 
 
 def target_driver(request: ResolvedRequest) -> tuple[str, dict[int, str]]:

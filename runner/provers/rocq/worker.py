@@ -1,15 +1,16 @@
 """The warm path: a Rocq worker (sandbox/server.ml) with a file's `Require` prefix loaded.
 
 The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, linked against
-Debian's coq-core), unless this process already built one for the same backend and image, which
-is then shipped in. It boots as coqc boots, runs the prefix it was started with, then forks per
-check (see server.ml). A worker serves only files whose prefix is exactly its own (the prefix,
-digested, is its pool key); the base worker, whose prefix is empty, serves any other file by
-loading that file's prefix in a child first.
+Debian's coq-core); once this process has built one, later workers are shipped it and use it
+if they have the same coq-core, compiler and libc (start.sh compares). It boots as coqc boots,
+runs the prefix it was started with, then forks per check (see server.ml). A worker serves only
+files whose prefix is exactly its own (the prefix, digested, is its pool key); the base worker,
+whose prefix is empty, serves any other file by loading that file's prefix in a child first.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import threading
@@ -59,6 +60,7 @@ _built: dict[str, dict[str, bytes]] = {}  # sources digest → the files of a bu
 _lock = threading.Lock()
 
 
+@functools.cache
 def sandbox_sources() -> dict[str, bytes]:
     root = files(__package__).joinpath("sandbox")
     found = {
@@ -73,6 +75,7 @@ def sandbox_sources() -> dict[str, bytes]:
     return found
 
 
+@functools.cache
 def sources_digest() -> str:
     digest = hashlib.sha256()
     for name, data in sorted(sandbox_sources().items()):

@@ -302,12 +302,29 @@ def alphageometry_goal(engine, goal):
         return AlphaGeometryGoal(numeric, fails_in=stage, failure=failure)
     if goal.name not in AG_GOAL_CHECKS:  # numericals.check returns None: never true
         return AlphaGeometryGoal(None, holds=False)
-    if goal.name in AG_SIX_ARGUMENT_CHECKS:
-        try:
-            _a, _b, _c, _d, _m, _n = goal.args
-        except ValueError as unpacked:  # the very message numericals.check raises
-            return AlphaGeometryGoal(None, fails_in="build", failure=unpacked)
+    unpacked = _numerical_unpacking(goal)
+    if unpacked is not None:  # the very message numericals.check raises
+        return AlphaGeometryGoal(None, fails_in="build", failure=unpacked)
+    if goal.name == "cyclic" and len(set(goal.args)) < 4:
+        # Graph.check_cyclic calls fewer than four points concyclic without a reason, and the
+        # solution writer finds no proof steps to print.
+        failure = TypeError("'NoneType' object is not iterable")
+        return AlphaGeometryGoal(goal, fails_in="solve", failure=failure)
     return AlphaGeometryGoal(goal)
+
+
+def _numerical_unpacking(goal):
+    """The ValueError numericals.check raises unpacking the goal's points, if it does."""
+    try:
+        if goal.name in AG_SIX_ARGUMENT_CHECKS:
+            _a, _b, _c, _d, _m, _n = goal.args
+        elif goal.name == "cyclic":
+            _a, _b, _c, *_rest = set(goal.args)
+        elif goal.name == "coll":
+            _a, _b = goal.args[:2]
+    except ValueError as error:
+        return error
+    return None
 
 
 def diagram_sampler(job, engine, problem, definitions, goal_index, goal):
