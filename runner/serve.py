@@ -35,7 +35,7 @@ SOCKET_NAME = "serve.sock"
 IDLE_TIMEOUT_S = 15 * 60
 # Settings a client sends: everything that changes how a check runs (not where logs go).
 FORWARDED = ("backend", "isolation", "timeout", "memory_mb", "pids", "cpus", "retries", "cache",
-             "cache_dir", "build_missing", "canary")
+             "cache_dir", "build_missing", "canary", "local_sandbox")
 
 
 def socket_path(settings: Settings) -> Path:

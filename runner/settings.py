@@ -25,5 +25,6 @@ class Settings(BaseSettings):
     retries: int = Field(default=2, ge=0, description="extra attempts after an infra_error")
     fsync_every: int = Field(default=1, ge=1, description="group commit: fsync once per N records")
     canary: float = Field(default=0, ge=0, le=100, description="percent re-checked cold")
+    local_sandbox: Literal["auto", "off", "require"] = "auto"  # bubblewrap for local checks
     daemon: Literal["auto", "off", "start"] = "auto"  # use `prooflock serve` when it answers
     build_missing: bool = False  # auto/docker: build a missing locked image instead of falling back

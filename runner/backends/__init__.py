@@ -68,7 +68,7 @@ class BackendChoice:
 
     def _local_backend(self) -> LocalBackend:
         if self._local is None:
-            self._local = LocalBackend()
+            self._local = LocalBackend(self.settings, self._notify)
         return self._local
 
     def close(self) -> None:

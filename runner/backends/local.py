@@ -70,8 +70,11 @@ class Confinement:
         return self.cgroups.label if self.cgroups is not None else "rlimit_as"
 
 
-def sandbox_mode() -> str:
-    mode = os.environ.get(SANDBOX_SETTING, "auto").strip().lower() or "auto"
+def sandbox_mode(settings: Settings | None = None) -> str:
+    """The environment variable when set (also read after settings were made), else the setting
+    (which a daemon receives from its client)."""
+    default = settings.local_sandbox if settings is not None else "auto"
+    mode = os.environ.get(SANDBOX_SETTING, default).strip().lower() or "auto"
     if mode not in SANDBOX_MODES:
         raise UserError(f"{SANDBOX_SETTING}={mode} is not one of {', '.join(SANDBOX_MODES)}")
     return mode
@@ -82,7 +85,7 @@ def confine(settings: Settings, notify: Notify) -> Confinement:
     # Never visible inside, even below a directory that is (and never bound as a tool's).
     private = {Path.home(), settings.cache_dir.expanduser().absolute(), Path("/tmp")}
     hidden = tuple(sorted({*private, Path(tempfile.gettempdir())}))
-    mode = sandbox_mode()
+    mode = sandbox_mode(settings)
     confinement, why = _detect(mode, hidden, os.environ.get("PATH", ""))
     why = " ".join(why.split())  # one line, whatever a failing probe printed
     if confinement.wrapper is None:

@@ -7,6 +7,7 @@ not built, storage unreachable): fix it and re-run the same command to resume.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,7 +72,13 @@ def _infra_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends the command like Ctrl-C: sandboxes, servers and cgroups are cleaned up."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
