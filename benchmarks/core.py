@@ -17,7 +17,14 @@ from runner.checkpoint import CheckpointLog
 from runner.settings import Settings
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "artifacts" / "rocq"
-FILES = ["pass_arith.v", "pass_induction.v", "fail_tactic.v", "admitted.v", "user_axiom.v", "classical.v"]
+FILES = [
+    "pass_arith.v",
+    "pass_induction.v",
+    "fail_tactic.v",
+    "admitted.v",
+    "user_axiom.v",
+    "classical.v",
+]
 ROUNDS = 3
 
 
@@ -38,7 +45,18 @@ def kit_check(checker: Checker, name: str, source: str) -> float:
 def cli_check(path: Path) -> float:
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "runner.cli", "check", "--prover", "rocq", "--backend", "local", "--no-cache", str(path)],
+        [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "check",
+            "--prover",
+            "rocq",
+            "--backend",
+            "local",
+            "--no-cache",
+            str(path),
+        ],
         capture_output=True,
     )
     return time.perf_counter() - started
@@ -101,7 +119,9 @@ def append_throughput(records: int = 2000) -> None:
             log.sync()
             rate = records / (time.perf_counter() - started)
         baseline = baseline or rate
-        print(f"  fsync every {every:3d} record(s)   {rate:10.0f} records/s   {rate / baseline:6.2f}x")
+        print(
+            f"  fsync every {every:3d} record(s)   {rate:10.0f} records/s   {rate / baseline:6.2f}x"
+        )
 
 
 if __name__ == "__main__":

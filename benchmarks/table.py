@@ -44,13 +44,27 @@ def _cell(value: float | None) -> str:
 
 
 def markdown(rows: list[Row]) -> str:
-    head = ["prover", "corpus", "n", "naive baseline (ms)", *(f"{c} (ms)" for c in KIT_COLUMNS),
-            "baseline / local warm", "identical verdicts", "note"]
+    head = [
+        "prover",
+        "corpus",
+        "n",
+        "naive baseline (ms)",
+        *(f"{c} (ms)" for c in KIT_COLUMNS),
+        "baseline / local warm",
+        "identical verdicts",
+        "note",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [row.prover, row.corpus, str(row.checks),
-                 f"{_cell(row.baseline_ms)} ({row.baseline})" if row.baseline else "-",
-                 *(_cell(row.kit_ms.get(c)) for c in KIT_COLUMNS), row.ratio(),
-                 {True: "yes", False: "NO", None: "-"}[row.identical], row.note]
+        cells = [
+            row.prover,
+            row.corpus,
+            str(row.checks),
+            f"{_cell(row.baseline_ms)} ({row.baseline})" if row.baseline else "-",
+            *(_cell(row.kit_ms.get(c)) for c in KIT_COLUMNS),
+            row.ratio(),
+            {True: "yes", False: "NO", None: "-"}[row.identical],
+            row.note,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -1,8 +1,8 @@
 """prooflock: check theorem-prover artifacts reproducibly and keep crash-safe, replayable records.
 
-    from runner import run_itp
-    result = run_itp("rocq", "Lemma x : True. exact I. Qed.")
-    result.verdict, result.env_key, result.result_digest
+from runner import run_itp
+result = run_itp("rocq", "Lemma x : True. exact I. Qed.")
+result.verdict, result.env_key, result.result_digest
 """
 
 from runner.checker import Checker, check, run_itp

@@ -209,7 +209,9 @@ def _audit_blobs(report: AuditReport, bundle: Path, runs: list) -> None:
     for blob in sorted(blob_dir.iterdir()) if blob_dir.is_dir() else []:
         if hashlib.sha256(blob.read_bytes()).hexdigest() != blob.name:
             problems.append(f"blob {blob.name[:16]}: its bytes do not match its name")
-    detail = "; ".join(problems[:5]) or "every artifact blob is present and has the bytes its name says"
+    detail = (
+        "; ".join(problems[:5]) or "every artifact blob is present and has the bytes its name says"
+    )
     report.add("blobs", not problems, detail)
 
 
@@ -251,7 +253,10 @@ def _present_here() -> Callable[[str], bool | None]:
 
 
 def _audit_images(
-    report: AuditReport, source: Source, results: list[CheckResult], rebuild: Callable[[str], str] | None
+    report: AuditReport,
+    source: Source,
+    results: list[CheckResult],
+    rebuild: Callable[[str], str] | None,
 ) -> None:
     used = _images_of(results)
     local = sum(1 for r in results if (r.environment.get("install") or {}).get("kind") == "local")
@@ -292,12 +297,18 @@ def _audit_images(
         report.images.append(audited)
         problems = []
         if not audited.locked:
-            problems.append("not the ID this installation's lock has" if entry else "not in the lock")
+            problems.append(
+                "not the ID this installation's lock has" if entry else "not in the lock"
+            )
         if in_bundle is False:
             problems.append("not in the bundle's lock")
         if audited.rebuilt_id is not None and audited.rebuilt_id != image_id:
             problems.append(f"rebuilt here to {audited.rebuilt_id[:19]}")
-        presence = {True: "present here", False: "absent here", None: "presence unknown (no daemon)"}
+        presence = {
+            True: "present here",
+            False: "absent here",
+            None: "presence unknown (no daemon)",
+        }
         detail = f"{tag} {image_id[:19]} ({count} records): " + (
             "; ".join(problems) or f"locked, {presence[audited.present_here]}"
         )
@@ -306,7 +317,9 @@ def _audit_images(
 
 def _audit_versions(report: AuditReport, chain: ChainReport, results: list[CheckResult]) -> None:
     drift = []
-    for prover, version in sorted({(r.prover, str(r.environment.get("adapter_version"))) for r in results}):
+    for prover, version in sorted(
+        {(r.prover, str(r.environment.get("adapter_version"))) for r in results}
+    ):
         try:
             here = provers.get(prover).version
         except provers.UnknownProver:

@@ -14,7 +14,13 @@ from runner.models import CheckResult, Verdict
 
 # Only verdicts that depend on the artifact and the environment alone are reused: a timeout, an
 # out-of-memory or a crash can depend on the machine's load, so they are checked again.
-CACHEABLE = {Verdict.PASS, Verdict.FAIL, Verdict.PLACEHOLDER, Verdict.AXIOM, Verdict.WRONG_STATEMENT}
+CACHEABLE = {
+    Verdict.PASS,
+    Verdict.FAIL,
+    Verdict.PLACEHOLDER,
+    Verdict.AXIOM,
+    Verdict.WRONG_STATEMENT,
+}
 
 
 class ResultCache:

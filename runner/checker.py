@@ -80,6 +80,7 @@ class Checker:
         use_cache = self.settings.cache if use_cache is None else use_cache
         self.cache = ResultCache(self.settings.cache_dir) if use_cache else None
         self.notify = notify or (lambda _message: None)
+        self._warn = notify  # None: backends say what matters (an unsandboxed run) on stderr
         self.keep_outputs = keep_outputs
         self.timings = Timings(self.settings.cache_dir)
         self.canary_disagreements: list[Disagreement] = []
@@ -91,7 +92,7 @@ class Checker:
             return self._fixed_backend
         with self._backend_lock:
             if self._backends is None:
-                self._backends = BackendChoice(self.settings, self.notify, build=self._build_image)
+                self._backends = BackendChoice(self.settings, self._warn, build=self._build_image)
             return self._backends.for_image(image)
 
     def _build_image(self, image: str) -> None:
@@ -108,7 +109,9 @@ class Checker:
 
     # -- checking ----------------------------------------------------------------------------
 
-    def check_one(self, request: CheckRequest | ResolvedRequest, *, cold: bool = False) -> CheckResult:
+    def check_one(
+        self, request: CheckRequest | ResolvedRequest, *, cold: bool = False
+    ) -> CheckResult:
         """Check one request. Never raises for artifact trouble or a transient machine failure.
 
         Transient infra errors (a worker died, the daemon hiccuped) are retried `settings.retries`
@@ -126,7 +129,9 @@ class Checker:
             try:
                 environment = self.environments.of(resolved)
             except BackendUnavailable as exc:
-                environment = Environment({"prover": resolved.adapter.name, "unavailable": str(exc)}, "")
+                environment = Environment(
+                    {"prover": resolved.adapter.name, "unavailable": str(exc)}, ""
+                )
                 outcome = infra_error(str(exc))
             else:
                 if attempts == 1 and self.cache is not None and not cold:
@@ -137,8 +142,14 @@ class Checker:
             if outcome.verdict is not Verdict.INFRA_ERROR or attempts > self.settings.retries:
                 break
             time.sleep(min(0.5 * 2**attempts, 5.0))
-        result = self._result(resolved, environment, outcome, started, clock, attempts, worker_kind, worker_info)
-        if worker_kind in WARM_KINDS and not cold and canary_selects(resolved.digest, self.settings.canary):
+        result = self._result(
+            resolved, environment, outcome, started, clock, attempts, worker_kind, worker_info
+        )
+        if (
+            worker_kind in WARM_KINDS
+            and not cold
+            and canary_selects(resolved.digest, self.settings.canary)
+        ):
             result = self._canary(resolved, result)
         if self.cache is not None and not cold:
             self.cache.put(result)
@@ -151,18 +162,30 @@ class Checker:
         one recorded, and the disagreement is listed in `canary_disagreements`."""
         cold = self.check_one(request, cold=True)
         agrees = cold.result_digest == warm.result_digest
-        extra = {"agrees": agrees, "warm_verdict": warm.verdict.value, "cold_verdict": cold.verdict.value}
+        extra = {
+            "agrees": agrees,
+            "warm_verdict": warm.verdict.value,
+            "cold_verdict": cold.verdict.value,
+        }
         chosen = warm if agrees else cold
         if not agrees:
             with self._backend_lock:
                 self.canary_disagreements.append(
-                    Disagreement(request.name, warm.verdict.value, cold.verdict.value, warm.result_digest, cold.result_digest)
+                    Disagreement(
+                        request.name,
+                        warm.verdict.value,
+                        cold.verdict.value,
+                        warm.result_digest,
+                        cold.result_digest,
+                    )
                 )
             self.notify(
                 f"CANARY: {request.name}: the warm worker said {warm.verdict.value}, a fresh one "
                 f"{cold.verdict.value}; recording the fresh result"
             )
-        provenance = chosen.provenance.model_copy(update={"extra": {**chosen.provenance.extra, "canary": extra}})
+        provenance = chosen.provenance.model_copy(
+            update={"extra": {**chosen.provenance.extra, "canary": extra}}
+        )
         return chosen.model_copy(update={"provenance": provenance})
 
     def _attempt(
@@ -316,7 +339,9 @@ def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:
     return hit.model_copy(update={"artifact": request.name, "provenance": provenance})
 
 
-def check(requests: Iterable[CheckRequest], settings: Settings | None = None) -> Iterator[CheckResult]:
+def check(
+    requests: Iterable[CheckRequest], settings: Settings | None = None
+) -> Iterator[CheckResult]:
     """Stream results for many requests (in input order)."""
     with Checker(settings) as checker:
         yield from checker.map(requests)

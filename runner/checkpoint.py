@@ -77,8 +77,14 @@ class ChainReport:
     def describe(self) -> str:
         if not self.ok:
             return f"{self.path}: chain broken at line {self.broken_at}: {self.problem}"
-        tail = f"; a torn last line of {len(self.torn_tail)} bytes will be cut" if self.torn_tail else ""
-        text = f"{self.path}: chain intact, {len(self.records)} records, head {self.head[:16]}{tail}"
+        tail = (
+            f"; a torn last line of {len(self.torn_tail)} bytes will be cut"
+            if self.torn_tail
+            else ""
+        )
+        text = (
+            f"{self.path}: chain intact, {len(self.records)} records, head {self.head[:16]}{tail}"
+        )
         if self.expected is not None:
             answered, infra = self.answered()
             text += f"; {answered} of {self.expected} requests have results"
@@ -188,7 +194,9 @@ class CheckpointLog:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
-            raise CheckpointError(f"checkpoint {path} is being written by another prooflock run") from None
+            raise CheckpointError(
+                f"checkpoint {path} is being written by another prooflock run"
+            ) from None
         try:
             self._load()
         except BaseException:

@@ -15,7 +15,9 @@ JsonValue = Any  # plain JSON data without floats; checked by canonical_bytes wh
 class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
-    PLACEHOLDER = "placeholder"  # Admitted / sorry / CHEAT_TAC: the artifact is not a finished proof
+    PLACEHOLDER = (
+        "placeholder"  # Admitted / sorry / CHEAT_TAC: the artifact is not a finished proof
+    )
     AXIOM = "axiom"  # relies on an assumption the request does not allow
     WRONG_STATEMENT = "wrong_statement"  # checked, but the target theorem is missing or differs
     TIMEOUT = "timeout"

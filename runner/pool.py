@@ -67,7 +67,11 @@ class CheckRun:
     """The `Runner` for one check: a lazily opened cold sandbox, and servers from the pool."""
 
     def __init__(
-        self, request: ResolvedRequest, backend_for: Callable[[str], Backend], pool: ServerPool, cold: bool
+        self,
+        request: ResolvedRequest,
+        backend_for: Callable[[str], Backend],
+        pool: ServerPool,
+        cold: bool,
     ):
         self.request = request
         self._backend_for = backend_for
@@ -84,14 +88,18 @@ class CheckRun:
 
     def sandbox(self, purpose: str = "check") -> Sandbox:
         if purpose not in self._sandboxes:
-            box = self._backend_for(self.request.image).sandbox(self.request.image, self.request.limits)
+            box = self._backend_for(self.request.image).sandbox(
+                self.request.image, self.request.limits
+            )
             self._sandboxes[purpose] = self._stack.enter_context(box)
         return self._sandboxes[purpose]
 
     def server(self, spec: ServerSpec) -> SandboxServer:
         if self._cold:
             backend = self._backend_for(self.request.image)
-            server = SandboxServer(backend, self.request.image, self.request.limits, spec, self._pool.notify)
+            server = SandboxServer(
+                backend, self.request.image, self.request.limits, spec, self._pool.notify
+            )
         else:
             server = self._pool.checkout(self.request.image, self.request.limits, spec)
             self.reused_server = self.reused_server or server.started

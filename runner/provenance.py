@@ -24,7 +24,10 @@ def source_commit() -> str | None:
     try:
         done = subprocess.run(
             ["git", "-C", str(checkout), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None

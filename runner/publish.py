@@ -95,13 +95,20 @@ def _lock_subset(lock: ImagesLock, tags: set[str]) -> dict[str, Any]:
     return data
 
 
-def _external_parameters(chain: ChainReport, runs: list[tuple[CheckRequest, CheckResult]]) -> dict[str, Any]:
+def _external_parameters(
+    chain: ChainReport, runs: list[tuple[CheckRequest, CheckResult]]
+) -> dict[str, Any]:
     header = chain.header or {}
     checks: dict[str, dict[str, Any]] = {}
     for request, result in runs:
         limits = result.environment.get("limits")
         options = result.environment.get("options")
-        entry = {"prover": request.prover, "mode": request.mode, "limits": limits, "options": options}
+        entry = {
+            "prover": request.prover,
+            "mode": request.mode,
+            "limits": limits,
+            "options": options,
+        }
         checks[sha256(canonical_bytes(entry))] = entry
     return {
         "requests": {
@@ -177,7 +184,9 @@ def statement(
                 "backends": backends,
                 "isolation": sorted({r.provenance.isolation for r in results}),
             },
-            "resolvedDependencies": _resolved_dependencies(lock, _images_used(results), lock_digest),
+            "resolvedDependencies": _resolved_dependencies(
+                lock, _images_used(results), lock_digest
+            ),
         },
         "runDetails": {
             "builder": {
@@ -240,9 +249,12 @@ def publish(log: Path, out: Path) -> Bundle:
     files: dict[str, bytes] = {BUNDLE_LOG: log_bytes}
     lock_digest = None
     if lock is not None:
-        lock_bytes = orjson.dumps(
-            _lock_subset(lock, set(used)), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
-        ) + b"\n"
+        lock_bytes = (
+            orjson.dumps(
+                _lock_subset(lock, set(used)), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+            )
+            + b"\n"
+        )
         files[BUNDLE_LOCK] = lock_bytes
         lock_digest = sha256(lock_bytes)
     made = statement(chain, log_bytes, runs, lock, lock_digest)
@@ -253,7 +265,9 @@ def publish(log: Path, out: Path) -> Bundle:
         _write_tar(out, files)
     else:
         _write_dir(out, files)
-    return Bundle(out, len(chain.records), chain.head, len(made["subject"]), len(blobs), sorted(used))
+    return Bundle(
+        out, len(chain.records), chain.head, len(made["subject"]), len(blobs), sorted(used)
+    )
 
 
 def _write_dir(out: Path, files: dict[str, bytes]) -> None:
@@ -293,7 +307,11 @@ def unpack_tar(tar_path: Path, into: Path) -> Path:
     """A bundle tar as a directory (for audit and replay), refusing unsafe member names."""
     with tarfile.open(tar_path) as tar:
         for member in tar.getmembers():
-            if not member.isfile() or member.name.startswith("/") or ".." in Path(member.name).parts:
+            if (
+                not member.isfile()
+                or member.name.startswith("/")
+                or ".." in Path(member.name).parts
+            ):
                 raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
         tar.extractall(into, filter="data")
     return into

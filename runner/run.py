@@ -114,7 +114,9 @@ def run_requests(
         for index, result in (executor or checker).map_unordered(todo):
             log.append("result", _result_body(index, resolved[index], result))
             if executor is not None:  # a cluster's checks teach this machine's predictions too
-                checker.timings.add(result.prover, result.provenance.cpu_ms, len(resolved[index].content))
+                checker.timings.add(
+                    result.prover, result.provenance.cpu_ms, len(resolved[index].content)
+                )
             summary.checked += 1
             if on_result is not None:
                 on_result(result)
@@ -148,6 +150,9 @@ def recorded_runs(records: Iterable[dict[str, Any]]) -> Iterator[tuple[CheckRequ
     for index in sorted(latest):
         body = latest[index]
         try:
-            yield CheckRequest.model_validate(body["request"]), CheckResult.model_validate(body["result"])
+            yield (
+                CheckRequest.model_validate(body["request"]),
+                CheckResult.model_validate(body["result"]),
+            )
         except (ValidationError, KeyError) as exc:
             raise UserError(f"checkpoint result {index} is not a valid record: {exc}") from None

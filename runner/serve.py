@@ -34,8 +34,20 @@ from runner.settings import Settings
 SOCKET_NAME = "serve.sock"
 IDLE_TIMEOUT_S = 15 * 60
 # Settings a client sends: everything that changes how a check runs (not where logs go).
-FORWARDED = ("backend", "isolation", "timeout", "memory_mb", "pids", "cpus", "retries", "cache",
-             "cache_dir", "build_missing", "canary", "local_sandbox")
+FORWARDED = (
+    "backend",
+    "isolation",
+    "timeout",
+    "memory_mb",
+    "pids",
+    "cpus",
+    "retries",
+    "cache",
+    "cache_dir",
+    "build_missing",
+    "canary",
+    "local_sandbox",
+)
 
 
 def socket_path(settings: Settings) -> Path:
@@ -209,9 +221,19 @@ def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> in
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "runner", "serve", "--foreground",
-             "--idle-timeout", str(idle_timeout_s)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "runner",
+                "serve",
+                "--foreground",
+                "--idle-timeout",
+                str(idle_timeout_s),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
         )
     for _ in range(100):
         if ping(settings) is not None:
@@ -238,7 +260,9 @@ class DaemonChecker(Checker):
             client = self._local.client = Client(self.socket)
         return client
 
-    def check_one(self, request: CheckRequest | ResolvedRequest, *, cold: bool = False) -> CheckResult:
+    def check_one(
+        self, request: CheckRequest | ResolvedRequest, *, cold: bool = False
+    ) -> CheckResult:
         resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
         try:
             reply = self._client().call(
@@ -252,7 +276,9 @@ class DaemonChecker(Checker):
             )
         except (OSError, ConnectionError, ValueError) as exc:
             self._local.client = None
-            raise InfraFailure(f"the prooflock daemon at {self.socket} stopped answering: {exc}") from None
+            raise InfraFailure(
+                f"the prooflock daemon at {self.socket} stopped answering: {exc}"
+            ) from None
         if "error" in reply:
             error = reply["error"]
             raise (UserError if error.get("kind") == "user" else InfraFailure)(error.get("message"))
@@ -260,11 +286,18 @@ class DaemonChecker(Checker):
         canary = result.provenance.extra.get("canary")
         if isinstance(canary, dict) and canary.get("agrees") is False:
             self.canary_disagreements.append(
-                Disagreement(resolved.name, str(canary.get("warm_verdict")), result.verdict.value,
-                             "?" * 12, result.result_digest)
+                Disagreement(
+                    resolved.name,
+                    str(canary.get("warm_verdict")),
+                    result.verdict.value,
+                    "?" * 12,
+                    result.result_digest,
+                )
             )
         extra = {**result.provenance.extra, "daemon": str(self.socket)}
-        return result.model_copy(update={"provenance": result.provenance.model_copy(update={"extra": extra})})
+        return result.model_copy(
+            update={"provenance": result.provenance.model_copy(update={"extra": extra})}
+        )
 
 
 def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:

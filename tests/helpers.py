@@ -35,7 +35,6 @@ ROCQ_EXPECTED = {
 }
 
 
-
 def artifact(prover: str, name: str) -> str:
     return (ARTIFACTS / prover / name).read_text()
 
@@ -80,7 +79,9 @@ def rewrite(path: Path, edit) -> None:
     for seq, record in enumerate(records):
         record["seq"], record["prev"] = seq, prev
         record["digest"] = prev = record_digest(record)
-    path.write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in records))
+    path.write_bytes(
+        b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in records)
+    )
 
 
 # -- HOL Light: one worker per backend for the whole session (a boot takes minutes) ----------

@@ -9,7 +9,12 @@ from tests.helpers import artifact
 
 
 def request(timeout: int = 30) -> CheckRequest:
-    return CheckRequest(prover="rocq", name="pass_arith.v", content=artifact("rocq", "pass_arith.v"), timeout=timeout)
+    return CheckRequest(
+        prover="rocq",
+        name="pass_arith.v",
+        content=artifact("rocq", "pass_arith.v"),
+        timeout=timeout,
+    )
 
 
 def test_identical_request_and_environment_hit_the_cache(settings):
@@ -33,7 +38,9 @@ def test_changing_an_environment_input_misses(settings, monkeypatch):
         other_limit = checker.check_one(request(timeout=31))
     assert not other_limit.provenance.cached and other_limit.env_key != original.env_key
     rocq = provers.get("rocq")
-    monkeypatch.setitem(provers.registry(), "rocq", replace(rocq, version=rocq.version + "-changed"))
+    monkeypatch.setitem(
+        provers.registry(), "rocq", replace(rocq, version=rocq.version + "-changed")
+    )
     with Checker(settings) as checker:
         new_adapter = checker.check_one(request())
     assert not new_adapter.provenance.cached

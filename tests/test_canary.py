@@ -40,7 +40,11 @@ def check_with_leaky_worker(request: ResolvedRequest, runner: Runner) -> Outcome
 def leaky_prover(monkeypatch):
     rocq = provers.get("rocq")
     adapter = ProverAdapter(
-        name="leaky", version="1", modes=("proof",), images=("rocq",), probe=rocq.probe,
+        name="leaky",
+        version="1",
+        modes=("proof",),
+        images=("rocq",),
+        probe=rocq.probe,
         check=check_with_leaky_worker,
     )
     monkeypatch.setitem(provers.registry(), "leaky", adapter)
@@ -48,7 +52,9 @@ def leaky_prover(monkeypatch):
 
 
 def requests(count: int) -> list[CheckRequest]:
-    return [CheckRequest(prover="leaky", name=f"a{i}.v", content=f"(* {i} *)") for i in range(count)]
+    return [
+        CheckRequest(prover="leaky", name=f"a{i}.v", content=f"(* {i} *)") for i in range(count)
+    ]
 
 
 def test_without_the_canary_the_leak_goes_unseen(leaky_prover, settings):

@@ -25,18 +25,26 @@ def test_missing_file(cli):
 def test_unknown_prover_and_mode(cli, tmp_path):
     (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
     assert_user_error(cli("check", "--prover", "coq9", "a.v"), "unknown prover 'coq9'")
-    assert_user_error(cli("check", "--prover", "rocq", "--mode", "sketch", "a.v"), "no mode 'sketch'")
+    assert_user_error(
+        cli("check", "--prover", "rocq", "--mode", "sketch", "a.v"), "no mode 'sketch'"
+    )
 
 
 def test_malformed_jsonl_line_is_named(cli, tmp_path):
     good = json.dumps({"prover": "rocq", "name": "a.v", "content": "Lemma a : True. exact I. Qed."})
     (tmp_path / "r.jsonl").write_text(good + "\n" + '{"prover": "rocq", "name": \n')
     assert_user_error(cli("run", "r.jsonl"), "r.jsonl line 2", "not valid JSON")
-    (tmp_path / "r.jsonl").write_text(good + "\n" + json.dumps({"prover": "rocq", "name": "b.v"}) + "\n")
+    (tmp_path / "r.jsonl").write_text(
+        good + "\n" + json.dumps({"prover": "rocq", "name": "b.v"}) + "\n"
+    )
     assert_user_error(cli("run", "r.jsonl"), "line 2", "content")
-    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "b", "content": "", "timeout": -1}) + "\n")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"prover": "rocq", "name": "b", "content": "", "timeout": -1}) + "\n"
+    )
     assert_user_error(cli("run", "r.jsonl"), "line 1", "timeout")
-    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "lean9", "name": "b", "content": ""}) + "\n")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"prover": "lean9", "name": "b", "content": ""}) + "\n"
+    )
     assert_user_error(cli("run", "r.jsonl"), "request 1", "unknown prover")
 
 
@@ -51,14 +59,21 @@ def test_non_utf8_artifact_and_directory(cli, tmp_path):
 def test_bad_setting(cli, tmp_path, setting):
     (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
     key, value = setting.split("=")
-    assert_user_error(cli("check", "--prover", "rocq", "a.v", env={key: value}), key.removeprefix("PROOFLOCK_").lower())
+    assert_user_error(
+        cli("check", "--prover", "rocq", "a.v", env={key: value}),
+        key.removeprefix("PROOFLOCK_").lower(),
+    )
 
 
 def test_checkpoint_from_other_requests_is_refused(cli, tmp_path):
     content = (ARTIFACTS / "rocq" / "pass_arith.v").read_text()
-    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "a.v", "content": content}) + "\n")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"prover": "rocq", "name": "a.v", "content": content}) + "\n"
+    )
     cli("run", "r.jsonl", "--checkpoint", "ck.jsonl", check=True)
-    (tmp_path / "r.jsonl").write_text(json.dumps({"prover": "rocq", "name": "b.v", "content": content}) + "\n")
+    (tmp_path / "r.jsonl").write_text(
+        json.dumps({"prover": "rocq", "name": "b.v", "content": content}) + "\n"
+    )
     assert_user_error(cli("run", "r.jsonl", "--checkpoint", "ck.jsonl"), "other requests")
 
 
@@ -67,7 +82,15 @@ def test_check_prints_the_json_contract(cli, tmp_path):
     done = cli("check", "--prover", "rocq", "a.v")
     assert done.returncode == 1  # ran fine, the artifact did not pass
     [line] = [json.loads(text) for text in done.stdout.splitlines()]
-    for key in ("artifact", "verdict", "diagnostics", "assumptions", "env_key", "request_digest", "result_digest"):
+    for key in (
+        "artifact",
+        "verdict",
+        "diagnostics",
+        "assumptions",
+        "env_key",
+        "request_digest",
+        "result_digest",
+    ):
         assert key in line
     assert line["artifact"] == "a.v" and line["verdict"] == "fail"
 
@@ -87,7 +110,9 @@ def test_one_prefix_per_error_and_did_you_mean(cli, tmp_path):
     assert done.stderr.count("error:") == 1 and done.stderr.startswith("prooflock: error:")
     usage = cli("check", "a.v")  # --prover missing: argparse, named by its subcommand, once
     assert_user_error(usage, "prooflock check: error:", "--prover")
-    assert_user_error(cli("check", "--prover", "rocq", "--mode", "proff", "a.v"), "did you mean 'proof'")
+    assert_user_error(
+        cli("check", "--prover", "rocq", "--mode", "proff", "a.v"), "did you mean 'proof'"
+    )
 
 
 def test_dash_reads_the_artifact_from_stdin(tmp_path):
@@ -97,18 +122,35 @@ def test_dash_reads_the_artifact_from_stdin(tmp_path):
 
     done = subprocess.run(
         [sys.executable, "-m", "runner", "check", "--prover", "rocq", "--backend", "local", "-"],
-        input="Lemma a : True. exact I. Qed.\n", capture_output=True, text=True, cwd=tmp_path,
+        input="Lemma a : True. exact I. Qed.\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         env={**os.environ, "PROOFLOCK_CACHE_DIR": str(tmp_path / "cache"), "XDG_RUNTIME_DIR": ""},
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
     [line] = [json.loads(text) for text in done.stdout.splitlines()]
-    assert (line["artifact"], line["verdict"], line["schema"]) == ("stdin", "pass", "prooflock.check/1")
+    assert (line["artifact"], line["verdict"], line["schema"]) == (
+        "stdin",
+        "pass",
+        "prooflock.check/1",
+    )
 
 
 def test_every_flag_has_help_and_commands_have_examples(cli):
-    for command in ("check", "run", "replay", "verify-log", "publish", "audit", "report", "upload",
-                    "download", "serve"):
+    for command in (
+        "check",
+        "run",
+        "replay",
+        "verify-log",
+        "publish",
+        "audit",
+        "report",
+        "upload",
+        "download",
+        "serve",
+    ):
         done = cli(command, "--help")
         assert done.returncode == 0
         assert "example" in done.stdout, command

@@ -264,7 +264,10 @@ def test_a_target_name_that_is_no_identifier_is_refused_before_any_check(setting
         content="let X = TRUTH;;",
         target=Target(name="X;; exit 0", statement="T"),
     )
-    with Checker(settings) as checker, pytest.raises(BadRequest, match="not a HOL Light theorem name"):
+    with (
+        Checker(settings) as checker,
+        pytest.raises(BadRequest, match="not a HOL Light theorem name"),
+    ):
         checker.check_one(request)  # no worker boots: this would take minutes if one did
 
 

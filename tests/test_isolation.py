@@ -16,8 +16,16 @@ LATER_FILES = ["uses_definition.v", "uses_notation.v", "uses_require.v"]
 def test_state_made_by_an_earlier_file_is_invisible_to_later_ones(cli, tmp_path, workers):
     for name in ["defines_things.v", *LATER_FILES]:
         shutil.copy(ARTIFACTS / "rocq" / name, tmp_path / name)
-    together = cli("check", "--prover", "rocq", "--no-cache", "--workers", workers,
-                   "defines_things.v", *LATER_FILES)
+    together = cli(
+        "check",
+        "--prover",
+        "rocq",
+        "--no-cache",
+        "--workers",
+        workers,
+        "defines_things.v",
+        *LATER_FILES,
+    )
     results = [json.loads(line) for line in together.stdout.splitlines()]
     assert [r["artifact"] for r in results] == ["defines_things.v", *LATER_FILES]
     assert results[0]["verdict"] == "pass"

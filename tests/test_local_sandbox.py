@@ -73,10 +73,23 @@ def processes_mentioning(word: str) -> list[str]:
 
 def test_the_system_the_host_home_and_paths_outside_work_are_not_writable(box, tmp_path):
     name = token()
-    places = ["/etc", "/usr", "/usr/local/bin", "/opt", "/var/lib", "/root", "/home",
-              str(Path.home()), str(tmp_path), "/", "/srv", "/mnt"]
-    script = "; ".join(f'(echo x > "{place}/{name}") 2>/dev/null && echo "wrote {place}"'
-                       for place in places)
+    places = [
+        "/etc",
+        "/usr",
+        "/usr/local/bin",
+        "/opt",
+        "/var/lib",
+        "/root",
+        "/home",
+        str(Path.home()),
+        str(tmp_path),
+        "/",
+        "/srv",
+        "/mnt",
+    ]
+    script = "; ".join(
+        f'(echo x > "{place}/{name}") 2>/dev/null && echo "wrote {place}"' for place in places
+    )
     done = sh(box, f"{script}; true")
     assert done.exit_code == 0
     assert b"wrote" not in done.stdout, done.text
@@ -87,7 +100,9 @@ def test_the_system_the_host_home_and_paths_outside_work_are_not_writable(box, t
 def test_work_and_tmp_are_writable_and_vanish_afterwards(backend):
     name = token()
     with backend.sandbox("test", LIMITS) as box:
-        first = sh(box, f"echo kept > /work/{name} && echo scratch > /tmp/{name} && pwd && echo $HOME")
+        first = sh(
+            box, f"echo kept > /work/{name} && echo scratch > /tmp/{name} && pwd && echo $HOME"
+        )
         assert first.exit_code == 0, first.text
         assert first.stdout.decode().split() == ["/work", "/work"]
         second = sh(box, f"cat /work/{name}; test -e /tmp/{name} && echo tmp-survived; true")
@@ -154,10 +169,14 @@ def test_there_is_no_network_but_loopback(box):
         server.listen()
         port = server.getsockname()[1]
         done = box.run(
-            ["python3", "-c", "import socket, sys\n"
-             "print(sorted(n for _, n in socket.if_nameindex()))\n"
-             f"try: socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
-             "except OSError: sys.exit(7)\n"],
+            [
+                "python3",
+                "-c",
+                "import socket, sys\n"
+                "print(sorted(n for _, n in socket.if_nameindex()))\n"
+                f"try: socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+                "except OSError: sys.exit(7)\n",
+            ],
             timeout_s=30,
         )
     assert done.stdout.strip() == b"['lo']", done.text
@@ -182,7 +201,9 @@ def test_a_server_outlives_the_thread_that_started_it(box):
     channels = []
     starter = threading.Thread(
         target=lambda: channels.append(
-            box.spawn(["sh", "-c", "echo ready $(pwd) $(id -u); while read x; do echo got $x; done"])
+            box.spawn(
+                ["sh", "-c", "echo ready $(pwd) $(id -u); while read x; do echo got $x; done"]
+            )
         )
     )
     starter.start()
@@ -271,7 +292,9 @@ def test_a_kit_that_exits_without_closing_its_server_leaves_nothing(cgroup_backe
         "print(os.getpid(), box.root, backend.confinement.cgroups.base)\n"
     )
     shared = os.stat(tempfile.gettempdir()).st_mode
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     pid, root, base = done.stdout.split()
     assert not Path(root).exists()
@@ -283,9 +306,7 @@ def test_a_kit_that_exits_without_closing_its_server_leaves_nothing(cgroup_backe
 # -- without bubblewrap --------------------------------------------------------------------------
 
 
-def test_without_bubblewrap_checks_are_labelled_unsandboxed_and_said_once(
-    tmp_path, monkeypatch
-):
+def test_without_bubblewrap_checks_are_labelled_unsandboxed_and_said_once(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap on it
     monkeypatch.setattr(local, "_warned", set())
     notes: list[str] = []
@@ -319,7 +340,10 @@ def test_the_setting_off_forces_unsandboxed_and_require_refuses(tmp_path, monkey
 def test_require_without_bubblewrap_stops_the_cli_in_one_line(cli, tmp_path):
     (tmp_path / "one.v").write_text("Lemma t : True. Proof. exact I. Qed.\n")
     done = cli(
-        "check", "--prover", "rocq", "one.v",
+        "check",
+        "--prover",
+        "rocq",
+        "one.v",
         env={"PROOFLOCK_LOCAL_SANDBOX": "require", "PATH": str(tmp_path / "empty")},
     )
     assert done.returncode == 3, done.stderr
@@ -378,7 +402,10 @@ print(done.stdout, done.stderr, sep="")
 """
     done = subprocess.run(
         [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-        capture_output=True, text=True, timeout=120, cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
         env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
     )
     if "no sandbox" in done.stderr and "namespace" in done.stderr:

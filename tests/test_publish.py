@@ -32,7 +32,9 @@ def finished_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("run")
     settings = Settings(backend="local", cache_dir=root / "cache", timeout=60, retries=0)
     with Checker(settings) as checker:
-        run_requests([request_for("rocq", n) for n in NAMES], root / "run.jsonl", checker, source="t")
+        run_requests(
+            [request_for("rocq", n) for n in NAMES], root / "run.jsonl", checker, source="t"
+        )
     return root / "run.jsonl"
 
 
@@ -63,7 +65,9 @@ def test_statement_is_an_in_toto_statement_with_an_slsa_provenance_predicate(bun
     assert log_subject.name == "log.jsonl"
     records = finished_run.read_bytes().count(b"\n")
     assert log_subject.annotations["records"] == records
-    assert [s.name for s in parsed.subject[1:]] == [f"artifact/{i}/{n}" for i, n in enumerate(NAMES)]
+    assert [s.name for s in parsed.subject[1:]] == [
+        f"artifact/{i}/{n}" for i, n in enumerate(NAMES)
+    ]
     dependencies = {d.name for d in predicate.build_definition.resolved_dependencies}
     assert "prooflock" in dependencies
 
@@ -128,7 +132,9 @@ def test_a_statement_from_another_log_does_not_anchor_this_one(cli, bundle, tmp_
     statement = orjson.loads((bundle / STATEMENT).read_bytes())
     statement["subject"][0]["digest"]["sha256"] = "0" * 64
     (bundle / STATEMENT).write_bytes(orjson.dumps(statement))
-    assert any("not the log the statement names" in p for p in problems(audit_json(cli, str(bundle))))
+    assert any(
+        "not the log the statement names" in p for p in problems(audit_json(cli, str(bundle)))
+    )
 
 
 def test_bad_sources_are_one_line_and_exit_2(cli, tmp_path):
@@ -141,7 +147,9 @@ def test_bad_sources_are_one_line_and_exit_2(cli, tmp_path):
             assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-def test_publish_refuses_an_existing_destination_and_writes_nothing_half(cli, finished_run, tmp_path):
+def test_publish_refuses_an_existing_destination_and_writes_nothing_half(
+    cli, finished_run, tmp_path
+):
     (tmp_path / "taken").mkdir()
     done = cli("publish", str(finished_run), "--out", str(tmp_path / "taken"))
     assert done.returncode == 2 and "already exists" in done.stderr
@@ -152,7 +160,9 @@ def test_publish_refuses_an_existing_destination_and_writes_nothing_half(cli, fi
 # -- through S3-compatible storage (moto's real HTTP server on loopback) -------------------------
 
 
-def test_publish_upload_download_audit_replay_as_the_readme_shows(cli, finished_run, tmp_path, s3_endpoint, s3_bucket):
+def test_publish_upload_download_audit_replay_as_the_readme_shows(
+    cli, finished_run, tmp_path, s3_endpoint, s3_bucket
+):
     env = endpoint_env(s3_endpoint)
     url = f"s3://{s3_bucket}/results/run-1"
     assert cli("publish", str(finished_run), "--out", "bundle", env=env).returncode == 0
@@ -168,7 +178,9 @@ def test_publish_upload_download_audit_replay_as_the_readme_shows(cli, finished_
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
-def test_storage_trouble_is_one_line_with_the_right_exit_code(cli, finished_run, s3_endpoint, tmp_path):
+def test_storage_trouble_is_one_line_with_the_right_exit_code(
+    cli, finished_run, s3_endpoint, tmp_path
+):
     env = endpoint_env(s3_endpoint)
     assert cli("publish", str(finished_run), "--out", "bundle", env=env).returncode == 0
     missing_bucket = cli("upload", "bundle", "s3://no-such-bucket-here/x", env=env)

@@ -89,7 +89,10 @@ def test_a_cut_log_replays_what_it_holds_but_says_it_is_incomplete(cli, tmp_path
 
 def test_hostile_artifact_names_draw_no_fake_cells(cli, tmp_path):
     hostile = "a[/]\n│ 9 │ forged.v │ pass │ pass │ match │[red]x"
-    write_requests(tmp_path / "requests.jsonl", [request_for("rocq", "pass_arith.v").model_copy(update={"name": hostile})])
+    write_requests(
+        tmp_path / "requests.jsonl",
+        [request_for("rocq", "pass_arith.v").model_copy(update={"name": hostile})],
+    )
     cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", check=True)
     done = cli("replay", "run.jsonl")
     assert done.returncode == 0 and "Traceback" not in done.stderr

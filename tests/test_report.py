@@ -54,7 +54,10 @@ def requests() -> list[CheckRequest]:
         if reference:
             options["reference"] = {"name": reference, "content": corpus("asymptote", reference)}
         return CheckRequest(
-            prover="asymptote", mode="render", name=name, content=corpus("asymptote", name),
+            prover="asymptote",
+            mode="render",
+            name=name,
+            content=corpus("asymptote", name),
             options=options,
         )
 
@@ -71,8 +74,12 @@ def requests() -> list[CheckRequest]:
         asy("squares_grid.asy", "svg"),
         asy("fail_syntax.asy", "png"),
         *[
-            CheckRequest(prover="alphageometry", name=name, content=content,
-                         options={"syntax_check": "validator"})
+            CheckRequest(
+                prover="alphageometry",
+                name=name,
+                content=content,
+                options={"syntax_check": "validator"},
+            )
             for name, content in geometry
         ],
     ]
@@ -169,9 +176,7 @@ def tables_of(html: str) -> dict[str, list[list[str]]]:
 
 
 def summary_cell(html: str, prover: str, verdict: str) -> int:
-    found = re.search(
-        rf'data-prover="{re.escape(prover)}" data-verdict="{verdict}">(\d+)<', html
-    )
+    found = re.search(rf'data-prover="{re.escape(prover)}" data-verdict="{verdict}">(\d+)<', html)
     assert found, f"no summary cell for {prover}/{verdict}"
     return int(found[1])
 
@@ -215,16 +220,19 @@ def test_report_of_a_real_run_shows_each_prover_verdict_and_record(real_log, tmp
 def test_diagrams_show_scores_and_the_compile_error(real_log, tmp_path):
     write_report(real_log, tmp_path / "report")
     html = page_of(tmp_path / "report")
-    diagrams = html[html.index('id="diagrams"'):html.index('id="geometry"')]
+    diagrams = html[html.index('id="diagrams"') : html.index('id="geometry"')]
     start, end = diagrams.index("triangle_labels.asy"), diagrams.index("triangle_moved.asy</span>")
     triangle = diagrams[start:end]
     comparison = result_of(bodies(real_log)[1], "triangle_labels.asy")["details"]["comparison"]
     assert f'class="keyword-f1">{comparison["keyword_f1"]}<' in triangle
     assert f'class="ssim">{comparison["ssim"]}<' in triangle
-    failed = diagrams[diagrams.index("fail_syntax.asy"):]
+    failed = diagrams[diagrams.index("fail_syntax.asy") :]
     assert "no render (it did not compile)" in failed
-    assert re.search(r'compile error</strong> at <span class="where">3:1</span>: '
-                     r'<span class="message">syntax error', failed)
+    assert re.search(
+        r'compile error</strong> at <span class="where">3:1</span>: '
+        r'<span class="message">syntax error',
+        failed,
+    )
 
 
 def test_geometry_taxonomy_names_each_failing_clause(real_log, tmp_path):
@@ -243,7 +251,7 @@ def test_geometry_taxonomy_names_each_failing_clause(real_log, tmp_path):
 def test_environment_shows_installs_kit_and_hosts(real_log, tmp_path):
     write_report(real_log, tmp_path / "report")
     html = page_of(tmp_path / "report")
-    environment = html[html.index('id="environment"'):]
+    environment = html[html.index('id="environment"') :]
     _, result = next(iter(recorded_runs(inspect_chain(real_log).records)))
     assert f'<span class="kit">{result.provenance.tools["prooflock"]}</span>' in environment
     assert f'<span class="host">{result.provenance.host}</span>' in environment
@@ -264,7 +272,7 @@ def test_the_same_run_gives_the_same_bytes(real_log, tmp_path):
 # -- hostile artifacts ------------------------------------------------------------------------
 
 HOSTILE_NAMES = [
-    '<script>window.pwned = 1</script>.v',
+    "<script>window.pwned = 1</script>.v",
     "[/]not rich markup[bold]",
     "two\nlines\r\x1b[31mred\x00.v",
     "\u202eevil.v",
@@ -358,8 +366,10 @@ def test_missing_and_corrupt_renders_are_named_not_fatal(real_log, tmp_path):
     (renders / svg).unlink()
 
     def broken(results: list[Body]) -> list[Body]:
-        for name, fmt, data in (("triangle_moved.asy", "png", b"\x89PNG\r\n\x1a\nbroken"),
-                                ("fail_syntax.asy", "svg", b"<html>not svg</html>")):
+        for name, fmt, data in (
+            ("triangle_moved.asy", "png", b"\x89PNG\r\n\x1a\nbroken"),
+            ("fail_syntax.asy", "svg", b"<html>not svg</html>"),
+        ):
             sha = sha256(data)
             (renders / sha).write_bytes(data)
             result_of(results, name)["details"]["outputs"] = {fmt: sha}
@@ -402,7 +412,9 @@ def make_bundle(real_log: Path, root: Path) -> tuple[Path, dict[str, Any]]:
         for body in results:
             if body["result"]["prover"] == "rocq":
                 body["result"]["environment"]["install"] = {
-                    "kind": "docker", "image": rocq["tag"], "image_id": rocq["image_id"],
+                    "kind": "docker",
+                    "image": rocq["tag"],
+                    "image_id": rocq["image_id"],
                 }
         return results
 
@@ -442,7 +454,7 @@ def test_bundle_shows_pins_and_says_which_blobs_are_missing(real_log, tmp_path):
     assert "svg render: render not kept: 1 diagram (squares_grid.asy)" in joined
     assert "1 subjects of the statement are not in the bundle: missing.bin" in joined
     html = page_of(tmp_path / "report")
-    environment = html[html.index('id="environment"'):]
+    environment = html[html.index('id="environment"') :]
     assert f"<code>{rocq['image_id']}</code>" in environment
     assert '<span class="match">matches</span>' in environment
     for name, value in rocq["inputs"].items():
@@ -470,16 +482,33 @@ def replay_file(real_log: Path, path: Path, differ: int, artifact: str | None = 
     runs = list(recorded_runs(inspect_chain(real_log).records))
     rows = []
     for index, (_, result) in enumerate(runs):
-        row = {"index": index, "artifact": artifact or result.artifact,
-               "recorded": result.verdict.value, "replayed": result.verdict.value,
-               "status": "match", "changed_inputs": []}
+        row = {
+            "index": index,
+            "artifact": artifact or result.artifact,
+            "recorded": result.verdict.value,
+            "replayed": result.verdict.value,
+            "status": "match",
+            "changed_inputs": [],
+        }
         if index == differ:
-            row.update(replayed="pass", status="verdict differs, environment changed",
-                       changed_inputs=["install.coqc: 8.16.1 → 8.17.0"])
+            row.update(
+                replayed="pass",
+                status="verdict differs, environment changed",
+                changed_inputs=["install.coqc: 8.16.1 → 8.17.0"],
+            )
         rows.append(row)
     matched = sum(row["status"] == "match" for row in rows)
-    path.write_text(json.dumps({"schema": "prooflock.replay/1", "log": str(real_log),
-                                "matched": matched, "total": len(rows), "rows": rows}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "prooflock.replay/1",
+                "log": str(real_log),
+                "matched": matched,
+                "total": len(rows),
+                "rows": rows,
+            }
+        )
+    )
     return path
 
 
@@ -507,9 +536,11 @@ def test_replay_of_another_log_is_said_so(real_log, tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("[]", "not a prooflock replay file"),
-     ('{"schema": "prooflock.replay/1", "rows": [{"index": "x"}]}', "not a valid replay file"),
-     ("{", "cannot read replay file")],
+    [
+        ("[]", "not a prooflock replay file"),
+        ('{"schema": "prooflock.replay/1", "rows": [{"index": "x"}]}', "not a valid replay file"),
+        ("{", "cannot read replay file"),
+    ],
 )
 def test_a_bad_replay_file_is_refused(content, message, real_log, tmp_path):
     replay = tmp_path / "replay.json"
@@ -602,8 +633,10 @@ def test_a_thousand_record_run_reports_in_seconds(real_log, tmp_path, capsys):
     size = sum(path.stat().st_size for path in summary.files)
     page = (tmp_path / "report" / "index.html").stat().st_size
     with capsys.disabled():
-        print(f"\n1,000-record report: {seconds:.2f} s, index.html {page / 1e6:.2f} MB, "
-              f"{len(summary.files)} files {size / 1e6:.2f} MB in all")
+        print(
+            f"\n1,000-record report: {seconds:.2f} s, index.html {page / 1e6:.2f} MB, "
+            f"{len(summary.files)} files {size / 1e6:.2f} MB in all"
+        )
     assert summary.records == 1000
     assert len(tables_of(page_of(tmp_path / "report"))["records"]) == 1000
     assert seconds < 30 and page < 10_000_000

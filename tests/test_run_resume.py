@@ -17,13 +17,24 @@ from runner.models import CheckRequest
 from runner.run import latest_results
 from tests.helpers import artifact, write_requests
 
-CORPUS = ["pass_arith.v", "fail_tactic.v", "admitted.v", "user_axiom.v", "fail_syntax.v", "open_proof.v"]
+CORPUS = [
+    "pass_arith.v",
+    "fail_tactic.v",
+    "admitted.v",
+    "user_axiom.v",
+    "fail_syntax.v",
+    "open_proof.v",
+]
 
 
 def write_copies(path: Path, copies: int = 2) -> int:
     requests = [
-        CheckRequest(prover="rocq", mode="proof", name=name,
-                     content=artifact("rocq", name) + f"\n(* copy {copy} *)\n")
+        CheckRequest(
+            prover="rocq",
+            mode="proof",
+            name=name,
+            content=artifact("rocq", name) + f"\n(* copy {copy} *)\n",
+        )
         for copy in range(copies)
         for name in CORPUS
     ]
@@ -32,7 +43,15 @@ def write_copies(path: Path, copies: int = 2) -> int:
 
 
 def run_command(requests: Path, checkpoint: Path) -> list[str]:
-    return [sys.executable, "-m", "runner.cli", "run", str(requests), "--checkpoint", str(checkpoint)]
+    return [
+        sys.executable,
+        "-m",
+        "runner.cli",
+        "run",
+        str(requests),
+        "--checkpoint",
+        str(checkpoint),
+    ]
 
 
 def result_indices(checkpoint: Path) -> list[int]:
@@ -56,8 +75,14 @@ def test_sigkill_at_random_points_resumes_to_a_complete_valid_log(tmp_path):
     rng = random.Random(20261129)
     kills = 0
     for _ in range(20):
-        proc = subprocess.Popen(run_command(requests, checkpoint), env=env, cwd=tmp_path,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            run_command(requests, checkpoint),
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         time.sleep(rng.uniform(0.2, 2.0))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -67,7 +92,9 @@ def test_sigkill_at_random_points_resumes_to_a_complete_valid_log(tmp_path):
             report = inspect_chain(checkpoint)
             assert report.ok, report.describe()  # a torn tail may exist; nothing else may
     assert kills >= 10, "the trials should interrupt most runs"
-    final = subprocess.run(run_command(requests, checkpoint), env=env, cwd=tmp_path, capture_output=True, text=True)
+    final = subprocess.run(
+        run_command(requests, checkpoint), env=env, cwd=tmp_path, capture_output=True, text=True
+    )
     assert final.returncode == 1, final.stderr  # done; some artifacts do not pass
     report = inspect_chain(checkpoint)
     assert report.ok and not report.torn_tail

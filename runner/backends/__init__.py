@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from runner.backends.base import Backend, BackendUnavailable
 from runner.backends.docker import DockerBackend
-from runner.backends.local import LocalBackend
+from runner.backends.local import LocalBackend, notify_stderr
 from runner.settings import Settings
 
 Notify = Callable[[str], None]
@@ -20,9 +20,9 @@ BuildImage = Callable[[str], None]
 
 
 class BackendChoice:
-    def __init__(self, settings: Settings, notify: Notify, build: BuildImage | None = None):
+    def __init__(self, settings: Settings, notify: Notify | None, build: BuildImage | None = None):
         self.settings = settings
-        self._notify = notify
+        self._notify = notify or notify_stderr
         self._build = build
         self._docker: DockerBackend | None = None
         self._docker_error: str | None = None

@@ -32,18 +32,36 @@ NOBODY = 65534  # as root: the uid commands run as, on the host too
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/var/lib", "/var/cache", "/nix", "/gnu")
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # links into /usr (merged)
 NAMESPACES = (
-    "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-    "--hostname", "prooflock", "--new-session", "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    "prooflock",
+    "--new-session",
+    "--die-with-parent",
 )
 AS_USER = (
-    "--unshare-user", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--cap-drop", "ALL",
+    "--unshare-user",
+    "--uid",
+    str(INSIDE_UID),
+    "--gid",
+    str(INSIDE_UID),
+    "--cap-drop",
+    "ALL",
 )
 OLDEST = (0, 5, 0)  # --perms for a tmpfs, --json-status-fd
 SIZED_TMPFS = (0, 7, 0)  # --size (older: a tmpfs /tmp is bounded by the memory cgroup only)
 NO_NESTED_USERNS = (0, 8, 0)  # --disable-userns
 DROP_TO_NOBODY = (
-    f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
-    "--bounding-set=-all", "--no-new-privs", "--",
+    f"--reuid={NOBODY}",
+    f"--regid={NOBODY}",
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
 )
 PROBE_TIMEOUT_S = 30
 
@@ -71,13 +89,26 @@ class Bubblewrap:
         return [
             self.executable,
             *self.system,
-            *size, "--perms", "1777", "--tmpfs", "/tmp",
-            *size, "--perms", "1777", "--tmpfs", "/dev/shm",
+            *size,
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+            *size,
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/dev/shm",
             *self.tools,
-            "--bind", str(work_dir), WORKDIR,
-            "--remount-ro", "/",  # last: the empty root itself stays read-only
-            "--chdir", WORKDIR,
-            "--json-status-fd", str(status_fd),
+            "--bind",
+            str(work_dir),
+            WORKDIR,
+            "--remount-ro",
+            "/",  # last: the empty root itself stays read-only
+            "--chdir",
+            WORKDIR,
+            "--json-status-fd",
+            str(status_fd),
             "--",
             *self.drop,
             *argv,

@@ -210,7 +210,7 @@ def _mount(mounts: list[str], fstype: str, option: str | None) -> tuple[str, Pat
 
 def _inside(mount: tuple[str, Path], cgroup_path: str) -> Path:
     root, point = mount
-    relative = cgroup_path[len(root):] if cgroup_path.startswith(root) else cgroup_path
+    relative = cgroup_path[len(root) :] if cgroup_path.startswith(root) else cgroup_path
     return point / relative.lstrip("/")
 
 

@@ -38,7 +38,9 @@ def connect(timeout: int = 300) -> DockerClient:
         client.ping()
     except (DockerException, RequestException) as exc:
         host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise DaemonUnavailable(f"no Docker daemon answers at {host} ({_short(exc)}): {START_HINT}") from None
+        raise DaemonUnavailable(
+            f"no Docker daemon answers at {host} ({_short(exc)}): {START_HINT}"
+        ) from None
     return client
 
 

@@ -486,7 +486,9 @@ class LocalBackend:
                 try:
                     done = box.run(argv, timeout_s=60)
                 except BackendUnavailable as exc:
-                    raise InfraFailure(f"cannot identify the local {image} install: {exc}") from None
+                    raise InfraFailure(
+                        f"cannot identify the local {image} install: {exc}"
+                    ) from None
                 if done.exit_code != 0:
                     raise InfraFailure(
                         f"cannot identify the local {image} install: `{' '.join(argv)}` "

@@ -228,12 +228,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     results: list[CheckResult] = []
     batch = len(requests) > 1  # progress and a tally only when there is a batch to follow
     with (
-        open_checker(settings, settings.daemon, notify=notify_stderr, keep_outputs=args.output_dir) as checker,
+        open_checker(
+            settings, settings.daemon, notify=notify_stderr, keep_outputs=args.output_dir
+        ) as checker,
         ProgressReporter(len(requests), "checking", enabled=batch) as progress,
     ):
         resolved = [checker.resolve(request) for request in requests]  # bad input: before any check
         for result in checker.map(resolved):
-            line = {"schema": CHECK_SCHEMA, **result.summary_line(), "backend": result.provenance.backend}
+            line = {
+                "schema": CHECK_SCHEMA,
+                **result.summary_line(),
+                "backend": result.provenance.backend,
+            }
             sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
             sys.stdout.flush()
             results.append(result)
@@ -283,7 +289,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     executor = executor_for(args.executor, settings, address=args.address, notify=notify_stderr)
     try:
         with (
-            open_checker(settings, settings.daemon, notify=notify_stderr, keep_outputs=renders) as checker,
+            open_checker(
+                settings, settings.daemon, notify=notify_stderr, keep_outputs=renders
+            ) as checker,
             ProgressReporter(len(requests), "checking") as progress,
         ):
             summary = run_requests(
@@ -372,9 +380,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for column in ("#", "artifact", "recorded", "replayed", "status"):
         table.add_column(column)
     for row in report.rows:
-        style = "green" if row.matches else ("yellow" if row.status == ["environment differs"] else "red")
+        style = (
+            "green"
+            if row.matches
+            else ("yellow" if row.status == ["environment differs"] else "red")
+        )
         table.add_row(
-            str(row.index), plain(row.artifact), row.recorded, row.replayed, f"[{style}]{row.label}[/]"
+            str(row.index),
+            plain(row.artifact),
+            row.recorded,
+            row.replayed,
+            f"[{style}]{row.label}[/]",
         )
     out.print(table)
     out.print(plain(report.verdict_line()))

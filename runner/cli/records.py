@@ -32,7 +32,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--status", action="store_true", help="say whether one answers")
     serve.add_argument("--foreground", action="store_true", help="serve in this process")
     serve.add_argument(
-        "--idle-timeout", type=float, default=15 * 60, metavar="SECONDS",
+        "--idle-timeout",
+        type=float,
+        default=15 * 60,
+        metavar="SECONDS",
         help="stop after this long without a request (default 900)",
     )
 
@@ -124,7 +127,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     running = serve.ping(settings)
     if args.status:
-        print(f"running: pid {running['pid']}, {serve.socket_path(settings)}" if running else "not running")
+        print(
+            f"running: pid {running['pid']}, {serve.socket_path(settings)}"
+            if running
+            else "not running"
+        )
         return EXIT_OK if running else EXIT_FAILED
     if running:
         print(f"already running: pid {running['pid']}")
@@ -134,7 +141,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     log = settings.cache_dir / "serve.log"
     pid = serve.start_background(settings, args.idle_timeout, log)
-    print(f"started the prooflock daemon: pid {pid}, socket {serve.socket_path(settings)}, log {log}")
+    print(
+        f"started the prooflock daemon: pid {pid}, socket {serve.socket_path(settings)}, log {log}"
+    )
     return EXIT_OK
 
 

@@ -15,8 +15,15 @@ from runner.provers.base import ProverAdapter
 
 NOT_ADAPTERS = {"base", "common"}
 # Names people reach for that are another name of a prover here.
-ALIASES = {"coq": "rocq", "hol": "hol-light", "hollight": "hol-light", "asy": "asymptote",
-           "ag": "alphageometry", "lean4": "lean", "isabelle/hol": "isabelle"}
+ALIASES = {
+    "coq": "rocq",
+    "hol": "hol-light",
+    "hollight": "hol-light",
+    "asy": "asymptote",
+    "ag": "alphageometry",
+    "lean4": "lean",
+    "isabelle/hol": "isabelle",
+}
 
 
 class UnknownProver(ValueError):

@@ -88,7 +88,8 @@ def _install_view(install: dict[str, Any], lock: dict[str, Any] | None) -> Insta
         view.pins = _pins(install, lock)
         if view.pins is None:
             view.pin_note = (
-                "no images.lock.json (not a bundle)" if lock is None
+                "no images.lock.json (not a bundle)"
+                if lock is None
                 else "this image is not in the bundle's images.lock.json"
             )
     else:

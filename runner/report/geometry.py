@@ -11,8 +11,15 @@ from runner.report.text import visible, visible_block
 
 # NL2AGBench's categories first, then the kit's additions; anything else follows by name.
 OUTCOME_ORDER = (
-    "solved", "unsolved", "syntax_error", "logic_error", "format_error", "option_error",
-    "timeout", "memory", "engine_error",
+    "solved",
+    "unsolved",
+    "syntax_error",
+    "logic_error",
+    "format_error",
+    "option_error",
+    "timeout",
+    "memory",
+    "engine_error",
 )
 
 

@@ -158,4 +158,3 @@ def _optional_json(path: Path, what: str, problems: list[str]) -> dict[str, Any]
         problems.append(f"{path.name} is not a JSON object: {what} not shown")
         return None
     return value
-

@@ -19,8 +19,14 @@ from runner.report.tables import VERDICT_ORDER
 
 HASH_SALT = "prooflock-report"  # fixed SVG IDs: the same run gives the same bytes
 COLOURS = {
-    "pass": "#2e7d32", "fail": "#c62828", "placeholder": "#ef6c00", "axiom": "#6a1b9a",
-    "timeout": "#6d4c41", "memory": "#ad1457", "crash": "#546e7a", "infra_error": "#9e9d24",
+    "pass": "#2e7d32",
+    "fail": "#c62828",
+    "placeholder": "#ef6c00",
+    "axiom": "#6a1b9a",
+    "timeout": "#6d4c41",
+    "memory": "#ad1457",
+    "crash": "#546e7a",
+    "infra_error": "#9e9d24",
 }
 
 
@@ -39,7 +45,10 @@ def time_distribution(wall_ms_by_verdict: dict[str, list[int]]) -> bytes:
         axes = figure.add_subplot()
         if verdicts:
             axes.hist(
-                seconds, bins=edges.tolist(), stacked=True, label=verdicts,
+                seconds,
+                bins=edges.tolist(),
+                stacked=True,
+                label=verdicts,
                 color=[COLOURS.get(v, "#888888") for v in verdicts],
             )
             axes.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1, 1))

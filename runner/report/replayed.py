@@ -58,7 +58,7 @@ def load_replay(path: Path, runs: list[Run], problems: list[str]) -> ReplayView:
     except (OSError, orjson.JSONDecodeError) as exc:
         raise UserError(f"cannot read replay file {path}: {exc}") from None
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
-        raise UserError(f"{path} is not a prooflock replay file (no \"schema\": \"{SCHEMA}\")")
+        raise UserError(f'{path} is not a prooflock replay file (no "schema": "{SCHEMA}")')
     try:
         replay = ReplayFile.model_validate(raw)
     except ValidationError as exc:

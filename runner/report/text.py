@@ -24,9 +24,7 @@ def _escape(char: str) -> str:
 
 def visible(text: object) -> str:
     """One line of text with every control or invisible format character written as an escape."""
-    return "".join(
-        _escape(c) if unicodedata.category(c) in HIDDEN else c for c in str(text)
-    )
+    return "".join(_escape(c) if unicodedata.category(c) in HIDDEN else c for c in str(text))
 
 
 def visible_block(text: object, limit: int = MAX_BLOCK) -> str:

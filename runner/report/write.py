@@ -130,7 +130,11 @@ def _header_facts(header: dict[str, Any] | None) -> list[tuple[str, str]]:
     if not header:
         return []
     labels = (
-        ("source", "requests file"), ("count", "requests"), ("created_at", "started"),
-        ("prooflock", "kit version"), ("format", "log format"), ("requests", "requests digest"),
+        ("source", "requests file"),
+        ("count", "requests"),
+        ("created_at", "started"),
+        ("prooflock", "kit version"),
+        ("format", "log format"),
+        ("requests", "requests digest"),
     )
     return [(label, visible(header[key])) for key, label in labels if key in header]

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from runner.backends.base import Backend, BackendUnavailable, Channel, Limits, Sandbox
 from runner.models import JsonValue
 
-
 HEARTBEAT_S = 30  # how often a long boot says it is still going
 
 
@@ -96,7 +95,9 @@ class SandboxServer:
         except EOFError as exc:
             why = self._explain_failure()
             self.close()
-            raise ServerFailed(why or f"the {self.spec.name} exited while starting: {exc}") from None
+            raise ServerFailed(
+                why or f"the {self.spec.name} exited while starting: {exc}"
+            ) from None
         except BaseException:
             self.close()
             raise
@@ -115,7 +116,9 @@ class SandboxServer:
             except TimeoutError:
                 if time.monotonic() - clock >= self.spec.boot_timeout_s:
                     raise
-                self._notify(f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)")
+                self._notify(
+                    f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)"
+                )
 
     def _explain_failure(self) -> str | None:
         if self.spec.explain_failure is None or self.sandbox is None:

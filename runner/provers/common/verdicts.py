@@ -19,8 +19,9 @@ def infra_error(message: str) -> Outcome:
     return Outcome(verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)])
 
 
-def failed(message: str, *, line: int | None = None, column: int | None = None,
-           context: str | None = None) -> Outcome:
+def failed(
+    message: str, *, line: int | None = None, column: int | None = None, context: str | None = None
+) -> Outcome:
     where = Diagnostic(message=message, line=line, column=column, context=context)
     return Outcome(verdict=Verdict.FAIL, diagnostics=[where])
 
@@ -42,14 +43,18 @@ def stopped(
     if done.out_of_memory:
         message = f"{tool} exceeded the memory limit"
         return Outcome(
-            verdict=Verdict.MEMORY, diagnostics=[*diagnostics, Diagnostic(message=message)], cpu_ms=cpu
+            verdict=Verdict.MEMORY,
+            diagnostics=[*diagnostics, Diagnostic(message=message)],
+            cpu_ms=cpu,
         )
     if done.exit_code == 0 and not crashed:
         return None
     if done.signal is not None or crashed:
         reason = f"{tool} died (signal {done.signal})" if done.signal else f"{tool} crashed"
         return Outcome(
-            verdict=Verdict.CRASH, diagnostics=[*diagnostics, Diagnostic(message=reason)], cpu_ms=cpu
+            verdict=Verdict.CRASH,
+            diagnostics=[*diagnostics, Diagnostic(message=reason)],
+            cpu_ms=cpu,
         )
     if not any(d.severity == "error" for d in diagnostics):
         diagnostics = [*diagnostics, Diagnostic(message=f"{tool} exited {done.exit_code}")]
