@@ -149,6 +149,10 @@ def engine_row(engine: str, problems: list[CheckRequest], corpus: str) -> Row:
     )
     identical = True
     for column in KIT_COLUMNS:
+        if MODES[column]["backend"] == "local" and baseline_backend != "local":
+            row.kit_ms[column] = None
+            notes.append(f"{column}: {engine} runs only in its image")
+            continue
         measured = timed_checks(MODES[column], problems, cold=False)
         if isinstance(measured, str):
             row.kit_ms[column] = None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from runner import batching
 from runner.backends import BackendChoice
 from runner.backends.base import Backend, BackendInfo, BackendUnavailable
 from runner.cache import ResultCache
@@ -142,20 +143,29 @@ class Checker:
             if outcome.verdict is not Verdict.INFRA_ERROR or attempts > self.settings.retries:
                 break
             time.sleep(min(0.5 * 2**attempts, 5.0))
-        result = self._result(
+        result = self.result(
             resolved, environment, outcome, started, clock, attempts, worker_kind, worker_info
         )
-        if (
-            worker_kind in WARM_KINDS
-            and not cold
-            and canary_selects(resolved.digest, self.settings.canary)
-        ):
-            result = self._canary(resolved, result)
+        return self.finish(resolved, result, outcome, cold=cold)
+
+    def finish(
+        self, request: ResolvedRequest, result: CheckResult, outcome: Outcome, *, cold: bool
+    ) -> CheckResult:
+        """What every fresh result goes through: the canary, the cache, timings, kept files."""
+        warm = result.provenance.worker in WARM_KINDS
+        if warm and not cold and canary_selects(request.digest, self.settings.canary):
+            result = self._canary(request, result)
         if self.cache is not None and not cold:
             self.cache.put(result)
-        self.timings.add(resolved.adapter.name, outcome.cpu_ms, len(resolved.content))
+        self.timings.add(request.adapter.name, outcome.cpu_ms, len(request.content))
         self._keep(outcome)
         return result
+
+    def cached(self, request: ResolvedRequest) -> tuple[Environment, CheckResult | None]:
+        """The request's environment and its cached result, if any (BackendUnavailable raises)."""
+        environment = self.environments.of(request)
+        hit = self.cache.get(environment.key, request.digest) if self.cache is not None else None
+        return environment, _from_cache(hit, request) if hit is not None else None
 
     def _canary(self, request: ResolvedRequest, warm: CheckResult) -> CheckResult:
         """Re-check cold (fresh servers, no warm state); on disagreement the cold result is the
@@ -211,7 +221,7 @@ class Checker:
             run.finish(healthy=healthy)
         return outcome, kind, {**info, **outcome.worker}
 
-    def _result(
+    def result(
         self,
         request: ResolvedRequest,
         environment: Environment,
@@ -293,22 +303,29 @@ class Checker:
         self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
     ) -> Iterator[tuple[K, CheckResult]]:
         """Check (key, request) pairs `settings.workers` at a time; yield (key, result) pairs as
-        they finish. Submission is bounded, so a long input is never all in flight."""
+        they finish. Submission is bounded, so a long input is never all in flight. Requests an
+        adapter can batch go to a worker `settings.batch` at a time (see runner.batching)."""
+        units = batching.units(
+            ((key, self._resolved(request)) for key, request in work), self.settings.batch
+        )
         workers = self.settings.workers
         if workers == 1:
-            for key, request in work:
-                yield key, self.check_one(request)
+            for unit in units:
+                yield from batching.check_unit(self, unit)
             return
         with ThreadPoolExecutor(workers) as pool:
-            running: dict[Future[CheckResult], K] = {}
-            for key, request in work:
-                running[pool.submit(self.check_one, request)] = key
+            running: set[Future[list[tuple[K, CheckResult]]]] = set()
+            for unit in units:
+                running.add(pool.submit(batching.check_unit, self, unit))
                 if len(running) >= 2 * workers:
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    finished, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        yield running.pop(future), future.result()
-            for future in as_completed(list(running)):
-                yield running.pop(future), future.result()
+                        yield from future.result()
+            for future in as_completed(running):
+                yield from future.result()
+
+    def _resolved(self, request: CheckRequest | ResolvedRequest) -> ResolvedRequest:
+        return request if isinstance(request, ResolvedRequest) else self.resolve(request)
 
     def close(self) -> None:
         self.timings.save()

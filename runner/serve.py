@@ -248,7 +248,8 @@ class DaemonChecker(Checker):
     """A Checker whose checks run in the daemon (warm workers that outlive this command)."""
 
     def __init__(self, settings: Settings, **kwargs: Any):
-        super().__init__(settings, **kwargs)
+        # One request per daemon call: batches are the daemon's checkers' business.
+        super().__init__(settings.model_copy(update={"batch": 1}), **kwargs)
         self.socket = socket_path(settings)
         self._local = threading.local()
         fields = settings.model_dump(mode="json", include=set(FORWARDED))

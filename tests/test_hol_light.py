@@ -526,3 +526,27 @@ def test_a_target_travels_after_the_file():
     target = Target(name="T1", statement="1 + 1 = 2")
     data = protocol.encode_request("n", 60, ["CHEAT_TAC"], [], "let x = 1;;", target)
     assert data == b"CHECK n 60000 CHEAT_TAC - 11 T1 9\nlet x = 1;;1 + 1 = 2"
+
+
+@pytest.mark.slow
+def test_a_batch_of_files_gives_the_records_each_file_gets_alone(hol):
+    names = [
+        "pass_arith.ml",
+        "fail_tactic.ml",
+        "forge_obj_magic.ml",
+        "new_axiom.ml",
+        "cheat_tac.ml",
+        "exit_midfile.ml",
+        "defines_type.ml",
+        "fail_syntax.ml",
+    ]
+    requests = [
+        CheckRequest(prover="hol-light", name=n, content=artifact("hol-light", n), timeout=TIMEOUT)
+        for n in names
+    ]
+    batched = [result for _, result in sorted(hol.checker.map_unordered(enumerate(requests)))]
+    alone = [hol.checker.check_one(request) for request in requests]
+    assert [r.result_digest for r in batched] == [r.result_digest for r in alone]
+    assert [r.verdict for r in batched] == [EXPECTED[n] for n in names]
+    sizes = {r.provenance.extra["batch"]["size"] for r in batched}
+    assert sizes == {len(names)}  # one worker call for all eight (refused ones decided first)

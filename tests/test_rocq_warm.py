@@ -117,6 +117,23 @@ def test_the_most_frequent_prefix_gets_a_worker_of_its_own(checker, monkeypatch)
     assert worker.server_spec(prefix).key != worker.server_spec(source.prefix("")).key
 
 
+@pytest.mark.slow
+def test_the_base_worker_serves_mixed_headers_as_coqc_would(checker, monkeypatch):
+    """Headers that are not the leader's go to the base worker's sub-parents, one per prefix;
+    a prefix that does not load fails there exactly as it fails under coqc."""
+    monkeypatch.setattr(worker, "_seen", Counter())
+    monkeypatch.setattr(worker, "_leader", "")
+    files = {
+        "arith.v": "Require Import Arith.\nLemma a : 1 + 1 = 2.\nProof. reflexivity. Qed.\n",
+        "bool.v": "Require Import Bool.\nLemma b : negb true = false.\nProof. reflexivity. Qed.\n",
+        "list.v": "Require Import List.\nLemma l : length (@nil nat) = 0.\nProof. reflexivity. Qed.\n",
+        "missing.v": "Require Import NoSuchLibrary.\nLemma c : True.\nProof. exact I. Qed.\n",
+    }
+    for _ in range(2):
+        for name, text in files.items():
+            same_warm_and_cold(checker, CheckRequest(prover="rocq", name=name, content=text))
+
+
 def test_a_worker_refuses_a_file_whose_prefix_is_not_its_own(checker):
     """Even if the pool handed it over, a prefix worker answers MISMATCH for another prefix."""
     arith = "Require Import Arith.\nLemma a : 1 + 1 = 2.\nProof. reflexivity. Qed.\n"

@@ -116,6 +116,10 @@ class ProverAdapter:
     # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not
     # parse; cheap and deterministic, it runs when the request is resolved.
     validate: Callable[[ResolvedRequest], None] | None = None
+    # Many requests (same image and limits) in one worker call, where the prover allows it: one
+    # Outcome per request, or None for those the batch could not decide (the core then checks
+    # them again in halves, down to one at a time). Verdicts must equal one-at-a-time checks.
+    check_batch: Callable[[list[ResolvedRequest], Runner], list[Outcome | None]] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)

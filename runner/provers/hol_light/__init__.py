@@ -81,6 +81,18 @@ def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     return forkserver.check_on(server, request)
 
 
+def check_batch(requests: list[ResolvedRequest], runner: Runner) -> list[Outcome | None]:
+    """Files refused before they run are decided here; the rest go to the worker in one batch."""
+    outcomes: list[Outcome | None] = [forkserver.refused(request) for request in requests]
+    waiting = [index for index, outcome in enumerate(outcomes) if outcome is None]
+    if waiting:
+        server = runner.server(forkserver.server_spec(HOL_DIR))
+        replies = forkserver.check_many_on(server, [requests[index] for index in waiting])
+        for index, outcome in zip(waiting, replies, strict=True):
+            outcomes[index] = outcome
+    return outcomes
+
+
 ADAPTER = ProverAdapter(
     name="hol-light",
     version=VERSION,
@@ -91,5 +103,6 @@ ADAPTER = ProverAdapter(
     options=OPTIONS,
     targets=True,
     validate=validate,
+    check_batch=check_batch,
     description="HOL Light .ml files, each run in a fork of a loaded HOL Light",
 )

@@ -102,9 +102,16 @@ def refused(request: ResolvedRequest) -> Outcome | None:
     )
 
 
-def check_on(server: SandboxServer, request: ResolvedRequest) -> Outcome:
-    """Check one file on a started server: send the framed request, read and judge the reply."""
-    boot = read_boot(server)
+@dataclass(frozen=True)
+class Framed:
+    """One request as the server reads it, and what its reply is read with."""
+
+    nonce: str
+    data: bytes
+    timeout_s: float
+
+
+def frame(request: ResolvedRequest) -> Framed:
     nonce = secrets.token_hex(16)
     placeholders = list(request.options["placeholder"])
     declared = list(request.options["preload"] or [])
@@ -112,12 +119,44 @@ def check_on(server: SandboxServer, request: ResolvedRequest) -> Outcome:
     data = protocol.encode_request(
         nonce, request.timeout_s, placeholders, preload, request.content, request.target
     )
-    raw = server.exchange(data, protocol.done_marker(nonce), reply_timeout(request, preload))
+    return Framed(nonce, data, reply_timeout(request, preload))
+
+
+def judge_reply(
+    server: SandboxServer, boot: Boot, request: ResolvedRequest, raw: bytes, framed: Framed
+) -> Outcome:
     try:
-        reply = protocol.parse_reply(raw, nonce)
+        reply = protocol.parse_reply(raw, framed.nonce)
         outcome = protocol.outcome_from_reply(reply, request, boot.work_dir)
     except protocol.MalformedReply as exc:
         server.broken = True
         raise BackendUnavailable(f"the HOL Light worker sent a bad reply: {exc}") from None
     outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
     return outcome
+
+
+def check_on(server: SandboxServer, request: ResolvedRequest) -> Outcome:
+    """Check one file on a started server: send the framed request, read and judge the reply."""
+    boot = read_boot(server)
+    framed = frame(request)
+    raw = server.exchange(framed.data, protocol.done_marker(framed.nonce), framed.timeout_s)
+    return judge_reply(server, boot, request, raw, framed)
+
+
+def check_many_on(server: SandboxServer, requests: list[ResolvedRequest]) -> list[Outcome | None]:
+    """Several files in one go: every request frame is sent at once (the server reads them in
+    turn, each checked in its own fork), then the replies are read in order. A server that dies
+    part way leaves the rest undecided (None), for the core to check again in smaller batches."""
+    boot = read_boot(server)
+    framed = [frame(request) for request in requests]
+    for one in framed:
+        server.send(one.data)
+    outcomes: list[Outcome | None] = [None] * len(requests)
+    for index, (request, one) in enumerate(zip(requests, framed, strict=True)):
+        try:
+            raw = server.read_until(protocol.done_marker(one.nonce), one.timeout_s)
+        except BackendUnavailable:
+            break
+        server.served += 1
+        outcomes[index] = judge_reply(server, boot, request, raw, one)
+    return outcomes

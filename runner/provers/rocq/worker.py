@@ -4,8 +4,10 @@ The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, link
 Debian's coq-core); once this process has built one, later workers are shipped it and use it
 if they have the same coq-core, compiler and libc (start.sh compares). It boots as coqc boots,
 runs the prefix it was started with, then forks per check (see server.ml). A worker serves only
-files whose prefix is exactly its own (the prefix, digested, is its pool key); the base worker,
-whose prefix is empty, serves any other file by loading that file's prefix in a child first.
+files whose prefix is exactly its own (the prefix, digested, is its pool key). The most frequent
+prefix gets a worker of its own; the base worker, whose prefix is empty, serves every other
+file through a sub-parent that loaded exactly that file's prefix (it keeps the few most recently
+used), so a batch mixing headers never has workers evict each other from the pool.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ START = "start.sh"
 BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
 BOOT_TIMEOUT_S = 900
-# Beyond the check's own limits (the compile and the audit each get the timeout): the reply's
-# way back, and a prefix the base worker loads for this file.
-REPLY_SLACK_S = 60
+# Beyond the check's own limits (the compile and the audit each get the timeout, and a
+# sub-parent may first load the file's prefix): the reply's way back.
+REPLY_SLACK_S = 90
 CHECKER_MODULES = (
     "analyze",
     "values",
@@ -48,9 +50,8 @@ CHECKER_MODULES = (
     "check_stat",
 )
 # The most frequent prefix is given its own worker once it has been seen this often in this
-# process; every other file goes to the base worker, which loads its prefix per check (as coqc
-# does). One prefix worker beside the base one fits the pool's default of two idle servers, so
-# a batch mixing several headers never makes workers evict each other.
+# process; every other file goes to the base worker's sub-parents. One prefix worker beside the
+# base one fits the pool's default of two idle servers.
 OWN_WORKER_AFTER = 2
 
 _seen: Counter[str] = Counter()
@@ -188,7 +189,7 @@ def exchange(server: SandboxServer, request: ResolvedRequest, prefix: Prefix) ->
         data = value.encode()
         frame += f"{name} {len(data)}\n".encode() + data
     marker = f"\n@@{nonce} DONE\n".encode()
-    raw = server.exchange(frame, marker, 2 * request.timeout_s + REPLY_SLACK_S)
+    raw = server.exchange(frame, marker, 3 * request.timeout_s + REPLY_SLACK_S)
     return Reply(parse_reply(raw[: -len(marker)], nonce))
 
 

@@ -13,10 +13,10 @@
      collected by Print Assumptions' traversal (memoized per library object in P); a target
      statement is elaborated before anything of the file is loaded and compared with the
      theorem the .vo holds.
-   A request whose prefix is not the parent's is served by a child (C) that loads that prefix
-   first (the base worker's prefix is empty). Children report on a pipe only P holds, their
-   output goes to files, and the work dir is cleaned before each check: nothing a check does
-   survives it.
+   The base worker (empty prefix) serves a file with another prefix through a sub-parent: a
+   fork of P that loaded exactly that prefix and then serves as P does (the few most recently
+   used are kept). Children report on a pipe only their parent holds, their output goes to
+   files, and the work dir is cleaned before each check: nothing a check does survives it.
 
    Wire format (stdin/stdout; the checks' processes hold neither):
      ready:   "\n@@PROOFLOCK-ROCQ-READY <ok|failed> <boot_ms>\n"
@@ -1026,37 +1026,141 @@ let load_prefix ~state ~ldir text =
         result := Error (if CErrors.is_anomaly exn then 129 else 1));
   !result, read_all "prefix.out", read_all "prefix.err"
 
-(* A request whose prefix is not ours: a child loads it, serves the check, and sends back the
-   reply bytes. *)
-let serve_other_prefix ~state ~ldir req prefix =
-  (* The prefix and the compile share one timeout, the audit has its own. *)
-  let deadline = now_ms () +. 2. *. float_of_int req.timeout_ms +. 10000. in
-  let c =
-    run_child ~deadline ~out:"c.out" ~err:"c.err" (fun w ->
-        let started = now_ms () and cpu0 = Sys.time () in
-        let loaded, out, err = load_prefix ~state ~ldir prefix in
-        let replies =
-          match loaded with
-          | Ok state ->
-            adopt_pending ();
-            let req = { req with timeout_ms = req.timeout_ms - int_of_float (now_ms () -. started) } in
-            serve ~state ~ldir ~prefix_out:out ~prefix_err:err req
-          | Error code ->
-            let cpu = int_of_float ((Sys.time () -. cpu0) *. 1000.) in
-            [ "COMPILE", Printf.sprintf "exited %d %d %d" code cpu
-                (int_of_float (now_ms () -. started));
-              "COMPILE_OUT", capped out; "COMPILE_ERR", capped err; "AUDIT", "" ]
-        in
-        write_fd w (encode_reply req.nonce replies);
-        child_exit w 0)
-  in
-  match c.ended with
-  | Exited 0 -> decode_reply req.nonce c.report
-  | ended ->
-    [ "COMPILE", Printf.sprintf "%s %d %d" (ended_words ended) c.cpu_ms c.wall_ms;
-      "COMPILE_OUT", ""; "COMPILE_ERR", read_all "c.err"; "AUDIT", "" ]
+let encode_request req =
+  let b = Buffer.create 4096 in
+  Buffer.add_string b
+    (Printf.sprintf "CHECK %s %d %d\n" req.nonce req.timeout_ms (List.length req.fields));
+  List.iter
+    (fun (name, data) ->
+       Buffer.add_string b (Printf.sprintf "%s %d\n" name (String.length data));
+       Buffer.add_string b data)
+    req.fields;
+  Buffer.contents b
 
-let serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err =
+(* Sub-parents: forks of the base worker that loaded one prefix each and serve the files with
+   exactly that prefix (the prefix text, compared whole, is the key), as a worker started with
+   that prefix would. The few most recently used are kept, so a batch mixing several headers
+   loads each once, in one worker. *)
+type sub = {
+  pid : int;
+  requests : Unix.file_descr;
+  replies : Unix.file_descr;
+  mutable used : float;
+}
+
+let held : (string, sub) Hashtbl.t = Hashtbl.create 8
+
+let held_limit =
+  match Option.bind (Sys.getenv_opt "PROOFLOCK_ROCQ_PREFIXES") int_of_string_opt with
+  | Some n -> max 1 n
+  | None -> 4
+
+let stop_sub prefix sub =
+  Hashtbl.remove held prefix;
+  (try Unix.kill (- sub.pid) Sys.sigkill with Unix.Unix_error _ -> ());
+  (try Unix.kill sub.pid Sys.sigkill with Unix.Unix_error _ -> ());
+  List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [sub.requests; sub.replies];
+  (try ignore (Unix.waitpid [] sub.pid) with Unix.Unix_error _ -> ())
+
+(* [serve_loop] runs in the child once the prefix is loaded. *)
+let start_sub ~serve_loop ~state ~ldir prefix =
+  if Hashtbl.length held >= held_limit then begin
+    let oldest =
+      Hashtbl.fold (fun p s acc ->
+          match acc with
+          | Some (_, o) when o.used <= s.used -> acc
+          | _ -> Some (p, s)) held None
+    in
+    Option.iter (fun (p, s) -> stop_sub p s) oldest
+  end;
+  let req_r, req_w = Unix.pipe ~cloexec:true () in
+  let rep_r, rep_w = Unix.pipe ~cloexec:true () in
+  flush_everything ();
+  match Unix.fork () with
+  | 0 ->
+    (* Its own process group: stopping it stops the checks it forked. *)
+    (try ignore (Unix.setsid ()) with Unix.Unix_error _ -> ());
+    (try write_all "/proc/self/oom_score_adj" "500" with _ -> ());
+    Hashtbl.iter (fun _ s -> List.iter (fun fd -> try Unix.close fd with _ -> ())
+                     [s.requests; s.replies]) held;
+    Hashtbl.reset held;
+    Unix.dup2 req_r Unix.stdin;
+    Unix.dup2 rep_w Unix.stdout;
+    let null = devnull () in
+    Unix.dup2 null Unix.stderr;
+    List.iter Unix.close [req_r; req_w; rep_r; rep_w; null];
+    let loaded, out, err = load_prefix ~state ~ldir prefix in
+    (match loaded with
+     | Ok state ->
+       adopt_pending ();
+       serve_loop ~state ~prefix ~prefix_out:out ~prefix_err:err
+     | Error code ->
+       (* Answer the request it was started for as coqc would (the prefix failed), then go. *)
+       (match read_request () with
+        | Some req ->
+          print_string (encode_reply req.nonce
+                          [ "COMPILE", Printf.sprintf "exited %d 0 0" code;
+                            "COMPILE_OUT", capped out; "COMPILE_ERR", capped err ]);
+          print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce)
+        | None -> ()));
+    flush_everything ();
+    Unix._exit 0
+  | pid ->
+    Unix.close req_r;
+    Unix.close rep_w;
+    let sub = { pid; requests = req_w; replies = rep_r; used = now_ms () } in
+    Hashtbl.replace held prefix sub;
+    sub
+
+(* The sub-parent's reply, up to its DONE marker; None if it died or stalled. *)
+let exchange_sub sub req ~deadline =
+  let marker = Printf.sprintf "\n@@%s DONE\n" req.nonce in
+  match write_fd sub.requests (encode_request req) with
+  | exception Unix.Unix_error _ -> None
+  | () ->
+    let buf = Buffer.create 65536 and chunk = Bytes.create 65536 in
+    let m = String.length marker in
+    let rec pump () =
+      let n = Buffer.length buf in
+      if n >= m && Buffer.sub buf (n - m) m = marker then Some (Buffer.sub buf 0 (n - m))
+      else
+        let left = (deadline -. now_ms ()) /. 1000. in
+        if left <= 0. then None
+        else
+          match Unix.select [sub.replies] [] [] left with
+          | [], _, _ -> None
+          | _ ->
+            (match Unix.read sub.replies chunk 0 (Bytes.length chunk) with
+             | 0 -> None
+             | k -> Buffer.add_subbytes buf chunk 0 k; pump ())
+          | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
+    in
+    pump ()
+
+let serve_by_sub ~serve_loop ~state ~ldir req prefix =
+  let sub =
+    match Hashtbl.find_opt held prefix with
+    | Some sub -> sub
+    | None -> start_sub ~serve_loop ~state ~ldir prefix
+  in
+  sub.used <- now_ms ();
+  (* The compile and the audit each have the timeout, and a new sub-parent loads its prefix. *)
+  let deadline = now_ms () +. 3. *. float_of_int req.timeout_ms +. 30000. in
+  match exchange_sub sub req ~deadline with
+  | Some raw ->
+    let replies = decode_reply req.nonce raw in
+    (match List.assoc_opt "MEMO" replies with
+     | Some lines -> ignore (keep_memo ~trusted:true lines)
+     | None -> ());
+    if not (List.mem_assoc "AUDIT" replies) then stop_sub prefix sub;  (* its prefix failed *)
+    replies
+  | None ->
+    stop_sub prefix sub;
+    [ "MISMATCH", "" ]  (* the kit checks this file cold *)
+
+(* The checks of one worker, in order, each answered on stdout. A worker whose prefix is empty
+   (the base worker) hands a file with another prefix to the sub-parent holding it. *)
+let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefix_err () =
   let rec loop () =
     match read_request () with
     | None -> ()
@@ -1065,15 +1169,14 @@ let serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err =
         match field req "prefix" with
         | Some p when p = prefix -> serve ~state ~ldir ~prefix_out ~prefix_err req
         | Some p when prefix = "" ->
-          let replies = serve_other_prefix ~state ~ldir req p in
-          (* What the child's audit computed, kept here for the next child to adopt. *)
-          (match List.assoc_opt "MEMO" replies with
-           | Some lines -> ignore (keep_memo ~trusted:true lines)
-           | None -> ());
-          replies
+          let serve_loop ~state ~prefix ~prefix_out ~prefix_err =
+            serve_loop ~relay_memo:true ~state ~ldir ~prefix ~prefix_out ~prefix_err ()
+          in
+          serve_by_sub ~serve_loop ~state ~ldir req p
         | _ -> [ "MISMATCH", "" ]
       in
-      print_string (encode_reply req.nonce (List.filter (fun (tag, _) -> tag <> "MEMO") replies));
+      let sent = if relay_memo then replies else List.filter (fun (t, _) -> t <> "MEMO") replies in
+      print_string (encode_reply req.nonce sent);
       print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
       flush stdout;
       loop ()
@@ -1128,7 +1231,7 @@ let run ((_copts, _color), stm_options) ~opts injections =
     Sys.set_signal Sys.sigpipe Sys.Signal_ignore;
     remember_work_dir ();
     Gc.compact ();
-    serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err
+    serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err ()
 
 (* Coqc.custom_coqc (not exported), with the server loop in place of the compile. *)
 let () =
