@@ -22,7 +22,9 @@ class Settings(BaseSettings):
     pids: int = Field(default=512, ge=16)
     cpus: int = Field(default=1, ge=1)
     workers: int = Field(default=1, ge=1)
-    batch: int = Field(default=8, ge=1, description="requests per worker call, where a prover batches")
+    batch: int = Field(
+        default=8, ge=1, description="requests per worker call, where a prover batches"
+    )
     retries: int = Field(default=2, ge=0, description="extra attempts after an infra_error")
     fsync_every: int = Field(default=1, ge=1, description="group commit: fsync once per N records")
     canary: float = Field(default=0, ge=0, le=100, description="percent re-checked cold")

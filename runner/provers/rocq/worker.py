@@ -39,16 +39,6 @@ BOOT_TIMEOUT_S = 900
 # Beyond the check's own limits (the compile and the audit each get the timeout, and a
 # sub-parent may first load the file's prefix): the reply's way back.
 REPLY_SLACK_S = 90
-CHECKER_MODULES = (
-    "analyze",
-    "values",
-    "validate",
-    "checkFlags",
-    "checkTypes",
-    "checkInductive",
-    "mod_checking",
-    "check_stat",
-)
 # The most frequent prefix is given its own worker once it has been seen this often in this
 # process; every other file goes to the base worker's sub-parents. One prefix worker beside the
 # base one fits the pool's default of two idle servers.
@@ -68,11 +58,6 @@ def sandbox_sources() -> dict[str, bytes]:
         START: root.joinpath(START).read_bytes(),
         "srv/server.ml": root.joinpath("server.ml").read_bytes(),
     }
-    for module in CHECKER_MODULES:
-        for ext in ("mli", "ml"):
-            path = root.joinpath("checker", f"{module}.{ext}")
-            if path.is_file():  # an installed wheel may carry no .mli: the build then infers them
-                found[f"srv/{module}.{ext}"] = path.read_bytes()
     return found
 
 
@@ -111,7 +96,8 @@ def _explain_failure(sandbox: Sandbox) -> str | None:
     except (OSError, BackendUnavailable):
         return None
     tail = " ".join(log.splitlines()[-3:])[:400]
-    return f"{BUILD_FAILED} (it needs Debian's libcoq-core-ocaml-dev): {tail}"
+    needs = "Debian's libcoq-core-ocaml-dev and coqchk's sources (images/rocq/checker-sources)"
+    return f"{BUILD_FAILED} (it needs {needs}): {tail}"
 
 
 def available(image: str) -> bool:

@@ -1,19 +1,27 @@
 # Starts the Rocq worker: builds it from srv/ unless a built copy was shipped, then runs it as
 # coqc runs (`-q -noglob -Q . "" Artifact.v`; Artifact.v holds the prefix to load first).
+# It links coqchk's own checker modules, from Debian's coq source package, installed by
+# images/rocq/checker-sources (in the rocq image; on a host for the local backend).
 set -u
 BIN=srv/prooflock-rocq-server
+CHECKER=/usr/share/prooflock/coq-checker
 MODULES="analyze values validate checkFlags checkTypes checkInductive mod_checking check_stat"
 # What a shipped binary must have been built against: the same coq-core, compiler and libc.
 here=$( (ocamlfind ocamlopt -version; ldd --version | head -n 1;
-         cat /usr/lib/ocaml/coq-core/kernel/kernel.cmxa /usr/lib/ocaml/coq-core/META) 2>&1 | md5sum)
+         cat /usr/lib/ocaml/coq-core/kernel/kernel.cmxa /usr/lib/ocaml/coq-core/META \
+             "$CHECKER"/*.ml) 2>&1 | md5sum)
 if [ -s "$BIN" ] && [ "$(cat srv/build.id 2>/dev/null)" != "$here" ]; then
     rm -f "$BIN"
 fi
 if [ ! -s "$BIN" ]; then
     sources=""
     for m in $MODULES; do
-        if [ -f "srv/$m.mli" ]; then sources="$sources $m.mli"; fi
-        sources="$sources $m.ml"
+        if ! cp "$CHECKER/$m.mli" "$CHECKER/$m.ml" srv/ 2>/dev/null; then
+            echo "no coqchk sources in $CHECKER (run images/rocq/checker-sources)" > srv/build.log
+            tail -n 1 srv/build.log
+            exit 1
+        fi
+        sources="$sources $m.mli $m.ml"
     done
     if ! (cd srv && ocamlfind ocamlopt -rectypes -thread -w -a -package coq-core.toplevel \
             -linkpkg -linkall $sources server.ml -o prooflock-rocq-server) > srv/build.log 2>&1
@@ -22,6 +30,7 @@ if [ ! -s "$BIN" ]; then
         exit 1
     fi
     rm -f srv/*.cm[iox] srv/*.o
+    for m in $MODULES; do rm -f "srv/$m.ml" "srv/$m.mli"; done
     printf '%s' "$here" > srv/build.id
 fi
 chmod +x "$BIN"
