@@ -80,6 +80,16 @@ def test_a_clean_bundle_audits_clean_and_replays(cli, bundle):
     assert json.loads(replayed.stdout)["matched"] == len(NAMES)
 
 
+@pytest.mark.parametrize("name", ["example", "example-local"])
+def test_the_bundled_examples_audit_clean_with_every_request_recorded(cli, name):
+    """What `nox -s reproduce` replays: stale after an adapter version bump or a re-lock."""
+    example = Path(__file__).parent.parent / "manifests" / "results" / name
+    requests = (example.parent / "example-requests.jsonl").read_text().splitlines()
+    data = audit_json(cli, str(example))
+    assert data["clean"], problems(data)
+    assert data["results"] == len(requests)
+
+
 def test_a_tar_bundle_is_reproducible_and_audits_clean(cli, finished_run, tmp_path):
     first = publish(finished_run, tmp_path / "a.tar").path
     second = publish(finished_run, tmp_path / "b.tar").path
