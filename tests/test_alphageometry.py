@@ -449,20 +449,24 @@ def test_paper_policy_needs_more_than_its_300_s_window(engine_settings):
 
 @pytest.mark.slow
 def test_jgex_231_with_newclid_dd_ar(tmp_path, capsys):
+    """Every 10th JGEX problem (24 of 231, about a minute); PROOFLOCK_ALPHAGEOMETRY_JGEX_FULL=1 for
+    all 231 (about 10 minutes on 2 cores; `nox -s bench` measures the whole set too)."""
     data = shared_data()
     if data is None:
         pytest.skip(
             "AlphaGeometry's jgex_ag_231.txt is not available (set PROOFLOCK_ALPHAGEOMETRY_DATA)"
         )
+    full = os.environ.get("PROOFLOCK_ALPHAGEOMETRY_JGEX_FULL") == "1"
     timeout = int(os.environ.get("PROOFLOCK_ALPHAGEOMETRY_JGEX_TIMEOUT", "60"))
     settings = Settings(
         backend="local", cache=False, checkpoint_dir=tmp_path, timeout=timeout, retries=0, workers=2
     )
+    pairs = alphageometry.ADAPTER.split("jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text())
+    assert len(pairs) == 231
+    chosen = pairs if full else pairs[::10]
     requests = [
         CheckRequest(prover="alphageometry", name=title, content=content)
-        for title, content in alphageometry.ADAPTER.split(
-            "jgex_ag_231.txt", (data / "jgex_ag_231.txt").read_text()
-        )
+        for title, content in chosen
     ]
     started = time.monotonic()
     with Checker(settings) as checker:
@@ -470,11 +474,12 @@ def test_jgex_231_with_newclid_dd_ar(tmp_path, capsys):
     elapsed = time.monotonic() - started
     with capsys.disabled():
         print(
-            f"\nJGEX-231 with newclid 2.0.2 DD+AR ({timeout} s per problem, 2 workers): "
-            f"{found.count('solved')}/231 solved (AlphaGeometry's DDAR: {JGEX_PUBLISHED_DDAR}/231) "
-            f"in {elapsed:.0f} s; "
+            f"\nJGEX-231 ({len(chosen)} problems) with newclid 2.0.2 DD+AR ({timeout} s per "
+            f"problem, 2 workers): {found.count('solved')}/{len(chosen)} solved (AlphaGeometry's "
+            f"DDAR: {JGEX_PUBLISHED_DDAR}/231) in {elapsed:.0f} s; "
             + ", ".join(f"{name} {count}" for name, count, _ in found.rows())
         )
-    assert found.total == 231
+    assert found.total == len(chosen)
     assert found.count("syntax_error") == found.count("format_error") == 0
-    assert found.count("solved") >= 150
+    # newclid solved 192/231 here with 60 s per problem: at least 65% of any subset.
+    assert found.count("solved") >= 0.65 * len(chosen)

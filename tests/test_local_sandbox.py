@@ -254,13 +254,15 @@ def test_printing_out_of_memory_is_not_running_out_of_memory(cgroup_backend):
 
 
 def test_every_cgroup_is_removed_after_its_command_or_server(cgroup_backend):
+    # Servers other tests share (a HOL Light worker, say) keep their cgroups: not this test's.
+    others = set(our_cgroups(cgroup_backend))
     with cgroup_backend.sandbox("test", LIMITS) as box:
         sh(box, "(setsid sleep 100 &); true")
         sh(box, "while :; do :; done", timeout_s=0.5)
         channel = box.spawn(["cat"])
-        assert len(our_cgroups(cgroup_backend)) == 1
+        assert len(set(our_cgroups(cgroup_backend)) - others) == 1
         channel.close()
-    assert our_cgroups(cgroup_backend) == []
+    assert set(our_cgroups(cgroup_backend)) - others == set()
 
 
 def test_cgroups_of_a_kit_that_died_are_removed_by_the_next(cgroup_backend):

@@ -112,7 +112,8 @@ def reap_one(pid: int) -> tuple[int, Any] | None:
 
 
 def others() -> list[int]:
-    """Live processes of our uid other than ourselves (zombies count as gone)."""
+    """Processes of our uid other than ourselves, zombies included: a process killed a moment
+    ago is a zombie until we reap it, and must not be left for the next check to see."""
     me, uid, found = os.getpid(), os.getuid(), []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
@@ -121,8 +122,6 @@ def others() -> list[int]:
             with open(f"/proc/{name}/status", "rb") as status:
                 fields = dict(line.split(b":", 1) for line in status if b":" in line)
         except OSError:
-            continue
-        if fields.get(b"State", b"").strip().startswith(b"Z"):
             continue
         if int(fields.get(b"Uid", b"-1").split()[0]) == uid:
             found.append(int(name))

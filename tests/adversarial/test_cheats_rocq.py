@@ -288,7 +288,9 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         "Fixpoint flip (n : nat) (b : bool) : bool := match n with 0 => b | S n => flip n (negb b) end.\n"
         "Lemma big : flip (N.to_nat 4000000) true = true.\nProof. vm_compute. reflexivity. Qed.\n",
         {Verdict.TIMEOUT, Verdict.MEMORY},
-        {"timeout": 20},
+        # coqc takes about 1 s (the VM), coqchk's re-check about 20 s (no VM): a limit between
+        # them, so only skipping or cutting short the kernel's audit could give a pass.
+        {"timeout": 8},
     ),
     "timeout-inside-the-file": (
         "Theorem one_is_two : 1 = 2.\nProof.\nTimeout 1 repeat reflexivity.\nAdmitted.\n",

@@ -15,7 +15,9 @@ DOUBLES = Path(__file__).resolve().parent
 
 def write_shims(directory: Path, doubles: Path, log: Path | None = None) -> None:
     """The three commands, in `directory`, running the doubles found in `doubles`."""
-    python = sys.executable
+    # The base interpreter, not a virtualenv's (the doubles need only the standard library): a
+    # venv inside the checkout sits under /work, which the local sandbox replaces with its own.
+    python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
     logging = f' --log "{log}"' if log is not None else ""
     scripts = {
         "lean-mathlib": (
