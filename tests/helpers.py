@@ -122,3 +122,20 @@ def session_checker(request: pytest.FixtureRequest, backend: str, timeout: int =
         checker = _SESSION_CHECKERS[backend] = Checker(settings)
         request.config.add_cleanup(checker.close)
     return _SESSION_CHECKERS[backend]
+
+
+def register_test_prover(monkeypatch, name: str, **fields: Any):
+    """A prover that exists only for one test, checked in the rocq image (its probe too)."""
+    from runner import provers
+    from runner.provers.base import ProverAdapter
+
+    adapter = ProverAdapter(
+        name=name,
+        version="1",
+        modes=("proof",),
+        images=("rocq",),
+        probe=provers.get("rocq").probe,
+        **fields,
+    )
+    monkeypatch.setitem(provers.registry(), name, adapter)
+    return adapter

@@ -7,8 +7,9 @@ import pytest
 from runner import batching, provers
 from runner.checker import Checker
 from runner.models import CheckRequest, Outcome, Verdict
-from runner.provers.base import ProverAdapter, Runner
+from runner.provers.base import Runner
 from runner.resolve import ResolvedRequest
+from tests.helpers import register_test_prover
 
 CALLS: list[int] = []  # batch sizes the adapter was called with
 
@@ -36,17 +37,7 @@ def check_batch(requests: list[ResolvedRequest], runner: Runner) -> list[Outcome
 
 @pytest.fixture
 def batchable(monkeypatch):
-    rocq = provers.get("rocq")
-    adapter = ProverAdapter(
-        name="batchable",
-        version="1",
-        modes=("proof",),
-        images=("rocq",),
-        probe=rocq.probe,
-        check=check_one,
-        check_batch=check_batch,
-    )
-    monkeypatch.setitem(provers.registry(), "batchable", adapter)
+    register_test_prover(monkeypatch, "batchable", check=check_one, check_batch=check_batch)
     CALLS.clear()
 
 

@@ -6,12 +6,12 @@ import hashlib
 
 import pytest
 
-from runner import provers
 from runner.checker import Checker, canary_selects
 from runner.models import CheckRequest, Outcome, Verdict
-from runner.provers.base import ProverAdapter, Runner
+from runner.provers.base import Runner
 from runner.provers.common.server import ServerSpec
 from runner.resolve import ResolvedRequest
+from tests.helpers import register_test_prover
 
 # A deliberately leaking worker: it counts the checks it served, and only its first says "pass".
 LEAKY_SERVER = b"""
@@ -38,17 +38,7 @@ def check_with_leaky_worker(request: ResolvedRequest, runner: Runner) -> Outcome
 
 @pytest.fixture
 def leaky_prover(monkeypatch):
-    rocq = provers.get("rocq")
-    adapter = ProverAdapter(
-        name="leaky",
-        version="1",
-        modes=("proof",),
-        images=("rocq",),
-        probe=rocq.probe,
-        check=check_with_leaky_worker,
-    )
-    monkeypatch.setitem(provers.registry(), "leaky", adapter)
-    return adapter
+    return register_test_prover(monkeypatch, "leaky", check=check_with_leaky_worker)
 
 
 def requests(count: int) -> list[CheckRequest]:
