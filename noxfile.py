@@ -53,11 +53,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format) on everything, mypy on the package."""
+    """ruff (lint and format) on everything, mypy on the package, the import layers contract."""
     session.install("-e", ".[dev]")
     session.run("ruff", "check", "runner", "tests", "benchmarks", "noxfile.py")
     session.run("ruff", "format", "--check", "runner", "tests", "benchmarks", "noxfile.py")
     session.run("mypy")
+    session.run("lint-imports")
     for folder in sorted(Path("runner/provers").glob("*/sandbox")):  # scripts run in sandboxes
         session.run("mypy", "--ignore-missing-imports", *map(str, sorted(folder.glob("*.py"))))
 

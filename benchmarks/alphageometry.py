@@ -29,15 +29,14 @@ import orjson
 from rich.console import Console
 
 from benchmarks.table import KIT_COLUMNS, Row, median_ms
-from runner.backends.base import Limits
 from runner.backends.local import LocalBackend
-from runner.checker import Checker
-from runner.errors import InfraFailure, UserError
-from runner.models import CheckRequest, Verdict
-from runner.progress import ProgressReporter
+from runner.check.checker import Checker
+from runner.core.errors import InfraFailure, UserError
+from runner.core.models import CheckRequest, Limits, Verdict
+from runner.core.settings import Settings
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, validator
-from runner.settings import Settings
+from runner.runs.progress import ProgressReporter
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "artifacts" / "alphageometry"

@@ -19,12 +19,11 @@ import time
 from pathlib import Path
 
 from runner.backends import BackendChoice
-from runner.backends.base import Limits
-from runner.checker import Checker
-from runner.models import CheckRequest, Verdict
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Limits, Verdict
+from runner.core.settings import Settings
 from runner.provers.asymptote import FORMATS, guard
 from runner.provers.asymptote import render as asy_render
-from runner.settings import Settings
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "artifacts" / "asymptote"
 DIAGRAMS = (

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from runner import Checker, CheckRequest
-from runner.checkpoint import CheckpointLog
-from runner.settings import Settings
+from runner.core.settings import Settings
+from runner.records.checkpoint import CheckpointLog
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "artifacts" / "rocq"
 FILES = [

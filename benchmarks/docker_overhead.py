@@ -34,10 +34,11 @@ from typing import Any
 
 from runner import Checker, CheckRequest
 from runner.backends import docker
-from runner.backends.base import Backend, Completed, Limits, Sandbox
+from runner.backends.base import Backend, Completed, Sandbox
 from runner.backends.local import SANDBOX_SETTING, LocalBackend
-from runner.errors import InfraFailure
-from runner.settings import Settings
+from runner.core.errors import InfraFailure
+from runner.core.models import Limits
+from runner.core.settings import Settings
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "tests" / "artifacts"
 CORPUS = {

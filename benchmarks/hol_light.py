@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from runner.checker import Checker
-from runner.models import CheckRequest, Verdict
-from runner.settings import Settings
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Verdict
+from runner.core.settings import Settings
 
 SMALL_PROOFS = {
     "add_comm.ml": "let X = prove(`!m n. m + n = n + m`, ARITH_TAC);;",

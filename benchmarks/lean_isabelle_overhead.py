@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.checker import Checker
-from runner.models import CheckRequest, Verdict
-from runner.settings import Settings
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Verdict
+from runner.core.settings import Settings
 
 DOUBLES = Path(__file__).resolve().parent.parent / "tests" / "doubles"
 sys.path.insert(0, str(DOUBLES))

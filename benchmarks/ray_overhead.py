@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT))  # for tests.support.ray_cluster
 
 import ray  # noqa: E402
 
-from runner.checker import Checker  # noqa: E402
-from runner.executors.ray_cluster import ProverHost, RayExecutor  # noqa: E402
-from runner.models import CheckRequest, CheckResult  # noqa: E402
-from runner.run import run_requests  # noqa: E402
-from runner.settings import Settings  # noqa: E402
+from runner.check.checker import Checker  # noqa: E402
+from runner.core.models import CheckRequest, CheckResult  # noqa: E402
+from runner.core.settings import Settings  # noqa: E402
+from runner.runs.executors.ray_cluster import ProverHost, RayExecutor  # noqa: E402
+from runner.runs.resumable import run_requests  # noqa: E402
 from tests.support.ray_cluster import LocalRayCluster  # noqa: E402
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "rocq"

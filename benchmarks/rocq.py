@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runner import Checker
-from runner.models import CheckRequest, CheckResult
-from runner.settings import Settings
+from runner.core.models import CheckRequest, CheckResult
+from runner.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_DIR = ROOT / "tests" / "artifacts" / "rocq-small"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.settings import Settings
+from runner.core.settings import Settings
 
 
 @pytest.fixture

@@ -9,12 +9,13 @@ import orjson
 import pytest
 
 from runner.backends.base import Sandbox
-from runner.checker import Checker
-from runner.checkpoint import record_digest
-from runner.models import CheckRequest, CheckResult, Verdict
+from runner.check.checker import Checker
+from runner.check.resolve import resolve
+from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.settings import Settings
+from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import SandboxServer, ServerSpec
-from runner.resolve import ResolvedRequest, resolve
-from runner.settings import Settings
+from runner.records.checkpoint import record_digest
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # What each Rocq corpus file gets in proof mode.
@@ -55,7 +56,7 @@ def resolved(request: CheckRequest, settings: Settings | None = None) -> Resolve
 
 
 class OneSandbox:
-    """A Runner over sandboxes the test holds open, to look inside them after a check: `check`
+    """A Sandboxes over sandboxes the test holds open, to look inside them after a check: `check`
     is the one given; other purposes (e.g. `reference`) are given in `others`."""
 
     cold = True

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from runner import run_itp
-from runner.checker import Checker
-from runner.errors import InfraFailure
-from runner.models import CheckRequest, Verdict
+from runner.check.checker import Checker
+from runner.core.errors import InfraFailure
+from runner.core.models import CheckRequest, Verdict
+from runner.core.settings import Settings
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, validator
-from runner.settings import Settings
 from tests.helpers import ARTIFACTS, artifact, resolved
 
 AG = ARTIFACTS / "alphageometry"

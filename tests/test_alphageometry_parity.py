@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from runner.checker import Checker
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, CheckResult
+from runner.core.settings import Settings
 from runner.images.api import list_images
 from runner.images.lock import Kit
 from runner.images.state import ImageState
-from runner.models import CheckRequest, CheckResult
 from runner.provers import alphageometry
 from runner.provers.alphageometry import problems, validator
-from runner.settings import Settings
 from tests.helpers import ARTIFACTS
 from tests.test_alphageometry import shared_data
 

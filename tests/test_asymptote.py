@@ -19,15 +19,14 @@ from pathlib import Path
 import pytest
 
 from runner import run_itp
-from runner.backends.base import Limits
 from runner.backends.local import LocalBackend, LocalSandbox
-from runner.models import CheckRequest, Outcome, Verdict
+from runner.core.models import CheckRequest, Limits, Outcome, Verdict
+from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard, lexer
 from runner.provers.asymptote import render as asy_render
-from runner.settings import Settings
 from tests.helpers import ARTIFACTS, OneSandbox, artifact, resolved
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -71,8 +70,8 @@ def render_in_sandbox(name: str, fmt: str) -> tuple[Outcome, bytes]:
         return outcome, box.read_file(f"artifact/out/diagram.{fmt}")
 
 
-class Sandboxes:
-    """A Runner that opens one local sandbox per purpose and logs, in order, what each is asked."""
+class RecordingSandboxes:
+    """A Sandboxes that opens one local sandbox per purpose and logs, in order, what each is asked."""
 
     cold = True
 
@@ -106,7 +105,9 @@ class Sandboxes:
         raise AssertionError("asymptote starts no servers")
 
 
-def check_with_reference(name: str, reference: str, fmt: str, runner: Sandboxes) -> Outcome:
+def check_with_reference(
+    name: str, reference: str, fmt: str, sandboxes: RecordingSandboxes
+) -> Outcome:
     request = CheckRequest(
         prover="asymptote",
         mode="render",
@@ -118,7 +119,7 @@ def check_with_reference(name: str, reference: str, fmt: str, runner: Sandboxes)
             "reference": {"name": reference, "content": artifact("asymptote", reference)},
         },
     )
-    return asymptote.ADAPTER.check(resolved(request), runner)
+    return asymptote.ADAPTER.check(resolved(request), sandboxes)
 
 
 @pytest.fixture
@@ -320,25 +321,25 @@ def test_broken_reference_is_reported_without_touching_the_verdict(settings):
 @pytest.mark.parametrize("fmt", ["png", "pdf"])
 def test_the_reference_never_enters_the_artifacts_sandbox(fmt):
     with contextlib.ExitStack() as stack:
-        runner = Sandboxes(stack)
-        outcome = check_with_reference("triangle_labels.asy", "squares_grid.asy", fmt, runner)
+        sandboxes = RecordingSandboxes(stack)
+        outcome = check_with_reference("triangle_labels.asy", "squares_grid.asy", fmt, sandboxes)
         assert outcome.verdict is Verdict.PASS
-        assert set(runner.boxes) == {"check", "reference"}
+        assert set(sandboxes.boxes) == {"check", "reference"}
         reference = artifact("asymptote", "squares_grid.asy").encode()
-        for purpose, action, what in runner.log:
+        for purpose, action, what in sandboxes.log:
             if purpose == "check" and action == "write":
                 assert reference not in what[1], f"the reference was written into {what[0]}"
         # the reference sandbox opens only once the artifact's last command has run
-        purposes = [purpose for purpose, _, _ in runner.log]
+        purposes = [purpose for purpose, _, _ in sandboxes.log]
         assert purposes == sorted(purposes, key=lambda p: p == "reference")
-        assert runner.boxes["reference"].read_file("reference/diagram.asy") == reference
+        assert sandboxes.boxes["reference"].read_file("reference/diagram.asy") == reference
 
 
 @pytest.mark.slow
 def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
     with contextlib.ExitStack() as stack:
         outcome = check_with_reference(
-            "triangle_labels.asy", "triangle_moved.asy", "svg", Sandboxes(stack)
+            "triangle_labels.asy", "triangle_moved.asy", "svg", RecordingSandboxes(stack)
         )
     comparison = outcome.details["comparison"]
     named = [

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from runner import batching, provers
-from runner.checker import Checker
-from runner.models import CheckRequest, Outcome, Verdict
-from runner.provers.base import Runner
-from runner.resolve import ResolvedRequest
+from runner import provers
+from runner.check import batching
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Outcome, Verdict
+from runner.provers.base import ResolvedRequest, Sandboxes
 from tests.helpers import register_test_prover
 
 CALLS: list[int] = []  # batch sizes the adapter was called with
@@ -18,13 +18,13 @@ def verdict_of(request: ResolvedRequest) -> Outcome:
     return Outcome(verdict=Verdict.PASS if "good" in request.content else Verdict.FAIL)
 
 
-def check_one(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check_one(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     if "poison" in request.content:  # alone, the poison is just a failing artifact
         return Outcome(verdict=Verdict.FAIL)
     return verdict_of(request)
 
 
-def check_batch(requests: list[ResolvedRequest], runner: Runner) -> list[Outcome | None]:
+def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
     """A worker that dies on the poison and takes the undecided rest of its batch with it."""
     CALLS.append(len(requests))
     outcomes: list[Outcome | None] = []
@@ -76,7 +76,7 @@ def test_units_group_consecutive_requests_of_one_adapter_and_image():
         def __init__(self, name: str, batches: bool):
             self.adapter = provers.get("rocq") if not batches else provers.get("hol-light")
             self.image = self.adapter.images[0]
-            from runner.backends.base import Limits
+            from runner.core.models import Limits
 
             self.limits = Limits(timeout_s=60, memory_mb=4096)
 

@@ -6,11 +6,10 @@ import hashlib
 
 import pytest
 
-from runner.checker import Checker, canary_selects
-from runner.models import CheckRequest, Outcome, Verdict
-from runner.provers.base import Runner
+from runner.check.checker import Checker, canary_selects
+from runner.core.models import CheckRequest, Outcome, Verdict
+from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import ServerSpec
-from runner.resolve import ResolvedRequest
 from tests.helpers import register_test_prover
 
 # A deliberately leaking worker: it counts the checks it served, and only its first says "pass".
@@ -31,8 +30,8 @@ SPEC = ServerSpec(
 )
 
 
-def check_with_leaky_worker(request: ResolvedRequest, runner: Runner) -> Outcome:
-    reply = runner.server(SPEC).exchange(b"check\n", b"\n", 10)
+def check_with_leaky_worker(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    reply = sandboxes.server(SPEC).exchange(b"check\n", b"\n", 10)
     return Outcome(verdict=Verdict.PASS if reply == b"1\n" else Verdict.FAIL)
 
 

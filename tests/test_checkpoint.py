@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.checkpoint import CheckpointError, CheckpointLog, inspect_chain
+from runner.records.checkpoint import CheckpointError, CheckpointLog, inspect_chain
 
 
 def write_records(path: Path, count: int) -> None:

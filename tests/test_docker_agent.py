@@ -16,12 +16,13 @@ import pytest
 
 from runner import Checker, CheckRequest
 from runner.backends.agent_link import AgentLost
-from runner.backends.base import OUTPUT_CAP_BYTES, BackendUnavailable, Limits
+from runner.backends.base import OUTPUT_CAP_BYTES
 from runner.backends.docker import DockerBackend
-from runner.backends.docker_policy import LABEL
 from runner.backends.sandbox_agent import pack
-from runner.models import Verdict
-from runner.settings import Settings
+from runner.core.errors import BackendUnavailable
+from runner.core.models import Limits, Verdict
+from runner.core.settings import Settings
+from runner.images.policy import LABEL
 from tests.helpers import artifact
 
 pytestmark = [pytest.mark.docker]

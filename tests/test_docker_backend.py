@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from runner import Checker, CheckRequest
-from runner.backends.base import Limits
 from runner.backends.docker import DockerBackend
-from runner.models import Verdict
-from runner.settings import Settings
+from runner.core.models import Limits, Verdict
+from runner.core.settings import Settings
 from tests.helpers import ARTIFACTS, artifact
 from tests.helpers import ROCQ_EXPECTED as EXPECTED
 

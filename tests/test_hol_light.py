@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.checker import Checker
-from runner.errors import BadRequest
-from runner.models import CheckRequest, CheckResult, Target, Verdict
+from runner.check.checker import Checker
+from runner.core.errors import BadRequest
+from runner.core.models import CheckRequest, CheckResult, Target, Verdict
 from runner.provers import hol_light
 from runner.provers.common.lexing import ocaml_code
 from runner.provers.hol_light import protocol, source

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.docker_policy import DaemonUnavailable, connect
 from runner.images.build import BuildOptions, BuildPlan, build_image
 from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
 from runner.images.inputs import resolve_inputs
 from runner.images.lock import Kit, load_lock, save_lock
+from runner.images.policy import DaemonUnavailable, connect
 from runner.images.state import discard, image_id_of, is_current
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 from docker.errors import ImageNotFound
 
-from runner import home
-from runner.errors import InfraFailure, UserError
+from runner.core import home
+from runner.core.errors import InfraFailure, UserError
 from runner.images import api, context
 from runner.images.base import BaseBuilt
 from runner.images.build import BuildResult

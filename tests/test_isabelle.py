@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.checker import Checker
-from runner.errors import BadRequest
-from runner.models import CheckRequest, CheckResult, Target, Verdict
+from runner.check.checker import Checker
+from runner.core.errors import BadRequest
+from runner.core.models import CheckRequest, CheckResult, Target, Verdict
+from runner.core.settings import Settings
 from runner.provers.isabelle import judging, source, worker
-from runner.settings import Settings
 
 DOUBLES = Path(__file__).parent / "doubles"
 sys.path.insert(0, str(DOUBLES))

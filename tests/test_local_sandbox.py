@@ -23,11 +23,10 @@ import pytest
 
 from runner import run_itp
 from runner.backends import cgroups, local
-from runner.backends.base import Limits
 from runner.backends.local import LocalBackend
-from runner.errors import InfraFailure
-from runner.models import Verdict
-from runner.settings import Settings
+from runner.core.errors import InfraFailure
+from runner.core.models import Limits, Verdict
+from runner.core.settings import Settings
 
 LIMITS = Limits(timeout_s=30, memory_mb=512)
 
@@ -286,7 +285,7 @@ def test_a_kit_that_exits_without_closing_its_server_leaves_nothing(cgroup_backe
         "import os\n"
         "from runner.backends.base import Limits\n"
         "from runner.backends.local import LocalBackend\n"
-        "from runner.settings import Settings\n"
+        "from runner.core.settings import Settings\n"
         f"backend = LocalBackend(Settings(cache_dir={str(tmp_path)!r}))\n"
         "opened = backend.sandbox('test', Limits(timeout_s=30, memory_mb=256))\n"
         "box = opened.__enter__()\n"

@@ -15,9 +15,9 @@ from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 
-from runner.checker import Checker
-from runner.publish import STATEMENT, publish
-from runner.run import run_requests
+from runner.check.checker import Checker
+from runner.records.publish import STATEMENT, publish
+from runner.runs.resumable import run_requests
 from tests.helpers import request_for, rewrite
 from tests.support.s3_endpoint import endpoint_env, s3_bucket, s3_endpoint  # noqa: F401
 
@@ -27,7 +27,7 @@ NAMES = ["pass_arith.v", "fail_tactic.v", "admitted.v", "user_axiom.v"]
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> Path:
     """A real Rocq run on the local backend, finished: its log."""
-    from runner.settings import Settings
+    from runner.core.settings import Settings
 
     root = tmp_path_factory.mktemp("run")
     settings = Settings(backend="local", cache_dir=root / "cache", timeout=60, retries=0)

@@ -13,12 +13,17 @@ from typing import Any
 
 import pytest
 
-from runner.checker import Checker
-from runner.checkpoint import inspect_chain
-from runner.executors.ray_cluster import TEST_EXIT_HOOK, WORKER_DIED_TWICE, RayExecutor, refusal
-from runner.models import CheckRequest, CheckResult, Verdict
-from runner.run import run_requests
-from runner.settings import Settings
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.settings import Settings
+from runner.records.checkpoint import inspect_chain
+from runner.runs.executors.ray_cluster import (
+    TEST_EXIT_HOOK,
+    WORKER_DIED_TWICE,
+    RayExecutor,
+    refusal,
+)
+from runner.runs.resumable import run_requests
 from tests.helpers import ARTIFACTS, ROCQ_EXPECTED, request_for
 from tests.support.ray_cluster import LocalRayCluster, ray_cluster  # noqa: F401 - a fixture
 

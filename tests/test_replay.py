@@ -6,7 +6,7 @@ import json
 
 import orjson
 
-from runner.canonical import digest
+from runner.core.canonical import digest
 from tests.helpers import request_for, rewrite, write_requests
 
 

@@ -22,14 +22,14 @@ from typing import Any
 import orjson
 import pytest
 
-from runner.checker import Checker
-from runner.checkpoint import CheckpointLog, inspect_chain
-from runner.errors import UserError
-from runner.models import CheckRequest
+from runner.check.checker import Checker
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest
+from runner.core.settings import Settings
+from runner.records.checkpoint import CheckpointLog, inspect_chain, recorded_runs
 from runner.report import write_report
 from runner.report.text import visible
-from runner.run import recorded_runs, run_requests
-from runner.settings import Settings
+from runner.runs.resumable import run_requests
 from tests.support.browser import chromium, require_browser
 
 CORPUS = Path(__file__).parent / "artifacts"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runner import run_itp
-from runner.errors import InfraFailure
-from runner.models import Verdict
+from runner.core.errors import InfraFailure
+from runner.core.models import Verdict
 from runner.provers.rocq import report, source
 from tests.helpers import ROCQ_EXPECTED, artifact
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner import Checker
-from runner.models import CheckRequest, Verdict
+from runner.core.models import CheckRequest, Verdict
 from runner.provers.rocq import source, worker
 from tests.adversarial.test_cheats_rocq import CHEATS
 from tests.helpers import ARTIFACTS
@@ -27,7 +27,7 @@ SMALL = sorted((ARTIFACTS / "rocq-small").glob("*.v"))
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory):
-    from runner.settings import Settings
+    from runner.core.settings import Settings
 
     base = tmp_path_factory.mktemp("kit")
     settings = Settings(
@@ -176,8 +176,8 @@ class _Runner:
         raise AssertionError("no cold sandbox here")
 
     def server(self, spec):
-        from runner.pool import CheckRun
+        from runner.check.pool import CheckSandboxes
 
         request = self._checker.resolve(CheckRequest(prover="rocq", name="x.v", content=""))
-        run = CheckRun(request, self._checker.backend_for, self._checker.pool, cold=True)
+        run = CheckSandboxes(request, self._checker.backend_for, self._checker.pool, cold=True)
         return run.server(spec)

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.checkpoint import inspect_chain
-from runner.models import CheckRequest
-from runner.run import latest_results
+from runner.core.models import CheckRequest
+from runner.records.checkpoint import inspect_chain, latest_results
 from tests.helpers import artifact, write_requests
 
 CORPUS = [

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import runner.storage.s3 as s3_module
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.storage import (
     DamagedBundle,
     S3Settings,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from runner.backends.base import Backend, BackendUnavailable
+from runner.backends.base import Backend
 from runner.backends.docker import DockerBackend
 from runner.backends.local import LocalBackend, notify_stderr
-from runner.settings import Settings
+from runner.core.errors import BackendUnavailable
+from runner.core.settings import Settings
 
 Notify = Callable[[str], None]
 BuildImage = Callable[[str], None]

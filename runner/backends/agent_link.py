@@ -13,8 +13,8 @@ import struct
 import time
 from typing import Any
 
-from runner.backends.base import BackendUnavailable
 from runner.backends.sandbox_agent import PROTOCOL, Header, pack, unpack
+from runner.core.errors import BackendUnavailable
 
 MUX = struct.Struct(">BxxxI")
 STDERR_KEPT = 8192

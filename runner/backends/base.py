@@ -12,12 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from runner.core.models import Limits
+
 # Output beyond this is dropped (and flagged): a hostile artifact must not exhaust the kit's memory.
 OUTPUT_CAP_BYTES = 4 * 1024 * 1024
-
-
-class BackendUnavailable(RuntimeError):
-    """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
 
 
 def checked_relpath(relpath: str) -> PurePosixPath:
@@ -26,15 +24,6 @@ def checked_relpath(relpath: str) -> PurePosixPath:
     if candidate.is_absolute() or ".." in candidate.parts or not candidate.parts:
         raise ValueError(f"unsafe file name {relpath!r}")
     return candidate
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: int
-    memory_mb: int
-    pids: int = 512
-    cpus: int = 1
-    tmpfs_mb: int = 512
 
 
 @dataclass

@@ -40,15 +40,12 @@ from requests.exceptions import RequestException
 
 from runner.backends import sandbox_agent
 from runner.backends.agent_link import AgentLink, AgentLost
-from runner.backends.base import (
-    OUTPUT_CAP_BYTES,
-    BackendInfo,
-    BackendUnavailable,
-    Completed,
-    Limits,
-    checked_relpath,
-)
-from runner.backends.docker_policy import (
+from runner.backends.base import OUTPUT_CAP_BYTES, BackendInfo, Completed, checked_relpath
+from runner.backends.stream import StreamBuffer
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.models import Limits
+from runner.core.settings import Settings
+from runner.images.policy import (
     CHECK_USER,
     KEEPALIVE_USER,
     LABEL,
@@ -57,9 +54,6 @@ from runner.backends.docker_policy import (
     connect,
     hardened,
 )
-from runner.backends.stream import StreamBuffer
-from runner.errors import InfraFailure, UserError
-from runner.settings import Settings
 
 BASE_ENV = {"HOME": WORKDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 # Runs a command under coreutils `timeout` (which kills its whole process group), then reports
@@ -386,7 +380,7 @@ class DockerBackend:
 
     def locked(self, image: str) -> tuple[str, str | None]:
         """(tag, locked image ID or None when never built) of `image` in the images lock."""
-        from runner import home  # noqa: PLC0415 - the lock is needed only once docker is used
+        from runner.core import home  # noqa: PLC0415 - the lock is needed only once docker is used
         from runner.images.lock import load_lock  # noqa: PLC0415
 
         try:

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import cast
 
 from runner.backends import bubblewrap, cgroups
-from runner.backends.base import BackendInfo, BackendUnavailable, Completed, Limits, checked_relpath
+from runner.backends.base import BackendInfo, Completed, checked_relpath
 from runner.backends.bubblewrap import Bubblewrap
 from runner.backends.cgroups import Hierarchy, MemoryCgroup, find_hierarchy
 from runner.backends.stream import StreamBuffer, pump
-from runner.errors import InfraFailure, UserError
-from runner.settings import Settings
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.models import Limits
+from runner.core.settings import Settings
 
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 SANDBOX_SETTING = "PROOFLOCK_LOCAL_SANDBOX"

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from runner.cli import checking, records
 from runner.cli.common import EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
-from runner.errors import InfraFailure, UserError
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.provenance import kit_version
 from runner.images.commands import add_image_commands, cmd_images
-from runner.provenance import kit_version
 
 DESCRIPTION = """Check theorem-prover artifacts (Rocq, HOL Light, Lean, Isabelle, AlphaGeometry,
 Asymptote) in pinned, sandboxed environments, and keep every verdict in a hash-chained record
@@ -60,7 +60,6 @@ def build_parser() -> ArgumentParser:
 
 
 def _infra_errors() -> tuple[type[BaseException], ...]:
-    from runner.backends.base import BackendUnavailable  # noqa: PLC0415
 
     found: list[type[BaseException]] = [InfraFailure, BackendUnavailable]
     try:

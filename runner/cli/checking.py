@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import provers
-from runner.checker import notify_stderr
+from runner.check.checker import notify_stderr
 from runner.cli.common import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -27,15 +27,15 @@ from runner.cli.common import (
     print_json,
     read_text,
 )
-from runner.errors import UserError, explain
-from runner.executors import executor_for
-from runner.models import CheckRequest, CheckResult, Target, Verdict
-from runner.progress import ProgressReporter
+from runner.core.errors import UserError, explain
+from runner.core.models import CheckRequest, CheckResult, Target, Verdict
 from runner.provers.base import OptionSpec
-from runner.replay import ReplayRow, load_recorded, recorded_backend, replay
-from runner.run import load_requests, run_requests
-from runner.serve import open_checker
-from runner.sources import open_source
+from runner.records.bundles import open_source
+from runner.runs.executors import executor_for
+from runner.runs.progress import ProgressReporter
+from runner.runs.replay import ReplayRow, load_recorded, recorded_backend, replay
+from runner.runs.resumable import load_requests, run_requests
+from runner.runs.serve import open_checker
 
 CHECK_SCHEMA = "prooflock.check/1"
 RUN_SCHEMA = "prooflock.run/1"

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from runner.errors import UserError, explain
-from runner.settings import Settings
+from runner.core.errors import UserError, explain
+from runner.core.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 # Control, bidi and box-drawing characters: shown as escapes in tables, so no name fakes a cell.

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from runner.checkpoint import inspect_chain
 from runner.cli.common import EXIT_FAILED, EXIT_OK, console, load_settings, note, plain, print_json
-from runner.errors import UserError
-from runner.sources import open_source
+from runner.core.errors import UserError
+from runner.records.bundles import open_source
+from runner.records.checkpoint import inspect_chain
 
 VERIFY_SCHEMA = "prooflock.verify-log/1"
 PUBLISH_SCHEMA = "prooflock.publish/1"
@@ -118,7 +118,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from runner import serve  # noqa: PLC0415
+    from runner.runs import serve  # noqa: PLC0415
 
     settings = load_settings(args)
     if args.stop:
@@ -165,7 +165,7 @@ def cmd_verify_log(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from runner.publish import publish  # noqa: PLC0415
+    from runner.records.publish import publish  # noqa: PLC0415
 
     bundle = publish(args.log, args.out)
     if args.json:
@@ -190,7 +190,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from runner.audit import audit  # noqa: PLC0415
+    from runner.records.audit import audit  # noqa: PLC0415
 
     rebuild = None
     if args.rebuild:

@@ -23,14 +23,14 @@ from typing import TextIO, cast
 
 from docker import DockerClient
 
-from runner.backends.docker_policy import DaemonUnavailable, connect
-from runner.errors import InfraFailure, UserError
+from runner.core.errors import InfraFailure, UserError
 from runner.images.base import build_base
 from runner.images.build import BuildFailed, BuildOptions, BuildPlan, build_image
 from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import Kit
 from runner.images.normalize import NotFromBase
 from runner.images.pin import pin_images
+from runner.images.policy import DaemonUnavailable, connect
 from runner.images.record import record_base, record_build
 from runner.images.selftest import SelfTestFailed
 from runner.images.state import (

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from docker import DockerClient
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.images import archive
 from runner.images.build import BuildFailed
 from runner.images.inputs import BuildInputs

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 from docker import DockerClient
 from docker.errors import APIError, BuildError
 
-from runner.errors import UserError
+from runner.core.errors import UserError
+from runner.core.settings import Settings
 from runner.images import context
 from runner.images.containers import run_hardened
 from runner.images.inputs import BuildInputs
@@ -26,7 +27,6 @@ from runner.images.normalize import normalize_image
 from runner.images.pin import check_pins_match
 from runner.images.selftest import SelfTestFailed, run_selftest
 from runner.images.state import discard, image_id_of, require_base
-from runner.settings import Settings
 
 PACKAGES = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 

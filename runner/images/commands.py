@@ -14,13 +14,13 @@ from pathlib import Path
 
 import orjson
 
-from runner.backends.docker_policy import DaemonUnavailable
-from runner.errors import InfraFailure, UserError
+from runner.core.errors import InfraFailure, UserError
 from runner.images import api
 from runner.images.api import BuildOutcome, Built
 from runner.images.build import BuildOptions
 from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import DEFAULT_LOCK, Kit
+from runner.images.policy import DaemonUnavailable
 from runner.images.state import BASE, ImageState, ImageStatus
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runner.errors import UserError
-from runner.models import JsonValue
+from runner.core.errors import UserError
+from runner.core.models import JsonValue
 
 HOST = "host"  # a mirror value meaning: the mirror this machine's own apt sources use
 APT_SOURCES = Path("/etc/apt")

@@ -17,13 +17,13 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner import home
-from runner.errors import UserError, explain
-from runner.models import JsonValue
+from runner.core import home
+from runner.core.errors import UserError, explain
+from runner.core.models import JsonValue
 
 DEFAULT_LOCK = (
     home.LOCK
-)  # relative to the kit's home (runner.home): a checkout or the installed copy
+)  # relative to the kit's home (runner.core.home): a checkout or the installed copy
 
 
 class Strict(BaseModel):
@@ -87,7 +87,7 @@ class ImagesLock(Strict):
 
 
 def load_lock(path: Path | None = None) -> ImagesLock:
-    """The lock at `path`, by default the kit's (runner.home), wherever the command runs from."""
+    """The lock at `path`, by default the kit's (runner.core.home), wherever the command runs from."""
     path = home.lock_path() if path is None else path
     try:
         return ImagesLock.model_validate_json(Path(path).read_bytes())
@@ -126,7 +126,7 @@ class Kit:
 
     @classmethod
     def open(cls, lock_path: Path | None = None) -> Kit:
-        """The kit's own lock (runner.home), or the lock at `lock_path` and its definitions."""
+        """The kit's own lock (runner.core.home), or the lock at `lock_path` and its definitions."""
         if lock_path is None:
             root = home.kit_home()
             return cls(

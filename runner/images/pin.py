@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.images import context
 from runner.images.lock import ImagesLock, Kit
 

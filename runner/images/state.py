@@ -14,10 +14,10 @@ from pathlib import Path
 from docker import DockerClient
 from docker.errors import APIError, ImageNotFound
 
-from runner.backends.docker_policy import connect
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.images import context
 from runner.images.lock import ImagesLock
+from runner.images.policy import connect
 
 BASE = "base"  # the offline base, listed and verified beside the prover images
 BUILD_TIMEOUT = 600  # seconds the daemon may stay silent: a quiet build step, saving a large image
@@ -40,7 +40,7 @@ class ImageStatus:
 
 
 def connect_for_builds() -> DockerClient:
-    """The daemon connection (runner.backends.docker_policy), patient enough for builds."""
+    """The daemon connection (runner.images.policy), patient enough for builds."""
     return connect(timeout=BUILD_TIMEOUT)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from docker import DockerClient
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.images import archive
 from runner.images.base import build_base
 from runner.images.build import BuildOptions, BuildPlan, build_image

@@ -2,7 +2,7 @@
 
 pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`, which loads this file on its own
 while it builds (so: the standard library and setuptools only, no `runner` imports). An installed
-prooflock finds the copy through `runner.home.PACKAGED`; a checkout keeps them where they are.
+prooflock finds the copy through `runner.core.home.PACKAGED`; a checkout keeps them where they are.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from setuptools.command.build_py import build_py  # type: ignore[import-untyped,
 
 IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
 LOCK = Path("manifests") / "images.lock.json"
-PACKAGED = Path("runner") / "kit"  # runner.home.PACKAGED, relative to the wheel's root
+PACKAGED = Path("runner") / "kit"  # runner.core.home.PACKAGED, relative to the wheel's root
 
 
 def kit_files() -> list[Path]:

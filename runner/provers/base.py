@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from runner.backends.base import Sandbox
-from runner.errors import BadRequest
-from runner.models import CheckResult, JsonValue, Outcome
+from runner.core.errors import BadRequest
+from runner.core.models import CheckRequest, CheckResult, JsonValue, Limits, Outcome, Target
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from runner.provers.common.server import SandboxServer, ServerSpec
-    from runner.resolve import ResolvedRequest
 
 Options = Mapping[str, JsonValue]
 
@@ -70,7 +69,7 @@ class OptionSpec:
         return self.parse(value) if self.parse is not None else value
 
 
-class Runner(Protocol):
+class Sandboxes(Protocol):
     """What the core hands an adapter for one check."""
 
     @property
@@ -107,7 +106,7 @@ class ProverAdapter:
     modes: tuple[str, ...]
     images: tuple[str, ...]  # directories under images/ it may run in; the first is the default
     probe: Callable[[str], dict[str, list[str]]]  # image → commands identifying a local install
-    check: Callable[[ResolvedRequest, Runner], Outcome]
+    check: Callable[[ResolvedRequest, Sandboxes], Outcome]
     options: tuple[OptionSpec, ...] = ()
     image: Callable[[Options], str] | None = None  # which of `images` a request needs
     split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
@@ -119,7 +118,7 @@ class ProverAdapter:
     # Many requests (same image and limits) in one worker call, where the prover allows it: one
     # Outcome per request, or None for those the batch could not decide (the core then checks
     # them again in halves, down to one at a time). Verdicts must equal one-at-a-time checks.
-    check_batch: Callable[[list[ResolvedRequest], Runner], list[Outcome | None]] | None = None
+    check_batch: Callable[[list[ResolvedRequest], Sandboxes], list[Outcome | None]] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)
@@ -132,3 +131,43 @@ class ProverAdapter:
             if spec.key == key:
                 return spec
         raise KeyError(key)
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A request with every default filled in; `request.digest()` says exactly what was checked."""
+
+    request: CheckRequest
+    adapter: ProverAdapter
+    options: Mapping[str, JsonValue]  # every declared option, validated, defaults filled in
+    limits: Limits
+    image: str
+    digest: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", self.request.digest())
+
+    @property
+    def name(self) -> str:
+        return self.request.name
+
+    @property
+    def content(self) -> str:
+        return self.request.content
+
+    @property
+    def mode(self) -> str:
+        assert self.request.mode is not None
+        return self.request.mode
+
+    @property
+    def timeout_s(self) -> int:
+        return self.limits.timeout_s
+
+    @property
+    def allowed_axioms(self) -> tuple[str, ...]:
+        return self.request.allowed_axioms
+
+    @property
+    def target(self) -> Target | None:
+        return self.request.target

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 
 
 @dataclass

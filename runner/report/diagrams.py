@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.models import CheckResult
+from runner.core.models import CheckResult
 from runner.report.assets import AssetWriter
 from runner.report.blobs import BlobStore, render_problem
 from runner.report.load import Run

@@ -12,15 +12,14 @@ from typing import Any, Literal
 
 import orjson
 
-from runner.checkpoint import inspect_chain
-from runner.errors import UserError
-from runner.models import CheckRequest, CheckResult
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest, CheckResult
+from runner.records.checkpoint import inspect_chain, recorded_runs
+from runner.records.layout import BUNDLE_LOG
 from runner.report.blobs import BlobStore
 from runner.report.text import visible
-from runner.run import recorded_runs
 
 RECORD_KEYS = {"seq", "prev", "kind", "body", "digest"}
-BUNDLE_LOG = "log.jsonl"
 BUNDLE_BLOBS = Path("blobs") / "sha256"
 BUNDLE_LOCK = "images.lock.json"
 BUNDLE_STATEMENT = "statement.intoto.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.errors import UserError, explain
+from runner.core.errors import UserError, explain
 from runner.report.load import Run
 from runner.report.text import visible
 

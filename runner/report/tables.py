@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from runner.models import CheckResult, Diagnostic, Verdict
+from runner.core.models import CheckResult, Diagnostic, Verdict
 from runner.report.load import Run
 from runner.report.replayed import ReplayRow, ReplayView
 from runner.report.text import visible, visible_block

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 from runner.report.assets import AssetWriter
 from runner.report.blobs import sha256_of
 from runner.report.diagrams import diagram_views

@@ -29,8 +29,8 @@ from botocore.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runner.canonical import canonical_bytes
-from runner.errors import UserError, explain
+from runner.core.canonical import canonical_bytes
+from runner.core.errors import UserError, explain
 from runner.storage.s3_settings import MiB, S3Settings, load_s3_settings, make_client
 from runner.storage.s3_url import INDEX_NAME, S3Location, parse_s3_url
 

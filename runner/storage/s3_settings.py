@@ -10,7 +10,7 @@ from botocore.exceptions import ProfileNotFound
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runner.errors import UserError, explain
+from runner.core.errors import UserError, explain
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.errors import UserError
+from runner.core.errors import UserError
 
 INDEX_NAME = "bundle-index.json"
 

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from runner.backends.base import Backend, Limits, Sandbox
+from runner.backends.base import Backend, Sandbox
 from runner.backends.local import LocalBackend
-from runner.models import CheckRequest, Outcome, Verdict
+from runner.core.models import CheckRequest, Limits, Outcome, Verdict
+from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import render as asy_render
-from runner.settings import Settings
 from tests.helpers import resolved
 
 pytestmark = pytest.mark.slow
@@ -285,8 +285,8 @@ AT_RUN_TIME = {
 }
 
 
-class Sandboxes:
-    """A Runner with one sandbox per purpose, all kept open until the test has looked inside."""
+class RecordingSandboxes:
+    """A Sandboxes with one sandbox per purpose, all kept open until the test has looked inside."""
 
     cold = True
 
@@ -334,7 +334,9 @@ def mark() -> str:
     return f"prooflock-cheat-{uuid.uuid4().hex[:12]}"
 
 
-def check(cheat: Cheat, mark: str, backend: Backend, fmt: str = "png") -> tuple[Outcome, Sandboxes]:
+def check(
+    cheat: Cheat, mark: str, backend: Backend, fmt: str = "png"
+) -> tuple[Outcome, RecordingSandboxes]:
     options: dict[str, object] = {"format": fmt}
     if cheat.reference:
         options["reference"] = {"name": "secret.asy", "content": REFERENCE}
@@ -346,9 +348,9 @@ def check(cheat: Cheat, mark: str, backend: Backend, fmt: str = "png") -> tuple[
         timeout=cheat.timeout,
         options=options,
     )
-    runner = Sandboxes(backend, Limits(timeout_s=cheat.timeout, memory_mb=4096))
-    outcome = asymptote.ADAPTER.check(resolved(request), runner)
-    return outcome, runner
+    sandboxes = RecordingSandboxes(backend, Limits(timeout_s=cheat.timeout, memory_mb=4096))
+    outcome = asymptote.ADAPTER.check(resolved(request), sandboxes)
+    return outcome, sandboxes
 
 
 def assert_answered(cheat: Cheat, outcome: Outcome) -> None:
@@ -366,10 +368,10 @@ def assert_answered(cheat: Cheat, outcome: Outcome) -> None:
         assert comparison["ssim"] is None  # nothing of the artifact's to compare: it never passes
 
 
-def leaks(mark: str, runner: Sandboxes) -> list[str]:
+def leaks(mark: str, sandboxes: RecordingSandboxes) -> list[str]:
     """Every file named after the cheat that is not inside a render's `out/` directory."""
     found = []
-    for purpose, box in runner.boxes.items():
+    for purpose, box in sandboxes.boxes.items():
         # in a container, its writable places; on the host, the sandbox (the rest is below)
         places = '"$HOME" /tmp /dev/shm' if box.backend == "docker" else '"$HOME"'
         listed = box.run(
@@ -378,7 +380,7 @@ def leaks(mark: str, runner: Sandboxes) -> list[str]:
         for path in listed.stdout.decode().split():
             if "/out/" not in path:
                 found.append(f"{purpose} sandbox: {path}")
-    roots = [Path(str(getattr(box, "root", "/nonexistent"))) for box in runner.boxes.values()]
+    roots = [Path(str(getattr(box, "root", "/nonexistent"))) for box in sandboxes.boxes.values()]
     places = {Path("/tmp"), Path(tempfile.gettempdir()), Path("/dev/shm"), Path.home(), Path.cwd()}
     for place in places:
         for depth in ("*", "*/*"):
@@ -389,25 +391,25 @@ def leaks(mark: str, runner: Sandboxes) -> list[str]:
 
 
 def run_cheat(cheat: Cheat, mark: str, backend: Backend) -> Outcome:
-    outcome, runner = check(cheat, mark, backend)
+    outcome, sandboxes = check(cheat, mark, backend)
     try:
-        assert not leaks(mark, runner)
+        assert not leaks(mark, sandboxes)
         return outcome
     finally:
-        runner.close()
+        sandboxes.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_a_refused_cheat_fails_where_it_cheats_before_asy_runs(name, backend, mark):
     cheat = REFUSED[name]
-    outcome, runner = check(cheat, mark, backend)
+    outcome, sandboxes = check(cheat, mark, backend)
     try:
         assert_answered(cheat, outcome)
-        assert outcome.details["outputs"] == {} and "check" not in runner.boxes
-        assert not leaks(mark, runner)
+        assert outcome.details["outputs"] == {} and "check" not in sandboxes.boxes
+        assert not leaks(mark, sandboxes)
     finally:
-        runner.close()
+        sandboxes.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -427,11 +429,11 @@ def test_a_diagram_reading_the_clock_renders_byte_identically(backend, mark, fmt
         'label(time("%H:%M:%S") + " " + string(seconds()), (0, 0));\n',
         Verdict.PASS,
     )
-    first, runner = check(cheat, mark, backend, fmt)
-    runner.close()
+    first, sandboxes = check(cheat, mark, backend, fmt)
+    sandboxes.close()
     time.sleep(1.1)
-    second, runner = check(cheat, mark, backend, fmt)
-    runner.close()
+    second, sandboxes = check(cheat, mark, backend, fmt)
+    sandboxes.close()
     assert first.verdict is Verdict.PASS, first.diagnostics
     assert first.details["outputs"] == second.details["outputs"]
 
@@ -442,14 +444,14 @@ def test_a_diagram_reading_the_clock_renders_byte_identically(backend, mark, fmt
 def render_past_the_guard(backend: Backend, source: str) -> tuple[Outcome, list[str]]:
     """asy run on `source` directly, as if the guard had missed it; and what leaked."""
     mark = f"prooflock-cheat-{uuid.uuid4().hex[:12]}"
-    runner = Sandboxes(backend, Limits(timeout_s=30, memory_mb=4096))
+    sandboxes = RecordingSandboxes(backend, Limits(timeout_s=30, memory_mb=4096))
     try:
         done = asy_render.render(
-            runner.sandbox(), "artifact", source.replace(MARK, mark), "png", 30
+            sandboxes.sandbox(), "artifact", source.replace(MARK, mark), "png", 30
         )
-        return asy_render.artifact_outcome(done, "png", 30), leaks(mark, runner)
+        return asy_render.artifact_outcome(done, "png", 30), leaks(mark, sandboxes)
     finally:
-        runner.close()
+        sandboxes.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)

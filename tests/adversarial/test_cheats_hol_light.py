@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from runner.models import CheckResult, Target, Verdict
+from runner.core.models import CheckResult, Target, Verdict
 from tests.helpers import HolLight, session_checker
 
 pytestmark = pytest.mark.slow

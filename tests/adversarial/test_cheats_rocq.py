@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from runner import Checker
-from runner.models import CheckRequest, Verdict
-from runner.settings import Settings
+from runner.core.models import CheckRequest, Verdict
+from runner.core.settings import Settings
 
 FAIL, AXIOM, PLACEHOLDER = {Verdict.FAIL}, {Verdict.AXIOM}, {Verdict.PLACEHOLDER}
 OUT = "{outside}"  # replaced with a host directory no check may write to

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from runner.models import CheckResult, JsonValue, Outcome
+from runner.core.models import CheckResult, JsonValue, Outcome
 from runner.provers.alphageometry import (
     categories,
     definitions,
@@ -33,8 +33,7 @@ from runner.provers.alphageometry import (
     worker,
 )
 from runner.provers.alphageometry.engines import ENGINES, Policy
-from runner.provers.base import Options, OptionSpec, ProverAdapter, Runner
-from runner.resolve import ResolvedRequest
+from runner.provers.base import Options, OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
 
 # 2: outcomes follow AlphaGeometry's own reading (ag4masses, tests/test_alphageometry_parity.py):
 # newclid turns a goal predicate AlphaGeometry cannot check into a logic error, a point defined
@@ -134,7 +133,7 @@ def summary(results: list[CheckResult]) -> Table:
     return categories.table(categories.tally(results), "alphageometry")
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     """Read the problem, let the validator explain it, and run the engine unless it need not.
 
     The engine worker starts only for a problem that needs it: format errors and validator-only
@@ -150,7 +149,7 @@ def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     fault = validator.validate(read.line)
     if fault is not None and options["syntax_check"] == "validator":
         return outcomes.from_fault(read, fault, engine)
-    server = runner.server(worker.server_spec(engine))
+    server = sandboxes.server(worker.server_spec(engine))
     run = worker.run_on(server, read, policy(options), request.timeout_s)
     return outcomes.from_run(read, run, fault, engine, policy(options), request.timeout_s)
 

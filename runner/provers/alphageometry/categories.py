@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from runner.models import CheckResult
+from runner.core.models import CheckResult
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from runner.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
 from runner.provers.alphageometry.engines import Policy, Run
 from runner.provers.alphageometry.problems import FormatError, Problem
 from runner.provers.alphageometry.validator import Fault

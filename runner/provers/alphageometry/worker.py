@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import secrets
 
-from runner.backends.base import BackendUnavailable, Completed
+from runner.backends.base import Completed
+from runner.core.errors import BackendUnavailable
 from runner.provers.alphageometry import engines
 from runner.provers.alphageometry.engines import Policy, Run
 from runner.provers.alphageometry.problems import Problem

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import time
 
-from runner.models import Outcome, Verdict
+from runner.core.models import Outcome, Verdict
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard
 from runner.provers.asymptote import outputs as asy_outputs
 from runner.provers.asymptote import render as asy_render
 from runner.provers.asymptote.reference import compare_with_reference
-from runner.provers.base import Options, OptionSpec, ProverAdapter, Runner
-from runner.resolve import ResolvedRequest
+from runner.provers.base import Options, OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
 
 # 3: settings, modules and TeX packages are allow-listed (a refusal is `fail` with line and
 #    column); asy writes only below its source; a frozen clock; the reference renders in a
@@ -74,7 +73,7 @@ def probe(image: str) -> dict[str, list[str]]:
     }
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     fmt = str(request.options["format"])
     reference = request_reference(request.options)
     timeout = float(request.timeout_s)
@@ -85,12 +84,12 @@ def check(request: ResolvedRequest, runner: Runner) -> Outcome:
     if refused:
         outcome = Outcome(verdict=Verdict.FAIL, diagnostics=refused, details={"outputs": {}})
     else:
-        artifact = asy_render.render(runner.sandbox(), "artifact", request.content, fmt, timeout)
+        artifact = asy_render.render(sandboxes.sandbox(), "artifact", request.content, fmt, timeout)
         timings.add("render", artifact.done)
         outcome = asy_render.artifact_outcome(artifact, fmt, timeout)
     if reference is not None:
         comparison = compare_with_reference(
-            runner, request, reference, outcome, fmt, timeout, timings
+            sandboxes, request, reference, outcome, fmt, timeout, timings
         )
         outcome.details["comparison"] = comparison.details
         outcome.files.update(comparison.files)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from runner.models import Diagnostic
+from runner.core.models import Diagnostic
 
 LOCATED = re.compile(r"^(?P<file>[^\n:]+?): (?P<line>\d+)\.(?P<column>\d+): (?P<message>.*)$")
 MODULE_MISSING = re.compile(r"^error: could not load module '(?P<module>[^']*)'")

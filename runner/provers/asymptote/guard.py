@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from runner.models import Diagnostic
+from runner.core.models import Diagnostic
 from runner.provers.asymptote import lexer
 from runner.provers.asymptote.lexer import Token
 

@@ -2,7 +2,7 @@
 
 The reference never enters the artifact's sandbox. Everything on the artifact's side (its PDF for
 SSIM, that PDF's raster) is done first, in the check's sandbox; only then is a second sandbox
-opened (`runner.sandbox("reference")`) where the reference is guarded, rendered and rasterized.
+opened (`sandboxes.sandbox("reference")`) where the reference is guarded, rendered and rasterized.
 On the local backend the reference's bytes are thus nowhere on disk while artifact code runs; on
 docker they are in another container. The SSIM is computed here, on the two rasters' bytes.
 
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from runner.backends.base import Sandbox
-from runner.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
 from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import guard
 from runner.provers.asymptote.render import (
@@ -28,8 +28,7 @@ from runner.provers.asymptote.render import (
     output_path,
     render,
 )
-from runner.provers.base import Runner
-from runner.resolve import ResolvedRequest
+from runner.provers.base import ResolvedRequest, Sandboxes
 
 REFERENCE_SANDBOX = "reference"
 
@@ -46,7 +45,7 @@ class Comparison:
 
 
 def compare_with_reference(
-    runner: Runner,
+    sandboxes: Sandboxes,
     request: ResolvedRequest,
     reference: tuple[str, str],
     outcome: Outcome,
@@ -69,9 +68,9 @@ def compare_with_reference(
     artifact_raster, ssim_error = None, None
     if artifact_compiles:  # all of the artifact's side first, before the reference exists
         artifact_raster, ssim_error = _artifact_raster(
-            runner.sandbox(), request.content, fmt, timeout, timings
+            sandboxes.sandbox(), request.content, fmt, timeout, timings
         )
-    sandbox = runner.sandbox(REFERENCE_SANDBOX)
+    sandbox = sandboxes.sandbox(REFERENCE_SANDBOX)
     problem, reference_render = _render_reference(sandbox, reference_source, timeout, timings)
     if reference_render is None or reference_render.data is None:
         comparison.details["reference_error"] = problem

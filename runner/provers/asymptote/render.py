@@ -25,8 +25,8 @@ import signal
 from dataclasses import dataclass, field
 
 from runner.backends.base import Completed, Sandbox
-from runner.errors import InfraFailure
-from runner.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.errors import InfraFailure
+from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import outputs as asy_outputs
 

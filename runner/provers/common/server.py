@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from runner.backends.base import Backend, BackendUnavailable, Channel, Limits, Sandbox
-from runner.models import JsonValue
+from runner.backends.base import Backend, Channel, Sandbox
+from runner.core.errors import BackendUnavailable
+from runner.core.models import JsonValue, Limits
 
 HEARTBEAT_S = 30  # how often a long boot says it is still going
 

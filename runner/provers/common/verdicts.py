@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runner.backends.base import Completed
-from runner.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Diagnostic, Outcome, Verdict
 
 
 def infra_error(message: str) -> Outcome:

@@ -28,11 +28,10 @@ source.effective_preload, so a preloaded library never changes a result).
 
 from __future__ import annotations
 
-from runner.errors import BadRequest
-from runner.models import Outcome
-from runner.provers.base import OptionSpec, ProverAdapter, Runner
+from runner.core.errors import BadRequest
+from runner.core.models import Outcome
+from runner.provers.base import OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.hol_light import forkserver, source
-from runner.resolve import ResolvedRequest
 
 VERSION = "3"  # 3: parse-based allow-list, kernel report on its own pipe, theorems, targets
 # Debian's layout (package hol-light); the image installs the same package.
@@ -72,21 +71,21 @@ def validate(request: ResolvedRequest) -> None:
         raise BadRequest(problem)
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     refusal = forkserver.refused(request)
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
         return refusal
     # One worker serves every preload set: it forks a preloaded parent per set on demand.
-    server = runner.server(forkserver.server_spec(HOL_DIR))
+    server = sandboxes.server(forkserver.server_spec(HOL_DIR))
     return forkserver.check_on(server, request)
 
 
-def check_batch(requests: list[ResolvedRequest], runner: Runner) -> list[Outcome | None]:
+def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
     """Files refused before they run are decided here; the rest go to the worker in one batch."""
     outcomes: list[Outcome | None] = [forkserver.refused(request) for request in requests]
     waiting = [index for index, outcome in enumerate(outcomes) if outcome is None]
     if waiting:
-        server = runner.server(forkserver.server_spec(HOL_DIR))
+        server = sandboxes.server(forkserver.server_spec(HOL_DIR))
         replies = forkserver.check_many_on(server, [requests[index] for index in waiting])
         for index, outcome in zip(waiting, replies, strict=True):
             outcomes[index] = outcome

@@ -11,11 +11,12 @@ import secrets
 from dataclasses import dataclass
 from importlib.resources import files
 
-from runner.backends.base import BackendUnavailable, Sandbox
-from runner.models import Diagnostic, Outcome, Verdict
+from runner.backends.base import Sandbox
+from runner.core.errors import BackendUnavailable
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.hol_light import protocol, source
-from runner.resolve import ResolvedRequest
 
 SERVER_FILE = "server.ml"
 BOOT_LOG = "boot.log"

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from runner.models import Diagnostic, JsonValue, Outcome, Target, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Target, Verdict
+from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.hol_light import source
-from runner.resolve import ResolvedRequest
 
 ARTIFACT_FILE = "artifact.ml"
 MESSAGE_LIMIT = 2000

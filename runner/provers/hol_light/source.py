@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from runner.models import JsonValue
+from runner.core.models import JsonValue
 from runner.provers.base import BadOption
 from runner.provers.common.lexing import ocaml_code as code_only
 

@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import re
 
-from runner.errors import BadRequest
-from runner.models import Diagnostic, JsonValue, Outcome, Verdict
-from runner.provers.base import BadOption, Options, OptionSpec, ProverAdapter, Runner
+from runner.core.errors import BadRequest
+from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.provers.base import (
+    BadOption,
+    Options,
+    OptionSpec,
+    ProverAdapter,
+    ResolvedRequest,
+    Sandboxes,
+)
 from runner.provers.isabelle import judging, source, worker
-from runner.resolve import ResolvedRequest
 
 VERSION = "1"
 SESSION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*$")
@@ -80,14 +86,14 @@ def refused(request: ResolvedRequest) -> Outcome | None:
     return None
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     validate(request)  # resolve() ran it already; the target is pasted into the report's ML
     refusal = refused(request)
     if refusal is not None:
         return refusal
     header = source.header(request.content)
     assert header is not None  # refused() checked it
-    server = runner.server(worker.server_spec(str(request.options["session"])))
+    server = sandboxes.server(worker.server_spec(str(request.options["session"])))
     boot = worker.read_boot(server)
     if not boot.ok:
         server.broken = True

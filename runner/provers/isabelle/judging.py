@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runner.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.common.verdicts import infra_error
 from runner.provers.isabelle import source
-from runner.resolve import ResolvedRequest
 
 SKIP_PROOF = "skip_proof"  # the oracle `sorry` and quick_and_dirty leave behind
 DEFINITIONAL = re.compile(r"_(def|def_raw|raw)$")

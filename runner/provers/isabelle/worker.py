@@ -12,8 +12,9 @@ import secrets
 from dataclasses import dataclass
 from importlib.resources import files
 
-from runner.backends.base import BackendUnavailable, Sandbox
-from runner.models import JsonValue
+from runner.backends.base import Sandbox
+from runner.core.errors import BackendUnavailable
+from runner.core.models import JsonValue
 from runner.provers.common.server import SandboxServer, ServerSpec
 
 WORKER_FILE = "isabelle_worker.py"

@@ -17,12 +17,11 @@ same header (`wrong_statement` otherwise).
 
 from __future__ import annotations
 
-from runner.errors import BadRequest
-from runner.models import Diagnostic, Outcome, Verdict
-from runner.provers.base import ProverAdapter, Runner
+from runner.core.errors import BadRequest
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common import verdicts
 from runner.provers.lean import judging, source, worker
-from runner.resolve import ResolvedRequest
 
 VERSION = "1"
 PINS_FILE = "/opt/prooflock/lean-pins.txt"  # written when the image is built
@@ -79,13 +78,13 @@ def _name_problem(name: str) -> str | None:
     return None
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     validate(request)  # resolve() ran it already; the statement is pasted into Lean source
     refusal = refused(request)
     if refusal is not None:
         return refusal
     header = source.split_header(request.content, source.tokens(request.content))
-    server = runner.server(worker.server_spec(header, request.limits))
+    server = sandboxes.server(worker.server_spec(header, request.limits))
     boot = worker.read_boot(server)
     if not boot.header_ok:
         server.broken = True  # a header Lean refuses will not load next time either

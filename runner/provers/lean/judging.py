@@ -11,12 +11,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from runner.backends.base import BackendUnavailable
-from runner.models import Diagnostic, Outcome, Verdict
+from runner.core.errors import BackendUnavailable
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.common.verdicts import infra_error
 from runner.provers.lean.source import Header
-from runner.resolve import ResolvedRequest
 
 # Lean's own axioms: every classical proof in Mathlib uses them.
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")

@@ -20,11 +20,10 @@ sandbox/server.ml). Both hand their evidence to verdict.outcome.
 
 from __future__ import annotations
 
-from runner.backends.base import BackendUnavailable
-from runner.models import Diagnostic, Outcome, Verdict
-from runner.provers.base import ProverAdapter, Runner
+from runner.core.errors import BackendUnavailable
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.rocq import cold, source, verdict, worker
-from runner.resolve import ResolvedRequest
 
 # 3: coqchk's summary is the authority on assumptions (full names); Print Assumptions runs over
 # the constants coqchk checked, in a driver with no artifact options; file-system commands and
@@ -44,25 +43,25 @@ def probe(image: str) -> dict[str, list[str]]:
     }
 
 
-def check(request: ResolvedRequest, runner: Runner) -> Outcome:
+def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     refused = refusal(request)
     if refused is not None:
         refused.worker = {"rocq_path": "refused"}
         return refused
-    evidence, path = gather(request, runner)
+    evidence, path = gather(request, sandboxes)
     outcome = verdict.outcome(request, evidence)
     outcome.worker = {"rocq_path": path}  # provenance only: which path gathered the evidence
     return outcome
 
 
-def gather(request: ResolvedRequest, runner: Runner) -> tuple[verdict.Evidence, str]:
+def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
     """The evidence, from the warm worker when it can serve the file, else from the cold path."""
     prefix = source.prefix(request.content)
-    warm = not runner.cold and request.limits.memory_mb >= WARM_MEMORY_MB
+    warm = not sandboxes.cold and request.limits.memory_mb >= WARM_MEMORY_MB
     if warm and worker.available(request.image):
         chosen = worker.choose_prefix(prefix)
         try:
-            server = worker.start(runner, chosen)
+            server = worker.start(sandboxes, chosen)
         except BackendUnavailable as exc:  # no worker here: check cold (and stop trying if it
             if worker.BUILD_FAILED in str(exc):  # cannot be built, e.g. no OCaml toolchain)
                 worker.unavailable(request.image, str(exc))
@@ -75,7 +74,7 @@ def gather(request: ResolvedRequest, runner: Runner) -> tuple[verdict.Evidence, 
                 server.broken = True
             else:
                 return found, f"worker:{server.spec.key}"
-    return cold.run(request, runner.sandbox()), "cold"
+    return cold.run(request, sandboxes.sandbox()), "cold"
 
 
 def refusal(request: ResolvedRequest) -> Outcome | None:

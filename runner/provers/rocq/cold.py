@@ -15,10 +15,10 @@ The warm worker computes the same evidence in-process (worker.py); verdict.py re
 from __future__ import annotations
 
 from runner.backends.base import Completed, Sandbox
+from runner.provers.base import ResolvedRequest
 from runner.provers.rocq import report, source
 from runner.provers.rocq.report import MODULE, SOURCE, CheckerReport, Inconsistent
 from runner.provers.rocq.verdict import Evidence, target_valid
-from runner.resolve import ResolvedRequest
 
 COQC = ("coqc", "-q", "-noglob", "-Q", ".", "")
 COQCHK = ("coqchk", "-o", "-Q", ".", "", "-norec", MODULE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from runner.models import Diagnostic
+from runner.core.models import Diagnostic
 
 MODULE = "Artifact"
 SOURCE = f"{MODULE}.v"

@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass
 
 from runner.backends.base import Completed
-from runner.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.rocq import report, source
 from runner.provers.rocq.report import MODULE, Audit, CheckerReport, Inconsistent
-from runner.resolve import ResolvedRequest
 
 ANOMALY_EXIT = 129  # coqc's (and the worker's) exit code for an anomaly: Coq broke, not the file
 TARGET_NAME = re.compile(rf"{source.QUALID}\Z")

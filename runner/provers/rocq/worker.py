@@ -20,14 +20,14 @@ from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
 
-from runner.backends.base import BackendUnavailable, Completed, Sandbox
-from runner.provers.base import Runner
+from runner.backends.base import Completed, Sandbox
+from runner.core.errors import BackendUnavailable
+from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
 from runner.provers.rocq.report import SOURCE, Inconsistent
 from runner.provers.rocq.source import Prefix
 from runner.provers.rocq.verdict import Evidence, target_valid
-from runner.resolve import ResolvedRequest
 
 READY = b"\n@@PROOFLOCK-ROCQ-READY "
 BINARY = "srv/prooflock-rocq-server"
@@ -125,12 +125,12 @@ def choose_prefix(prefix: Prefix) -> Prefix:
     return prefix if own else Prefix(end=0, code="")
 
 
-def start(runner: Runner, prefix: Prefix) -> SandboxServer:
+def start(sandboxes: Sandboxes, prefix: Prefix) -> SandboxServer:
     """A started worker for `prefix` (from the pool when one is idle)."""
     digest = sources_digest()
     with _lock:
         built = _built.get(digest)
-    server = runner.server(server_spec(prefix, built))
+    server = sandboxes.server(server_spec(prefix, built))
     if built is None:
         _remember_build(server, digest)
     return server

@@ -16,7 +16,8 @@ from docker import DockerClient
 from docker.errors import DockerException
 from requests.exceptions import RequestException
 
-from runner.backends.base import BackendUnavailable, Limits
+from runner.core.errors import BackendUnavailable
+from runner.core.models import Limits
 
 WORKDIR = "/work"
 CHECK_USER = "1000:1000"  # runs the prover

@@ -12,15 +12,17 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
-from runner.canonical import NotCanonical, canonical_bytes, digest
-from runner.errors import UserError
+from runner.core.canonical import NotCanonical, canonical_bytes, digest
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest, CheckResult
 
 GENESIS = "0" * 64
 FORMAT = "prooflock-checkpoint/1"
@@ -263,3 +265,22 @@ class CheckpointLog:
 
     def of_kind(self, kind: str) -> Iterator[dict[str, Any]]:
         return (r["body"] for r in self.records if r["kind"] == kind)
+
+
+def latest_results(log: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Result records by request index; a later record (a retried infra error) supersedes."""
+    return {body["index"]: body for body in log}
+
+
+def recorded_runs(records: Iterable[dict[str, Any]]) -> Iterator[tuple[CheckRequest, CheckResult]]:
+    """(request, result) pairs of a checkpoint's final results, in request order."""
+    latest = latest_results(r["body"] for r in records if r["kind"] == "result")
+    for index in sorted(latest):
+        body = latest[index]
+        try:
+            yield (
+                CheckRequest.model_validate(body["request"]),
+                CheckResult.model_validate(body["result"]),
+            )
+        except (ValidationError, KeyError) as exc:
+            raise UserError(f"checkpoint result {index} is not a valid record: {exc}") from None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from runner.canonical import canonical_bytes, digest
+from runner.core.canonical import canonical_bytes, digest
 
 JsonValue = Any  # plain JSON data without floats; checked by canonical_bytes when hashed
 
@@ -145,6 +146,18 @@ class CheckResult(BaseModel):
         )
         return line
 
+    def self_consistent(self) -> bool:
+        """Whether the record's digests match its own content (a hand-edited record does not)."""
+        outcome = Outcome(
+            verdict=self.verdict,
+            diagnostics=self.diagnostics,
+            assumptions=self.assumptions,
+            details=self.details,
+        )
+        return self.result_digest == result_digest(outcome) and self.env_key == digest(
+            self.environment
+        )
+
 
 def result_digest(outcome: Outcome) -> str:
     """Digest of everything a replay must reproduce: verdict, diagnostics, assumptions, details."""
@@ -156,3 +169,12 @@ def result_digest(outcome: Outcome) -> str:
             "details": outcome.details,
         }
     )
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: int
+    memory_mb: int
+    pids: int = 512
+    cpus: int = 1
+    tmpfs_mb: int = 512

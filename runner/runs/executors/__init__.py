@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runner.errors import UserError
-from runner.executors.ray_cluster import RayExecutor
-from runner.settings import Settings
+from runner.core.errors import UserError
+from runner.core.settings import Settings
+from runner.runs.executors.ray_cluster import RayExecutor
 
 EXECUTORS = ("local", "ray")
 

@@ -25,11 +25,11 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from runner.checker import Checker, Disagreement
-from runner.errors import InfraFailure, UserError
-from runner.models import CheckRequest, CheckResult
-from runner.resolve import ResolvedRequest
-from runner.settings import Settings
+from runner.check.checker import Checker, Disagreement
+from runner.core.errors import InfraFailure, UserError
+from runner.core.models import CheckRequest, CheckResult
+from runner.core.settings import Settings
+from runner.provers.base import ResolvedRequest
 
 SOCKET_NAME = "serve.sock"
 IDLE_TIMEOUT_S = 15 * 60

@@ -12,12 +12,9 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from runner.resolve import ResolvedRequest
-
-if TYPE_CHECKING:
-    from runner.checker import Checker
+from runner.provers.base import ResolvedRequest
 
 K = TypeVar("K")
 TIMINGS = "timings.json"
@@ -56,8 +53,8 @@ class Timings:
 
 
 def longest_first(
-    work: list[tuple[K, ResolvedRequest]], checker: Checker
+    work: list[tuple[K, ResolvedRequest]], timings: Timings, workers: int
 ) -> list[tuple[K, ResolvedRequest]]:
-    if checker.settings.workers == 1:
+    if workers == 1:
         return work  # one at a time: keep the input order, it is the order people read
-    return sorted(work, key=lambda item: -checker.timings.predict(item[1]))
+    return sorted(work, key=lambda item: -timings.predict(item[1]))

@@ -27,20 +27,15 @@ from typing import Any
 
 import orjson
 
-from runner import home
-from runner.canonical import canonical_bytes
-from runner.checkpoint import ChainReport, inspect_chain
-from runner.errors import UserError
+from runner.core import home
+from runner.core.canonical import canonical_bytes
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest, CheckResult
+from runner.core.provenance import kit_version, source_commit
 from runner.images.lock import ImagesLock, load_lock
-from runner.models import CheckRequest, CheckResult
-from runner.provenance import kit_version, source_commit
-from runner.run import recorded_runs
-from runner.sources import BUNDLE_LOG
+from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
+from runner.records.layout import BLOBS, BUNDLE_LOCK, BUNDLE_LOG, STATEMENT
 
-STATEMENT = "statement.intoto.json"
-SIGNATURE = "statement.intoto.dsse.json"
-BUNDLE_LOCK = "images.lock.json"
-BLOBS = Path("blobs") / "sha256"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PROVENANCE_TYPE = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://prooflock.dev/buildtypes/check-run/v1"
@@ -301,17 +296,3 @@ def _write_tar(out: Path, files: dict[str, bytes]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-def unpack_tar(tar_path: Path, into: Path) -> Path:
-    """A bundle tar as a directory (for audit and replay), refusing unsafe member names."""
-    with tarfile.open(tar_path) as tar:
-        for member in tar.getmembers():
-            if (
-                not member.isfile()
-                or member.name.startswith("/")
-                or ".." in Path(member.name).parts
-            ):
-                raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
-        tar.extractall(into, filter="data")
-    return into

@@ -1,7 +1,7 @@
 """The check API: resolve → environment → cache → attempts → result.
 
-Resolution (`runner.resolve`), environment keys (`runner.environment`) and warm servers
-(`runner.pool`) live in their own modules; this one ties them together, retries infra errors and
+Resolution (`runner.check.resolve`), environment keys (`runner.check.environment`) and warm servers
+(`runner.check.pool`) live in their own modules; this one ties them together, retries infra errors and
 writes provenance. Nothing here names a prover.
 """
 
@@ -20,20 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from runner import batching
 from runner.backends import BackendChoice
-from runner.backends.base import Backend, BackendInfo, BackendUnavailable
-from runner.cache import ResultCache
-from runner.environment import Environment, Environments
-from runner.errors import InfraFailure
-from runner.models import CheckRequest, CheckResult, JsonValue, Outcome, Provenance, Verdict
-from runner.models import result_digest as digest_of_outcome
-from runner.pool import CheckRun, ServerPool
-from runner.provenance import base_tools, host, now
+from runner.backends.base import Backend, BackendInfo
+from runner.check import batching
+from runner.check.batching import Unit
+from runner.check.cache import ResultCache
+from runner.check.environment import Environment, Environments
+from runner.check.pool import CheckSandboxes, ServerPool
+from runner.check.resolve import resolve
+from runner.check.schedule import Timings
+from runner.core.errors import BackendUnavailable, InfraFailure
+from runner.core.models import CheckRequest, CheckResult, JsonValue, Outcome, Provenance, Verdict
+from runner.core.models import result_digest as digest_of_outcome
+from runner.core.provenance import base_tools, host, now
+from runner.core.settings import Settings
+from runner.provers.base import ResolvedRequest
 from runner.provers.common.verdicts import infra_error
-from runner.resolve import ResolvedRequest, resolve
-from runner.schedule import Timings
-from runner.settings import Settings
 
 Notify = Callable[[str], None]
 K = TypeVar("K")
@@ -201,25 +203,101 @@ class Checker:
     def _attempt(
         self, request: ResolvedRequest, cold: bool
     ) -> tuple[Outcome, str, dict[str, JsonValue]]:
-        run = CheckRun(request, self.backend_for, self.pool, cold)
+        outcomes, kind, info = self._call_worker([request], cold)
+        outcome = outcomes[0]
+        assert outcome is not None  # a single check always gives an outcome
+        return outcome, kind, {**info, **outcome.worker}
+
+    def _call_worker(
+        self, batch: list[ResolvedRequest], cold: bool
+    ) -> tuple[list[Outcome | None], str, dict[str, JsonValue]]:
+        """One adapter call for one request (`check`) or many (`check_batch`): its outcomes
+        (None where a batch could not decide), the worker kind and what the worker reported."""
+        adapter = batch[0].adapter
+        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold)
         healthy = False
+        outcomes: list[Outcome | None] = [None] * len(batch)
+        kind: str = "none"
+        info: dict[str, JsonValue] = {}
         try:
             try:
-                outcome = request.adapter.check(request, run)
+                if len(batch) == 1:
+                    outcomes = [adapter.check(batch[0], run)]
+                else:
+                    assert adapter.check_batch is not None
+                    outcomes = list(adapter.check_batch(batch, run))
             except BackendUnavailable as exc:
-                outcome = infra_error(str(exc))
+                outcomes = [infra_error(str(exc))] * len(batch)
             except InfraFailure:
                 raise
             except Exception as exc:  # an adapter or backend bug must not kill a whole run
-                name = request.adapter.name
-                outcome = infra_error(
-                    f"internal error in the {name} adapter: {type(exc).__name__}: {exc}"
+                message = (
+                    f"internal error in the {adapter.name} adapter: {type(exc).__name__}: {exc}"
                 )
-            healthy = outcome.verdict is not Verdict.INFRA_ERROR
+                outcomes = [infra_error(message)] * len(batch)
+            healthy = all(o is not None and o.verdict is not Verdict.INFRA_ERROR for o in outcomes)
             kind, info = run.worker_kind(), run.worker_info()  # read before the servers go back
         finally:
             run.finish(healthy=healthy)
-        return outcome, kind, {**info, **outcome.worker}
+        return outcomes, kind, info
+
+    # -- batches (runner.check.batching groups them) ---------------------------------------------
+
+    def check_unit(self, unit: Unit[K]) -> list[tuple[K, CheckResult]]:
+        """A unit of requests that may share a worker call: cached ones answered from the cache,
+        the rest in one call, and whatever that call could not decide checked again in halves,
+        down to one request on its own. Verdicts equal one-at-a-time checks."""
+        if len(unit) == 1:
+            key, request = unit[0]
+            return [(key, self.check_one(request))]
+        results: dict[int, CheckResult] = {}
+        waiting: list[tuple[int, Environment]] = []
+        for index, (_, request) in enumerate(unit):
+            try:
+                environment, hit = self.cached(request)
+            except BackendUnavailable:
+                results[index] = self.check_one(request)  # its own retries say what is wrong
+                continue
+            if hit is not None:
+                results[index] = hit
+            else:
+                waiting.append((index, environment))
+        self._bisect([request for _, request in unit], waiting, results, splits=0)
+        return [(key, results[index]) for index, (key, _) in enumerate(unit)]
+
+    def _bisect(
+        self,
+        requests: list[ResolvedRequest],
+        waiting: list[tuple[int, Environment]],
+        results: dict[int, CheckResult],
+        splits: int,
+    ) -> None:
+        if not waiting:
+            return
+        if len(waiting) == 1 and splits > 0:
+            index, _ = waiting[0]
+            results[index] = _batched(self.check_one(requests[index]), 1, splits)
+            return
+        batch = [requests[index] for index, _ in waiting]
+        started, clock = now(), time.monotonic()
+        outcomes, kind, info = self._call_worker(batch, cold=False)
+        undecided = []
+        for (index, environment), outcome in zip(waiting, outcomes, strict=True):
+            if outcome is None or outcome.verdict is Verdict.INFRA_ERROR:
+                undecided.append((index, environment))
+                continue
+            worker = {**info, **outcome.worker, "batch": {"size": len(batch), "splits": splits}}
+            result = self.result(
+                requests[index], environment, outcome, started, clock, 1, kind, worker
+            )
+            results[index] = self.finish(requests[index], result, outcome, cold=False)
+        if len(undecided) == 1:
+            index, _ = undecided[0]
+            results[index] = _batched(self.check_one(requests[index]), 1, splits + 1)
+        elif undecided:
+            half = len(undecided) // 2
+            self._bisect(requests, undecided[:half], results, splits + 1)
+            self._bisect(requests, undecided[half:], results, splits + 1)
 
     def result(
         self,
@@ -304,19 +382,19 @@ class Checker:
     ) -> Iterator[tuple[K, CheckResult]]:
         """Check (key, request) pairs `settings.workers` at a time; yield (key, result) pairs as
         they finish. Submission is bounded, so a long input is never all in flight. Requests an
-        adapter can batch go to a worker `settings.batch` at a time (see runner.batching)."""
+        adapter can batch go to a worker `settings.batch` at a time (see runner.check.batching)."""
         units = batching.units(
             ((key, self._resolved(request)) for key, request in work), self.settings.batch
         )
         workers = self.settings.workers
         if workers == 1:
             for unit in units:
-                yield from batching.check_unit(self, unit)
+                yield from self.check_unit(unit)
             return
         with ThreadPoolExecutor(workers) as pool:
             running: set[Future[list[tuple[K, CheckResult]]]] = set()
             for unit in units:
-                running.add(pool.submit(batching.check_unit, self, unit))
+                running.add(pool.submit(self.check_unit, unit))
                 if len(running) >= 2 * workers:
                     finished, running = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
@@ -340,6 +418,13 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:
+    extra = {**result.provenance.extra, "batch": {"size": size, "splits": splits}}
+    return result.model_copy(
+        update={"provenance": result.provenance.model_copy(update={"extra": extra})}
+    )
 
 
 def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:

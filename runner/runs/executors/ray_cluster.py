@@ -30,14 +30,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from runner.canonical import digest
-from runner.checker import Checker, notify_stderr
-from runner.errors import InfraFailure, UserError
-from runner.models import CheckRequest, CheckResult, Diagnostic, Outcome, Provenance, Verdict
-from runner.models import result_digest as digest_of_outcome
-from runner.provenance import base_tools, host, kit_version, now
-from runner.resolve import ResolvedRequest
-from runner.settings import Settings
+from runner.check.checker import Checker, notify_stderr
+from runner.core.canonical import digest
+from runner.core.errors import InfraFailure, UserError
+from runner.core.models import CheckRequest, CheckResult, Diagnostic, Outcome, Provenance, Verdict
+from runner.core.models import result_digest as digest_of_outcome
+from runner.core.provenance import base_tools, host, kit_version, now
+from runner.core.settings import Settings
+from runner.provers.base import ResolvedRequest
 
 K = TypeVar("K")
 Notify = Callable[[str], None]

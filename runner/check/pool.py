@@ -1,4 +1,4 @@
-"""Warm servers kept between checks, and the `Runner` an adapter gets for one check.
+"""Warm servers kept between checks, and the `Sandboxes` an adapter gets for one check.
 
 Servers are pooled by (image, limits without the timeout, server name, server key): workers
 enforce each request's own timeout, so the timeout does not split the pool (a HOL Light worker
@@ -13,10 +13,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
-from runner.backends.base import Backend, Limits, Sandbox
-from runner.models import JsonValue
+from runner.backends.base import Backend, Sandbox
+from runner.core.models import JsonValue, Limits
+from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import Notify, SandboxServer, ServerSpec
-from runner.resolve import ResolvedRequest
 
 PoolKey = tuple[str, Limits, str, str]
 
@@ -63,8 +63,8 @@ class ServerPool:
                 server.close()
 
 
-class CheckRun:
-    """The `Runner` for one check: a lazily opened cold sandbox, and servers from the pool."""
+class CheckSandboxes:
+    """The `Sandboxes` for one check: a lazily opened cold sandbox, and servers from the pool."""
 
     def __init__(
         self,

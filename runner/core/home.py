@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.errors import InfraFailure
+from runner.core.errors import InfraFailure
 
 LOCK = Path("manifests") / "images.lock.json"
-PACKAGED = Path(__file__).resolve().parent / "kit"  # in a wheel only: runner/images/wheel.py
+PACKAGED = Path(__file__).resolve().parents[1] / "kit"  # in a wheel only: runner/images/wheel.py
 
 
 def _is_home(path: Path) -> bool:
@@ -29,7 +29,7 @@ def kit_home() -> Path:
                 "prooflock checkout, or unset it to use the installed copy"
             )
         return home
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if _is_home(checkout):
         return checkout
     if _is_home(PACKAGED):

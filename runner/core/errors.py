@@ -18,6 +18,10 @@ class BadRequest(UserError):
     """A request refused before any check: unknown prover, mode or option, malformed target."""
 
 
+class BackendUnavailable(RuntimeError):
+    """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
+
+
 class InfraFailure(Exception):
     """The machine cannot run these checks and retrying will not help; fix it, then re-run."""
 

@@ -6,55 +6,11 @@ is one error class everywhere (`BadRequest`: exit 2 from the CLI), raised before
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
 from runner import provers
-from runner.backends.base import Limits
-from runner.errors import BadRequest
-from runner.models import CheckRequest, JsonValue, Target
-from runner.provers.base import ProverAdapter
-from runner.settings import Settings
-
-
-@dataclass(frozen=True)
-class ResolvedRequest:
-    """A request with every default filled in; `request.digest()` says exactly what was checked."""
-
-    request: CheckRequest
-    adapter: ProverAdapter
-    options: Mapping[str, JsonValue]  # every declared option, validated, defaults filled in
-    limits: Limits
-    image: str
-    digest: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "digest", self.request.digest())
-
-    @property
-    def name(self) -> str:
-        return self.request.name
-
-    @property
-    def content(self) -> str:
-        return self.request.content
-
-    @property
-    def mode(self) -> str:
-        assert self.request.mode is not None
-        return self.request.mode
-
-    @property
-    def timeout_s(self) -> int:
-        return self.limits.timeout_s
-
-    @property
-    def allowed_axioms(self) -> tuple[str, ...]:
-        return self.request.allowed_axioms
-
-    @property
-    def target(self) -> Target | None:
-        return self.request.target
+from runner.core.errors import BadRequest
+from runner.core.models import CheckRequest, Limits
+from runner.core.settings import Settings
+from runner.provers.base import ProverAdapter, ResolvedRequest
 
 
 def adapter_for(name: str) -> ProverAdapter:

@@ -12,14 +12,20 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from runner.canonical import digest
-from runner.checker import Checker
-from runner.checkpoint import FORMAT, CheckpointError, CheckpointLog
-from runner.errors import UserError, explain
-from runner.models import CheckRequest, CheckResult, Verdict
-from runner.provenance import kit_version
-from runner.resolve import ResolvedRequest
-from runner.schedule import longest_first
+from runner.check.checker import Checker
+from runner.check.schedule import longest_first
+from runner.core.canonical import digest
+from runner.core.errors import UserError, explain
+from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.provenance import kit_version
+from runner.provers.base import ResolvedRequest
+from runner.records.checkpoint import (
+    FORMAT,
+    CheckpointError,
+    CheckpointLog,
+    latest_results,
+    recorded_runs,
+)
 
 
 @dataclass
@@ -59,13 +65,8 @@ def load_requests(path: Path) -> list[CheckRequest]:
     return requests
 
 
-def latest_results(log: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Result records by request index; a later record (a retried infra error) supersedes."""
-    return {body["index"]: body for body in log}
-
-
 class Executor(Protocol):
-    """Where a run's checks execute: this process's checker, or a cluster (runner.executors)."""
+    """Where a run's checks execute: this process's checker, or a cluster (runner.runs.executors)."""
 
     def map_unordered(
         self, work: Iterable[tuple[int, ResolvedRequest]]
@@ -110,7 +111,11 @@ def run_requests(
             if body["result"]["verdict"] != Verdict.INFRA_ERROR.value
         }
         summary.resumed = len(done)
-        todo = longest_first([(i, r) for i, r in enumerate(resolved) if i not in done], checker)
+        todo = longest_first(
+            [(i, r) for i, r in enumerate(resolved) if i not in done],
+            checker.timings,
+            checker.settings.workers,
+        )
         for index, result in (executor or checker).map_unordered(todo):
             log.append("result", _result_body(index, resolved[index], result))
             if executor is not None:  # a cluster's checks teach this machine's predictions too
@@ -142,17 +147,3 @@ def _result_body(index: int, request: ResolvedRequest, result: CheckResult) -> d
         "request": request.request.record(),
         "result": result.model_dump(mode="json"),
     }
-
-
-def recorded_runs(records: Iterable[dict[str, Any]]) -> Iterator[tuple[CheckRequest, CheckResult]]:
-    """(request, result) pairs of a checkpoint's final results, in request order."""
-    latest = latest_results(r["body"] for r in records if r["kind"] == "result")
-    for index in sorted(latest):
-        body = latest[index]
-        try:
-            yield (
-                CheckRequest.model_validate(body["request"]),
-                CheckResult.model_validate(body["result"]),
-            )
-        except (ValidationError, KeyError) as exc:
-            raise UserError(f"checkpoint result {index} is not a valid record: {exc}") from None

@@ -18,16 +18,16 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from runner import home, provers
-from runner.checkpoint import ChainReport, inspect_chain
-from runner.errors import InfraFailure, UserError
+from runner import provers
+from runner.core import home
+from runner.core.errors import InfraFailure, UserError
+from runner.core.models import CheckResult
+from runner.core.provenance import kit_version
 from runner.images.lock import ImageEntry, ImagesLock, load_lock
-from runner.models import CheckResult
-from runner.provenance import kit_version
-from runner.publish import BLOBS, BUNDLE_LOCK, PROVENANCE_TYPE, STATEMENT, STATEMENT_TYPE
-from runner.replay import self_consistent
-from runner.run import recorded_runs
-from runner.sources import Source
+from runner.records.bundles import Source
+from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
+from runner.records.layout import BLOBS, BUNDLE_LOCK, STATEMENT
+from runner.records.publish import PROVENANCE_TYPE, STATEMENT_TYPE
 
 SCHEMA = "prooflock.audit/1"
 OK, PROBLEM, NOTE = "ok", "problem", "note"
@@ -132,7 +132,7 @@ def _audit_digests(report: AuditReport, runs: list) -> None:
     bad = [
         f"#{index} {result.artifact!r}"
         for index, (request, result) in enumerate(runs)
-        if not self_consistent(result) or request.digest() != result.request_digest
+        if not result.self_consistent() or request.digest() != result.request_digest
     ]
     detail = (
         f"every record's environment key, request and result digests recompute ({len(runs)})"
@@ -236,7 +236,7 @@ def _bundle_lock(source: Source) -> ImagesLock | None:
 
 def _present_here() -> Callable[[str], bool | None]:
     try:
-        from runner.backends.docker_policy import connect  # noqa: PLC0415
+        from runner.images.policy import connect  # noqa: PLC0415
 
         client = connect(timeout=10)
     except Exception:  # noqa: BLE001 - no daemon: presence is unknown, not a problem

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.errors import UserError
-
-BUNDLE_LOG = "log.jsonl"
+from runner.core.errors import UserError
+from runner.records.layout import BUNDLE_LOG
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,6 @@ def open_source(spec: str) -> Iterator[Source]:
         return
     path = Path(spec)
     if path.is_file() and path.suffix == ".tar":
-        from runner.publish import unpack_tar  # noqa: PLC0415
-
         with tempfile.TemporaryDirectory(prefix="prooflock-bundle-") as tmp:
             bundle = unpack_tar(path, Path(tmp) / "bundle")
             if not (bundle / BUNDLE_LOG).is_file():
@@ -54,3 +52,17 @@ def open_source(spec: str) -> Iterator[Source]:
         yield Source(path, None)
     else:
         raise UserError(f"{spec}: no such log or bundle")
+
+
+def unpack_tar(tar_path: Path, into: Path) -> Path:
+    """A bundle tar as a directory (for audit and replay), refusing unsafe member names."""
+    with tarfile.open(tar_path) as tar:
+        for member in tar.getmembers():
+            if (
+                not member.isfile()
+                or member.name.startswith("/")
+                or ".." in Path(member.name).parts
+            ):
+                raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
+        tar.extractall(into, filter="data")
+    return into

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.canonical import digest
-from runner.checker import Checker
-from runner.checkpoint import ChainReport, inspect_chain
-from runner.errors import UserError
-from runner.models import CheckRequest, CheckResult, Outcome, Verdict, result_digest
-from runner.run import Executor, recorded_runs
+from runner.check.checker import Checker
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.records.audit import statement_problems
+from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
+from runner.runs.resumable import Executor
 
 MATCH = "match"
 ENVIRONMENT_DIFFERS = "environment differs"
@@ -152,22 +152,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def self_consistent(recorded: CheckResult) -> bool:
-    """Whether a record's digests match its own content (a hand-edited record does not)."""
-    outcome = Outcome(
-        verdict=recorded.verdict,
-        diagnostics=recorded.diagnostics,
-        assumptions=recorded.assumptions,
-        details=recorded.details,
-    )
-    return recorded.result_digest == result_digest(outcome) and recorded.env_key == digest(
-        recorded.environment
-    )
-
-
 def compare(index: int, recorded: CheckResult, replayed: CheckResult) -> ReplayRow:
     row = ReplayRow(index, recorded.artifact, recorded.verdict.value, replayed.verdict.value, [])
-    if not self_consistent(recorded):
+    if not recorded.self_consistent():
         row.status.append(INCONSISTENT)
     if replayed.verdict is Verdict.INFRA_ERROR:
         row.status.append(NOT_RECHECKED)
@@ -212,7 +199,6 @@ def replay(
 
     For a bundle, its statement must still name this log (count and head digest) and artifacts.
     """
-    from runner.audit import statement_problems  # noqa: PLC0415 - audit imports this module
 
     chain, runs = load_recorded(log)
     report = ReplayReport(log, chain)

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.backends.base import Backend
-from runner.canonical import digest
-from runner.models import JsonValue
-from runner.resolve import ResolvedRequest
+from runner.core.canonical import digest
+from runner.core.models import JsonValue
+from runner.provers.base import ResolvedRequest
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ def now() -> str:
 @cache
 def source_commit() -> str | None:
     """The git commit of the checkout this package runs from, if it runs from one."""
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     if not (checkout / ".git").exists():
         return None
     try:

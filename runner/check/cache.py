@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from runner.models import CheckResult, Verdict
+from runner.core.models import CheckResult, Verdict
 
 # Only verdicts that depend on the artifact and the environment alone are reused: a timeout, an
 # out-of-memory or a crash can depend on the machine's load, so they are checked again.

@@ -1,0 +1,1 @@
+"""Driving many checks: resumable runs, replays, progress, the daemon, executors."""
