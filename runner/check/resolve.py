@@ -6,11 +6,15 @@ is one error class everywhere (`BadRequest`: exit 2 from the CLI), raised before
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from pydantic import ValidationError
+
 from runner import provers
-from runner.core.errors import BadRequest
-from runner.core.models import CheckRequest, Limits
+from runner.core.errors import BadRequest, explain
+from runner.core.models import CheckRequest, JsonValue, Limits
 from runner.core.settings import Settings
-from runner.provers.base import ProverAdapter, ResolvedRequest
+from runner.provers.base import AdapterOptions, BadOption, ProverAdapter, ResolvedRequest
 
 
 def adapter_for(name: str) -> ProverAdapter:
@@ -28,14 +32,7 @@ def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
             f"prover {adapter.name!r} has no mode {mode!r} (modes: {', '.join(adapter.modes)})"
             + provers.suggestion(mode, adapter.modes)
         )
-    declared = {spec.key: spec for spec in adapter.options}
-    unknown = sorted(set(request.options) - set(declared))
-    if unknown:
-        known = ", ".join(sorted(declared)) or "none"
-        raise BadRequest(f"prover {adapter.name!r} has no option {unknown[0]!r} (options: {known})")
-    options = {
-        key: spec.resolve(adapter.name, request.options.get(key)) for key, spec in declared.items()
-    }
+    options = _options(adapter, request.options)
     if request.target is not None and not adapter.targets:
         raise BadRequest(f"prover {adapter.name!r} does not check target statements")
     limits = Limits(
@@ -57,3 +54,18 @@ def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
     if adapter.validate is not None:
         adapter.validate(resolved)
     return resolved
+
+
+def _options(adapter: ProverAdapter, raw: Mapping[str, JsonValue]) -> AdapterOptions:
+    """The request's options validated into the adapter's model; BadRequest names the option."""
+    declared = adapter.options.model_fields
+    unknown = sorted(set(raw) - set(declared))
+    if unknown:
+        known = ", ".join(sorted(declared)) or "none"
+        raise BadRequest(f"prover {adapter.name!r} has no option {unknown[0]!r} (options: {known})")
+    try:
+        return adapter.options.model_validate(
+            {key: value for key, value in raw.items() if value is not None}
+        )
+    except ValidationError as exc:
+        raise BadOption(f"{adapter.name} option {explain(exc)}") from None

@@ -29,7 +29,7 @@ from runner.cli.common import (
 )
 from runner.core.errors import UserError, explain
 from runner.core.models import CheckRequest, CheckResult, Target, Verdict
-from runner.provers.base import OptionSpec
+from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source
 from runner.runs.executors import executor_for
 from runner.runs.progress import ProgressReporter
@@ -61,12 +61,13 @@ incomplete; 3 records could not be re-checked (infra)
 """
 
 
-def all_options() -> dict[str, OptionSpec]:
-    specs: dict[str, OptionSpec] = {}
+def all_options() -> dict[str, OptionFlag]:
+    """Every adapter option as a flag (options of the same name share one)."""
+    flags: dict[str, OptionFlag] = {}
     for name in provers.names():
-        for spec in provers.get(name).options:
-            specs.setdefault(spec.flag, spec)
-    return specs
+        for flag in option_flags(provers.get(name).options):
+            flags.setdefault(flag.flag, flag)
+    return flags
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -161,8 +162,9 @@ def executor_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _owners(spec: OptionSpec) -> str:
-    return "/".join(a.name for a in provers.registry().values() if spec in a.options)
+def _owners(spec: OptionFlag) -> str:
+    owners = provers.registry().values()
+    return "/".join(a.name for a in owners if spec.key in a.options.model_fields)
 
 
 # -- check ---------------------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def check_requests(args: argparse.Namespace) -> list[CheckRequest]:
         adapter = provers.get(args.prover)
     except provers.UnknownProver as exc:
         raise UserError(str(exc)) from None
-    own = {spec.key for spec in adapter.options}
+    own = set(adapter.options.model_fields)
     options: dict[str, Any] = {}
     for spec in all_options().values():
         value = getattr(args, f"opt_{spec.key}")

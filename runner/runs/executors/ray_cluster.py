@@ -75,7 +75,7 @@ def request_kind(request: ResolvedRequest) -> str:
             "image": request.image,
             "mode": request.mode,
             "limits": [limits.timeout_s, limits.memory_mb, limits.pids],
-            "options": request.adapter.environment_options(request.options),
+            "options": request.options.environment(),
         }
     )
 
@@ -170,6 +170,7 @@ class ProverHost:
             prover=resolved.adapter.name,
             mode=resolved.mode,
             verdict=outcome.verdict,
+            trust=outcome.trust,
             diagnostics=outcome.diagnostics,
             env_key=environment.key,
             environment=environment.data,
