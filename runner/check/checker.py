@@ -26,11 +26,19 @@ from runner.check import batching
 from runner.check.batching import Unit
 from runner.check.cache import ResultCache
 from runner.check.environment import Environment, Environments
-from runner.check.pool import CheckSandboxes, ServerPool
+from runner.check.pool import KIT_GRACE_S, CheckSandboxes, ServerPool
 from runner.check.resolve import resolve
 from runner.check.schedule import Timings
 from runner.core.errors import BackendUnavailable, InfraFailure
-from runner.core.models import CheckRequest, CheckResult, JsonValue, Outcome, Provenance, Verdict
+from runner.core.models import (
+    CheckRequest,
+    CheckResult,
+    Diagnostic,
+    JsonValue,
+    Outcome,
+    Provenance,
+    Verdict,
+)
 from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, now
 from runner.core.settings import Settings
@@ -214,7 +222,7 @@ class Checker:
         """One adapter call for one request (`check`) or many (`check_batch`): its outcomes
         (None where a batch could not decide), the worker kind and what the worker reported."""
         adapter = batch[0].adapter
-        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold)
+        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold, checks=len(batch))
         healthy = False
         outcomes: list[Outcome | None] = [None] * len(batch)
         kind: str = "none"
@@ -235,6 +243,8 @@ class Checker:
                     f"internal error in the {adapter.name} adapter: {type(exc).__name__}: {exc}"
                 )
                 outcomes = [infra_error(message)] * len(batch)
+            if len(batch) == 1 and time.monotonic() > run.deadline:
+                outcomes = [_over_budget(batch[0], outcomes[0])]
             healthy = all(o is not None and o.verdict is not Verdict.INFRA_ERROR for o in outcomes)
             kind, info = run.worker_kind(), run.worker_info()  # read before the servers go back
         finally:
@@ -322,7 +332,9 @@ class Checker:
             tools=tools,
             started_at=started,
             finished_at=now(),
-            wall_ms=int((time.monotonic() - clock) * 1000),
+            # A worker's boot serves many checks: it is shown once (`booted_in_check_ms`), not
+            # as this check's time.
+            wall_ms=max(0, int((time.monotonic() - clock) * 1000) - _booted_ms(worker_info)),
             cpu_ms=outcome.cpu_ms,
             attempts=attempts,
             extra=worker_info,
@@ -420,6 +432,26 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
+    booted = worker_info.get("booted_in_check_ms")
+    return booted if isinstance(booted, int) else 0
+
+
+def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome | None:
+    """A check that ran past its whole budget is a timeout, whatever it concluded: the limit
+    covers everything done for the artifact, not only the prover's own run."""
+    if outcome is None or outcome.verdict in (Verdict.TIMEOUT, Verdict.INFRA_ERROR):
+        return outcome
+    limit = request.limits.timeout_s
+    message = (
+        f"the check went past its {limit} s limit (the limit covers everything done for the "
+        f"artifact: transfer, the prover, audits and re-checks, plus {KIT_GRACE_S} s for the kit)"
+    )
+    return outcome.model_copy(
+        update={"verdict": Verdict.TIMEOUT, "diagnostics": [Diagnostic(message=message)]}
+    )
 
 
 def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:

@@ -26,6 +26,12 @@ def adapter_for(name: str) -> ProverAdapter:
 
 def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
     adapter = adapter_for(request.prover)
+    size_mb = len(request.content.encode("utf-8", errors="surrogatepass")) / 2**20
+    if size_mb > settings.max_artifact_mb:
+        raise BadRequest(
+            f"artifact {request.name} is {size_mb:.1f} MB, over the {settings.max_artifact_mb:g} MB "
+            "limit (PROOFLOCK_MAX_ARTIFACT_MB raises it)"
+        )
     mode = request.mode or adapter.modes[0]
     if mode not in adapter.modes:
         raise BadRequest(

@@ -33,7 +33,8 @@ from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source
 from runner.runs.executors import executor_for
 from runner.runs.progress import ProgressReporter
-from runner.runs.replay import ReplayRow, load_recorded, recorded_backend, replay
+from runner.runs.replay import ENVIRONMENT_DIFFERS as DRIFT
+from runner.runs.replay import EXIT_DRIFTED, ReplayRow, load_recorded, recorded_backend, replay
 from runner.runs.resumable import load_requests, run_requests
 from runner.runs.serve import open_checker
 
@@ -56,8 +57,10 @@ REPLAY_EPILOG = """examples:
   prooflock replay manifests/results/example/log.jsonl
   prooflock replay BUNDLE_DIR --json > replay.json
   prooflock replay s3://bucket/results/run-1 --workers 2
-exit: 0 every record matches; 1 a verdict, result or environment differs, or the log is
-incomplete; 3 records could not be re-checked (infra)
+exit: 0 reproduced bit-for-bit (same verdicts, results and environment keys); 4 reproduced on
+a drifted environment (same verdicts and results, the environment differs: listed); 1 a verdict
+or result differs, or the log is incomplete; 3 records could not be re-checked (infra: what was
+replayed is still printed)
 """
 
 
@@ -133,6 +136,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="the log to write (default: checkpoints/<requests name>.jsonl)",
     )
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    run.add_argument(
+        "--mixed-backends",
+        action="store_true",
+        help="resume on another backend or isolation than the log's (recorded per result)",
+    )
     executor_flags(run)
     backend_flags(run)
 
@@ -302,7 +310,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 checker,
                 source=str(args.requests),
                 on_result=lambda r: progress.advance(f"{plain(r.artifact)}: {r.verdict.value}"),
+                on_resume=progress.skip,
                 executor=executor,
+                mixed_backends=args.mixed_backends,
             )
             canary = canary_failed(checker)
     finally:
@@ -370,7 +380,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         finally:
             if executor is not None:
                 executor.close()
-    code = max(report.exit_code(), EXIT_FAILED if canary else EXIT_OK)
+    code = report.exit_code()
+    if canary and code in (EXIT_OK, EXIT_DRIFTED):
+        code = EXIT_FAILED
     if args.json:
         data = report.to_json()
         data["log"] = args.log
@@ -382,11 +394,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for column in ("#", "artifact", "recorded", "replayed", "status"):
         table.add_column(column)
     for row in report.rows:
-        style = (
-            "green"
-            if row.matches
-            else ("yellow" if row.status == ["environment differs"] else "red")
-        )
+        style = "green" if row.matches else ("yellow" if row.status == [DRIFT] else "red")
         table.add_row(
             str(row.index),
             plain(row.artifact),
@@ -396,6 +404,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
     out.print(table)
     out.print(plain(report.verdict_line()))
+    if report.stopped is not None:
+        out.print(f"stopped after {len(report.rows)} of {len(runs)}: {plain(report.stopped)}")
     for row in report.rows:
         if row.message:
             out.print(f"  #{row.index}: {plain(row.message)}")

@@ -117,7 +117,13 @@ class Sandboxes(Protocol):
         ...
 
     def server(self, spec: ServerSpec) -> SandboxServer:
-        """A started server for `spec`, warm from the pool when one is idle."""
+        """A started server for `spec`, warm from the pool when one is idle. Its reads during
+        this check stop at the check's deadline."""
+        ...
+
+    def remaining_s(self) -> float:
+        """Seconds left of this check's whole budget (its timeout and a little for the kit):
+        sandbox commands and server reads are cut there whatever timeout they ask for."""
         ...
 
 

@@ -1,6 +1,9 @@
 """Replay: re-check every recorded request now and compare, record by record.
 
-Each row says one of: `match` (same verdict, same result digest, same environment key),
+A replay ends in one of three outcomes, each with its exit code: reproduced bit-for-bit (every
+verdict, result digest and environment key the same: 0), reproduced on a drifted environment
+(every verdict and result digest the same, the environment not: 4, the drift listed), or
+differs (1); 3 when the machine could not re-check everything. Each row says one of: `match` (same verdict, same result digest, same environment key),
 `environment differs` (the verdict and the result reproduce, but on another environment: the
 changed inputs are listed), `verdict differs`, `result differs` (same verdict, other
 diagnostics or details), `not re-checked` (an infra error now: the machine, not the record) or
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.check.checker import Checker
-from runner.core.errors import UserError
+from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.records.audit import statement_problems
 from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
@@ -28,7 +31,11 @@ RESULT_DIFFERS = "result differs"
 NOT_RECHECKED = "not re-checked (infra error)"
 INCONSISTENT = "record inconsistent"
 SCHEMA = "prooflock.replay/1"
-EXIT_OK, EXIT_DIFFERS, EXIT_INFRA = 0, 1, 3
+EXIT_OK, EXIT_DIFFERS, EXIT_INFRA, EXIT_DRIFTED = 0, 1, 3, 4
+REPRODUCED = "reproduced bit-for-bit"
+DRIFTED = "reproduced on a drifted environment"
+DIFFERS = "differs"
+STOPPED = "stopped"
 
 
 @dataclass
@@ -56,6 +63,8 @@ class ReplayReport:
     chain: ChainReport
     rows: list[ReplayRow] = field(default_factory=list)
     unanchored: list[str] = field(default_factory=list)  # why a bundle's statement does not hold
+    stopped: str | None = None  # why the replay stopped before every record was re-checked
+    recorded: int = 0  # results the log holds
 
     def count(self, status: str) -> int:
         return sum(status in row.status for row in self.rows)
@@ -70,20 +79,38 @@ class ReplayReport:
         expected = self.chain.expected
         if expected is None:
             return "the log has no header saying how many requests the run had"
-        if len(self.rows) != expected:
-            return f"the log holds results for {len(self.rows)} of its {expected} requests"
+        if self.recorded != expected:
+            return f"the log holds results for {self.recorded} of its {expected} requests"
         return None
 
+    @property
+    def outcome(self) -> str:
+        if self.stopped is not None or self.count(NOT_RECHECKED):
+            return STOPPED
+        whole = self.incomplete is None and not self.unanchored
+        if whole and self.matched == len(self.rows):
+            return REPRODUCED
+        only_environment = all(row.status in ([], [ENVIRONMENT_DIFFERS]) for row in self.rows)
+        return DRIFTED if whole and only_environment else DIFFERS
+
     def exit_code(self) -> int:
-        if self.count(NOT_RECHECKED):
-            return EXIT_INFRA
-        if self.matched == len(self.rows) and self.incomplete is None and not self.unanchored:
-            return EXIT_OK
-        return EXIT_DIFFERS
+        return {REPRODUCED: EXIT_OK, DRIFTED: EXIT_DRIFTED, DIFFERS: EXIT_DIFFERS}.get(
+            self.outcome, EXIT_INFRA
+        )
 
     def verdict_line(self) -> str:
         total = len(self.rows)
+        if self.outcome == REPRODUCED:
+            return f"{REPRODUCED}: {total}/{total} records match, with the same environment keys"
+        if self.outcome == DRIFTED:
+            drifted = self.count(ENVIRONMENT_DIFFERS)
+            return (
+                f"{DRIFTED}: {total}/{total} verdicts and result digests identical; the "
+                f"environment differs for {drifted} (see what changed below)"
+            )
         parts = [f"{self.matched}/{total} records match"]
+        if self.stopped is not None:
+            parts.append(f"stopped: {self.stopped}")
         same_verdicts = total - self.count(VERDICT_DIFFERS) - self.count(NOT_RECHECKED)
         if self.count(ENVIRONMENT_DIFFERS) and same_verdicts == total:
             parts.append("every verdict reproduces, but the environment differs")
@@ -111,6 +138,8 @@ class ReplayReport:
             "incomplete": self.incomplete,
             "statement_problems": self.unanchored,
             "exit_code": self.exit_code(),
+            "outcome": self.outcome,
+            "stopped": self.stopped,
             "summary": self.verdict_line(),
             "changed_inputs": self.changed_inputs(),
             "rows": [
@@ -201,14 +230,17 @@ def replay(
     """
 
     chain, runs = load_recorded(log)
-    report = ReplayReport(log, chain)
+    report = ReplayReport(log, chain, recorded=len(runs))
     if bundle is not None:
         report.unanchored = statement_problems(bundle, log, chain, runs)
     work = [(index, checker.resolve(request)) for index, (request, _) in enumerate(runs)]
     rows: dict[int, ReplayRow] = {}
-    for index, again in (executor or checker).map_unordered(work):
-        rows[index] = compare(index, runs[index][1], again)
-        if on_row is not None:
-            on_row(rows[index])
+    try:
+        for index, again in (executor or checker).map_unordered(work):
+            rows[index] = compare(index, runs[index][1], again)
+            if on_row is not None:
+                on_row(rows[index])
+    except InfraFailure as exc:  # what was replayed so far is still reported
+        report.stopped = str(exc)
     report.rows = [rows[index] for index in sorted(rows)]
     return report

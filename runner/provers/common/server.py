@@ -66,6 +66,7 @@ class SandboxServer:
         self.ready_line = b""
         self.boot_ms: int | None = None
         self._served = 0
+        self._deadline: float | None = None  # monotonic: the current check's whole budget
         self._retired = False  # the pool must not reuse it (it failed, or an adapter said so)
 
     @property
@@ -84,6 +85,10 @@ class SandboxServer:
     def retire(self) -> None:
         """Never hand this server out again (its state is suspect); the pool closes it."""
         self._retired = True
+
+    def bound_by(self, deadline: float | None) -> None:
+        """Reads wait at most until `deadline` (the check's whole budget); None lifts it."""
+        self._deadline = deadline
 
     def count_checks(self, checks: int = 1) -> None:
         """`checks` more answered by a protocol that does not go through `exchange`."""
@@ -156,6 +161,8 @@ class SandboxServer:
 
     def read_until(self, marker: bytes, timeout_s: float) -> bytes:
         channel = self._ready_channel()
+        if self._deadline is not None:
+            timeout_s = max(0.0, min(timeout_s, self._deadline - time.monotonic()))
         try:
             return channel.read_until(marker, timeout_s)
         except TimeoutError:
