@@ -149,6 +149,9 @@ class CheckResult(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
     outputs: list[OutputFile] = Field(default_factory=list)
+    # Known soundness bugs of this environment's prover whose features the artifact uses (a
+    # syntactic flag from manifests/advisories/): never part of the verdict or its digest.
+    advisories: list[str] = Field(default_factory=list)
     env_key: str
     environment: dict[str, JsonValue]
     request_digest: str
@@ -169,6 +172,7 @@ class CheckResult(BaseModel):
             env_key=self.env_key,
             request_digest=self.request_digest,
             result_digest=self.result_digest,
+            advisories=list(self.advisories),
             cached=self.provenance.cached,
             wall_ms=self.provenance.wall_ms,
         )
