@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 from runner.backends.base import Backend
 from runner.backends.docker import DockerBackend
-from runner.backends.local import LocalBackend, notify_stderr
+from runner.backends.local import LocalBackend
 from runner.core.errors import BackendUnavailable
+from runner.core.messages import Notify, notify_stderr
 from runner.core.settings import Settings
 
-Notify = Callable[[str], None]
 BuildImage = Callable[[str], None]
 
 

@@ -11,10 +11,9 @@ import contextlib
 import hashlib
 import os
 import queue
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from runner.check.pool import KIT_GRACE_S, CheckSandboxes, ServerPool
 from runner.check.resolve import resolve
 from runner.check.schedule import Timings
 from runner.core.errors import BackendUnavailable, InfraFailure
+from runner.core.messages import Notify
 from runner.core.models import (
     CheckRequest,
     CheckResult,
@@ -45,7 +45,6 @@ from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
 from runner.provers.common.verdicts import infra_error
 
-Notify = Callable[[str], None]
 K = TypeVar("K")
 WARM_KINDS = {"warm", "server"}  # results a warm server gave: what a canary re-checks
 
@@ -62,10 +61,6 @@ class Disagreement:
 def canary_selects(request_digest: str, percent: float) -> bool:
     """Whether the canary re-checks a request: by its digest, so the same ones every time."""
     return percent > 0 and int(request_digest[:8], 16) % 10_000 < percent * 100
-
-
-def notify_stderr(message: str) -> None:
-    print(f"prooflock: {message}", file=sys.stderr, flush=True)
 
 
 class Checker:
@@ -203,10 +198,7 @@ class Checker:
                 f"CANARY: {request.name}: the warm worker said {warm.verdict.value}, a fresh one "
                 f"{cold.verdict.value}; recording the fresh result"
             )
-        provenance = chosen.provenance.model_copy(
-            update={"extra": {**chosen.provenance.extra, "canary": extra}}
-        )
-        return chosen.model_copy(update={"provenance": provenance})
+        return chosen.with_extra(canary=extra)
 
     def _attempt(
         self, request: ResolvedRequest, cold: bool
@@ -455,10 +447,7 @@ def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome |
 
 
 def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:
-    extra = {**result.provenance.extra, "batch": {"size": size, "splits": splits}}
-    return result.model_copy(
-        update={"provenance": result.provenance.model_copy(update={"extra": extra})}
-    )
+    return result.with_extra(batch={"size": size, "splits": splits})
 
 
 def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:

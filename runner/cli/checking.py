@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import provers
-from runner.check.checker import notify_stderr
 from runner.cli.common import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -28,6 +27,7 @@ from runner.cli.common import (
     read_text,
 )
 from runner.core.errors import UserError, explain
+from runner.core.messages import notify_stderr
 from runner.core.models import CheckRequest, CheckResult, Target, Verdict
 from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source

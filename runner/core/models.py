@@ -178,6 +178,13 @@ class CheckResult(BaseModel):
         )
         return line
 
+    def with_extra(self, **items: JsonValue) -> CheckResult:
+        """A copy whose provenance also records `items` (provenance: never hashed)."""
+        extra = {**self.provenance.extra, **items}
+        return self.model_copy(
+            update={"provenance": self.provenance.model_copy(update={"extra": extra})}
+        )
+
     def self_consistent(self) -> bool:
         """Whether the record's digests match its own content (a hand-edited record does not)."""
         outcome = Outcome(

@@ -320,10 +320,7 @@ class DaemonChecker(Checker):
                     result.result_digest,
                 )
             )
-        extra = {**result.provenance.extra, "daemon": str(self.socket)}
-        return result.model_copy(
-            update={"provenance": result.provenance.model_copy(update={"extra": extra})}
-        )
+        return result.with_extra(daemon=str(self.socket))
 
 
 def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from runner.backends.base import Backend, Channel, Sandbox
 from runner.core.errors import BackendUnavailable
+from runner.core.messages import Notify
 from runner.core.models import JsonValue, Limits
 
 HEARTBEAT_S = 30  # how often a long boot says it is still going
@@ -44,9 +45,6 @@ class ServerSpec:
     max_checks: int | None = None  # recycled after this many checks (None: never)
     # Why it did not start, read from its sandbox before that is closed (e.g. from a boot log).
     explain_failure: Callable[[Sandbox], str | None] | None = None
-
-
-Notify = Callable[[str], None]
 
 
 class SandboxServer:
