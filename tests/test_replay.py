@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 
 from runner.check.checker import Checker
 from runner.core.canonical import digest
@@ -159,3 +160,41 @@ def test_a_replay_that_stops_early_still_reports_what_it_replayed(settings, tmp_
     assert data["outcome"] == "stopped" and data["exit_code"] == 3
     assert "gone from this machine" in data["stopped"]
     assert data["incomplete"] is None  # the log is whole; the replay stopped
+
+
+def verdict_by_line(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    """A prover whose newer line rejects what the default line accepts ("x" files)."""
+    accepted = request.image == "rocq" or "x" not in request.content
+    return Outcome(verdict=Verdict.PASS if accepted else Verdict.FAIL)
+
+
+@pytest.mark.docker
+def test_replay_on_another_line_shows_per_record_verdict_drift(settings, tmp_path, monkeypatch):
+    register_test_prover(monkeypatch, "versioned", check=verdict_by_line, lines=("newclid",))
+    requests = [CheckRequest(prover="versioned", name=n, content=n) for n in ("x1", "y1", "x2")]
+    log = tmp_path / "run.jsonl"
+    with Checker(settings) as checker:
+        run_requests(requests, log, checker, source="test")
+    auto = settings.model_copy(update={"backend": "auto", "cache": False})
+    with Checker(auto) as checker:
+        report = replay(log, checker, on={"versioned": "newclid"})
+    data = report.to_json()
+    assert [(row["artifact"], row["status"]) for row in data["rows"]] == [
+        ("x1", "different verdict"),
+        ("y1", "same verdict"),
+        ("x2", "different verdict"),
+    ]
+    assert data["drift_by_prover"] == {
+        "versioned on newclid": {"same verdict": 1, "different verdict": 2, "error": 0}
+    }
+    assert data["exit_code"] == 1
+    assert all(row["line"] == "newclid" for row in data["rows"])
+
+
+def test_a_line_the_prover_does_not_have_is_bad_input(cli, tmp_path):
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.\n")
+    done = cli("check", "--prover", "rocq", "--line", "rocq-7.0", "a.v", check=2)
+    assert "has no line 'rocq-7.0'" in done.stderr and "lines: rocq" in done.stderr
+    make_run(cli, tmp_path)
+    bad = cli("replay", "run.jsonl", "--on", "rocq=rocq-7.0", check=2)
+    assert "rocq has no line 'rocq-7.0'" in bad.stderr

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from runner import provers
 from runner.backends import BackendChoice
 from runner.backends.base import Backend, BackendInfo
 from runner.check import batching
@@ -98,7 +99,9 @@ class Checker:
             return self._fixed_backend
         with self._backend_lock:
             if self._backends is None:
-                self._backends = BackendChoice(self.settings, self._warn, build=self._build_image)
+                self._backends = BackendChoice(
+                    self.settings, self._warn, build=self._build_image, image_only=_image_only()
+                )
             return self._backends.for_image(image)
 
     def _build_image(self, image: str) -> None:
@@ -424,6 +427,11 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _image_only() -> frozenset[str]:
+    """Images of prover versions other than the host's: never checked locally."""
+    return frozenset(line for adapter in provers.registry().values() for line in adapter.lines)
 
 
 def _booted_ms(worker_info: dict[str, JsonValue]) -> int:

@@ -55,7 +55,7 @@ def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
         adapter=adapter,
         options=options,
         limits=limits,
-        image=adapter.image_for(options),
+        image=adapter.image_for(options, _line(adapter, request.line)),
     )
     if adapter.validate is not None:
         adapter.validate(resolved)
@@ -75,3 +75,12 @@ def _options(adapter: ProverAdapter, raw: Mapping[str, JsonValue]) -> AdapterOpt
         )
     except ValidationError as exc:
         raise BadOption(f"{adapter.name} option {explain(exc)}") from None
+
+
+def _line(adapter: ProverAdapter, line: str | None) -> str | None:
+    if line is None or line == adapter.images[0]:
+        return None
+    if line not in adapter.lines:
+        known = ", ".join(adapter.all_lines())
+        raise BadRequest(f"prover {adapter.name!r} has no line {line!r} (lines: {known})")
+    return line

@@ -34,7 +34,14 @@ from runner.records.bundles import open_source
 from runner.runs.executors import executor_for
 from runner.runs.progress import ProgressReporter
 from runner.runs.replay import ENVIRONMENT_DIFFERS as DRIFT
-from runner.runs.replay import EXIT_DRIFTED, ReplayRow, load_recorded, recorded_backend, replay
+from runner.runs.replay import (
+    EXIT_DRIFTED,
+    SAME_VERDICT,
+    ReplayRow,
+    load_recorded,
+    recorded_backend,
+    replay,
+)
 from runner.runs.resumable import load_requests, run_requests
 from runner.runs.serve import open_checker
 
@@ -87,6 +94,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument(
         "--mode", metavar="MODE", help="proof (default: no placeholders) or statement, per prover"
+    )
+    check.add_argument(
+        "--line",
+        metavar="LINE",
+        help="a pinned version of the prover other than its default (e.g. rocq-8.20): see "
+        "`prooflock images list`",
     )
     check.add_argument("--timeout", type=int, metavar="SECONDS", help="per check (default 60)")
     check.add_argument("--memory", type=int, dest="memory_mb", metavar="MIB", help="per check")
@@ -153,6 +166,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     again.add_argument("log", metavar="LOG|BUNDLE|s3://...")
     again.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    again.add_argument(
+        "--on",
+        action="append",
+        default=[],
+        metavar="PROVER=LINE",
+        help="re-check PROVER's records on another pinned version (e.g. rocq=rocq-8.20) and "
+        "show, per record, whether the verdict drifts (repeatable)",
+    )
     executor_flags(again)
     backend_flags(again)
 
@@ -225,6 +246,7 @@ def check_requests(args: argparse.Namespace) -> list[CheckRequest]:
                         allowed_axioms=tuple(args.allowed_axioms),
                         options=options,
                         target=target,
+                        line=args.line,
                     )
                 )
             except ValidationError as exc:
@@ -375,6 +397,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     on_row=lambda row: progress.advance(_row_label(row)),
                     bundle=source.bundle,
                     executor=executor,
+                    on=_lines_to_replay_on(args.on),
                 )
                 canary = canary_failed(checker)
         finally:
@@ -394,12 +417,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for column in ("#", "artifact", "recorded", "replayed", "status"):
         table.add_column(column)
     for row in report.rows:
-        style = "green" if row.matches else ("yellow" if row.status == [DRIFT] else "red")
+        calm = row.matches or row.status == [SAME_VERDICT]
+        style = "green" if calm else ("yellow" if row.status == [DRIFT] else "red")
+        replayed = f"{row.replayed} on {row.line}" if row.line else row.replayed
         table.add_row(
             str(row.index),
             plain(row.artifact),
             row.recorded,
-            row.replayed,
+            plain(replayed),
             f"[{style}]{row.label}[/]",
         )
     out.print(table)
@@ -415,6 +440,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for line in changed:
             out.print(f"  {plain(line)}")
     return code
+
+
+def _lines_to_replay_on(specs: list[str]) -> dict[str, str]:
+    """`--on rocq=rocq-8.20` → {"rocq": "rocq-8.20"}, each checked against the prover's lines."""
+    on: dict[str, str] = {}
+    for spec in specs:
+        prover, sep, line = spec.partition("=")
+        if not sep or not prover or not line:
+            raise UserError(f"--on {spec!r}: expected PROVER=LINE, e.g. rocq=rocq-8.20")
+        try:
+            adapter = provers.get(prover)
+        except provers.UnknownProver as exc:
+            raise UserError(f"--on {spec!r}: {exc}") from None
+        if line not in adapter.all_lines():
+            known = ", ".join(adapter.all_lines())
+            raise UserError(f"--on {spec!r}: {prover} has no line {line!r} (lines: {known})")
+        on[adapter.name] = line
+    return on
 
 
 def _row_label(row: ReplayRow) -> str:

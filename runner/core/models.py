@@ -62,6 +62,7 @@ class CheckRequest(BaseModel):
     allowed_axioms: tuple[str, ...] = ()
     options: dict[str, JsonValue] = Field(default_factory=dict)
     target: Target | None = None
+    line: str | None = None  # which pinned version of the prover (an image); None: its default
 
     @field_validator("options")
     @classmethod
@@ -80,6 +81,8 @@ class CheckRequest(BaseModel):
             del data["target"]
         elif not data["target"]["requires"]:
             del data["target"]["requires"]
+        if data["line"] is None:
+            del data["line"]
         return data
 
 

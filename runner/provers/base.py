@@ -144,6 +144,9 @@ class ProverAdapter:
     probe: Callable[[str], dict[str, list[str]]]  # image → commands identifying a local install
     check: Callable[[ResolvedRequest, Sandboxes], Outcome]
     options: type[AdapterOptions] = NoOptions
+    # Other pinned versions of the prover (images too), picked per request (`line`): they run
+    # only in their image, never on the host, whose install is the default line's.
+    lines: tuple[str, ...] = ()
     split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
     summary: Callable[[list[CheckResult]], Table | None] = no_summary  # a batch in its own terms
     # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not
@@ -157,8 +160,14 @@ class ProverAdapter:
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)
 
-    def image_for(self, options: AdapterOptions) -> str:
+    def image_for(self, options: AdapterOptions, line: str | None = None) -> str:
+        if line is not None:
+            return line
         return options.image() or self.images[0]
+
+    def all_lines(self) -> tuple[str, ...]:
+        """Every version a request may pick: the default line first."""
+        return (self.images[0], *self.lines)
 
 
 @dataclass(frozen=True)

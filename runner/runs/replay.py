@@ -30,6 +30,10 @@ VERDICT_DIFFERS = "verdict differs"
 RESULT_DIFFERS = "result differs"
 NOT_RECHECKED = "not re-checked (infra error)"
 INCONSISTENT = "record inconsistent"
+# Re-checked on another line (prover version): results differ by nature, verdicts may not.
+SAME_VERDICT = "same verdict"
+OTHER_VERDICT = "different verdict"
+ERROR = "error"
 SCHEMA = "prooflock.replay/1"
 EXIT_OK, EXIT_DIFFERS, EXIT_INFRA, EXIT_DRIFTED = 0, 1, 3, 4
 REPRODUCED = "reproduced bit-for-bit"
@@ -47,6 +51,8 @@ class ReplayRow:
     status: list[str]  # empty: a match
     changed_inputs: list[str] = field(default_factory=list)
     message: str = ""  # the infra error, when the record could not be re-checked
+    prover: str = ""
+    line: str | None = None  # the other line it was re-checked on (`replay --on`), if any
 
     @property
     def matches(self) -> bool:
@@ -65,6 +71,7 @@ class ReplayReport:
     unanchored: list[str] = field(default_factory=list)  # why a bundle's statement does not hold
     stopped: str | None = None  # why the replay stopped before every record was re-checked
     recorded: int = 0  # results the log holds
+    on: dict[str, str] = field(default_factory=dict)  # prover → the line it was re-checked on
 
     def count(self, status: str) -> int:
         return sum(status in row.status for row in self.rows)
@@ -84,13 +91,28 @@ class ReplayReport:
         return None
 
     @property
+    def cross_version(self) -> list[ReplayRow]:
+        return [row for row in self.rows if row.line is not None]
+
+    def drift_by_prover(self) -> dict[str, dict[str, int]]:
+        """Per prover re-checked on another line: how many records kept their verdict."""
+        table: dict[str, dict[str, int]] = {}
+        for row in self.cross_version:
+            counts = table.setdefault(
+                f"{row.prover} on {row.line}", {SAME_VERDICT: 0, OTHER_VERDICT: 0, ERROR: 0}
+            )
+            counts[row.label] += 1
+        return table
+
+    @property
     def outcome(self) -> str:
-        if self.stopped is not None or self.count(NOT_RECHECKED):
+        if self.stopped is not None or self.count(NOT_RECHECKED) or self.count(ERROR):
             return STOPPED
         whole = self.incomplete is None and not self.unanchored
         if whole and self.matched == len(self.rows):
             return REPRODUCED
-        only_environment = all(row.status in ([], [ENVIRONMENT_DIFFERS]) for row in self.rows)
+        same: tuple[list[str], ...] = ([], [ENVIRONMENT_DIFFERS], [SAME_VERDICT])
+        only_environment = all(row.status in same for row in self.rows)
         return DRIFTED if whole and only_environment else DIFFERS
 
     def exit_code(self) -> int:
@@ -100,6 +122,14 @@ class ReplayReport:
 
     def verdict_line(self) -> str:
         total = len(self.rows)
+        if self.on:
+            drift = "; ".join(
+                f"{where}: " + ", ".join(f"{n} {what}" for what, n in counts.items())
+                for where, counts in self.drift_by_prover().items()
+            )
+            return f"across versions: {drift}" + (
+                f"; stopped: {self.stopped}" if self.stopped else ""
+            )
         if self.outcome == REPRODUCED:
             return f"{REPRODUCED}: {total}/{total} records match, with the same environment keys"
         if self.outcome == DRIFTED:
@@ -142,10 +172,14 @@ class ReplayReport:
             "stopped": self.stopped,
             "summary": self.verdict_line(),
             "changed_inputs": self.changed_inputs(),
+            "on": self.on,
+            "drift_by_prover": self.drift_by_prover(),
             "rows": [
                 {
                     "index": row.index,
                     "artifact": row.artifact,
+                    "prover": row.prover,
+                    **({"line": row.line} if row.line else {}),
                     "recorded": row.recorded,
                     "replayed": row.replayed,
                     "status": row.label,
@@ -199,6 +233,18 @@ def compare(index: int, recorded: CheckResult, replayed: CheckResult) -> ReplayR
     return row
 
 
+def compare_across(index: int, recorded: CheckResult, other: CheckResult, line: str) -> ReplayRow:
+    """A record re-checked on another line: only the verdict can be compared."""
+    row = ReplayRow(index, recorded.artifact, recorded.verdict.value, other.verdict.value, [])
+    row.prover, row.line = recorded.prover, line
+    if other.verdict is Verdict.INFRA_ERROR:
+        row.status.append(ERROR)
+        row.message = other.diagnostics[0].message if other.diagnostics else ""
+    else:
+        row.status.append(SAME_VERDICT if other.verdict == recorded.verdict else OTHER_VERDICT)
+    return row
+
+
 def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, CheckResult]]]:
     """A log's chain and final (request, result) pairs, refusing a tampered or empty log."""
     chain = inspect_chain(log)
@@ -223,24 +269,42 @@ def replay(
     *,
     bundle: Path | None = None,
     executor: Executor | None = None,
+    on: dict[str, str] | None = None,
 ) -> ReplayReport:
     """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
 
     For a bundle, its statement must still name this log (count and head digest) and artifacts.
+    `on`: prover → another line (pinned version) to re-check that prover's records on, to see
+    which verdicts drift across versions.
     """
 
     chain, runs = load_recorded(log)
-    report = ReplayReport(log, chain, recorded=len(runs))
+    on = on or {}
+    report = ReplayReport(log, chain, recorded=len(runs), on=dict(on))
     if bundle is not None:
         report.unanchored = statement_problems(bundle, log, chain, runs)
-    work = [(index, checker.resolve(request)) for index, (request, _) in enumerate(runs)]
+    work = [
+        (index, checker.resolve(_on_line(request, on))) for index, (request, _) in enumerate(runs)
+    ]
     rows: dict[int, ReplayRow] = {}
     try:
         for index, again in (executor or checker).map_unordered(work):
-            rows[index] = compare(index, runs[index][1], again)
+            recorded = runs[index][1]
+            line = on.get(recorded.prover)
+            rows[index] = (
+                compare(index, recorded, again)
+                if line is None
+                else compare_across(index, recorded, again, line)
+            )
+            rows[index].prover = recorded.prover
             if on_row is not None:
                 on_row(rows[index])
     except InfraFailure as exc:  # what was replayed so far is still reported
         report.stopped = str(exc)
     report.rows = [rows[index] for index in sorted(rows)]
     return report
+
+
+def _on_line(request: CheckRequest, on: dict[str, str]) -> CheckRequest:
+    line = on.get(request.prover)
+    return request if line is None else request.model_copy(update={"line": line})
