@@ -11,6 +11,10 @@ import pytest
 
 from runner.core.settings import Settings
 
+# Fixtures shared by several test modules: a real S3 endpoint (moto's HTTP server on loopback)
+# and a local Ray cluster.
+pytest_plugins = ["tests.support.s3_endpoint", "tests.support.ray_cluster"]
+
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
