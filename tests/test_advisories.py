@@ -116,7 +116,8 @@ def test_a_version_that_cannot_be_read_rules_no_advisory_out():
     loaded = advisories.load("hol-light")
     assert loaded is not None
     assert ids(unknown) == {advisory.id for advisory in loaded.advisory}
-    assert not ids({"prover": "no-such-prover"})
+    assert not ids({"prover": "no-such-prover", "install": {"kind": "local"}})
+    assert not ids({"prover": "hol-light", "unavailable": "no Docker daemon"})  # no install
 
 
 def test_versions_compare_as_releases():
@@ -140,6 +141,13 @@ def test_a_record_is_flagged_only_when_its_code_uses_every_involved_feature():
     on_trixie = image("rocq", "prooflock/rocq:8.20.1")  # fixed there: never flagged
     request = CheckRequest(prover="rocq", name="a.v", content=section)
     assert "PL-ROCQ-16957" not in advisories.flagged(request, on_trixie)
+
+
+@pytest.mark.parametrize("path", sorted(EXPLOITS.glob("*/PL-*")), ids=lambda p: p.stem)
+def test_each_exploit_is_flagged_by_its_own_advisorys_scan(path):
+    unread = {"prover": path.parent.name, "install": {"kind": "local"}}  # every advisory applies
+    request = CheckRequest(prover=path.parent.name, name=path.name, content=path.read_text())
+    assert path.stem in advisories.flagged(request, unread)
 
 
 def test_the_stderr_line_counts_what_applies_and_what_is_flagged(monkeypatch):

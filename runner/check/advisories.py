@@ -249,10 +249,11 @@ def _load(path: Path, stamp: int) -> AdvisoryFile:
 
 def applicable(environment: Mapping[str, JsonValue]) -> list[Advisory]:
     """The advisories whose affected versions include the environment's prover version (all of
-    the prover's when its version cannot be read from the environment)."""
+    the prover's when its install is described but its version cannot be read from it; none for
+    a result with no install at all, such as an infra error before the backend answered)."""
     prover = environment.get("prover")
     known = load(prover) if isinstance(prover, str) else None
-    if known is None:
+    if known is None or not environment.get("install"):
         return []
     version = known.version_of(environment)
     return [advisory for advisory in known.advisory if advisory.affects(version)]
