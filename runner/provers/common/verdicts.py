@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from runner.backends.base import Completed
 from runner.core.models import Diagnostic, Outcome, Trust, Verdict
+from runner.provers.common.lexing import position
 
 
 def infra_error(message: str) -> Outcome:
@@ -37,6 +38,14 @@ class Refusal:
     line: int
     column: int
     context: str
+
+    @classmethod
+    def at(cls, text: str, offset: int, message: str) -> Refusal:
+        """A refusal at `offset` in `text`, its context the line there with spaces collapsed."""
+        line, column = position(text, offset)
+        lines = text.splitlines()
+        context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
+        return cls(message=message, line=line, column=column, context=context)
 
     def diagnostic(self) -> Diagnostic:
         return Diagnostic(
