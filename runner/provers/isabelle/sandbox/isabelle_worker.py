@@ -16,7 +16,9 @@ for asynchronous tasks `NOTE json` ... then `FINISHED json` or `FAILED json`.
 
 The report theory imports the artifact and runs a fixed ML block: each fact the artifact added
 with its oracles (`Thm_Deps.all_oracles`: `skip_proof` is what sorry leaves), the theory's own
-axioms, and with a target, whether the named theorem's proposition is alpha-equivalent
+axioms, the axioms the typedef package registered (`type_definition_T` of every typedef, and so
+of every datatype and record: `Typedef.get_info_global` over `Sign.logical_types`), and with a
+target, whether the named theorem's proposition is alpha-equivalent
 (`aconv`) to the target read in the context of the artifact's imports alone.
 A task past its deadline gets `cancel`; if it does not stop, the server is restarted.
 """
@@ -59,10 +61,13 @@ let
   val thms = map (fn (name, ths) =>
     "{{\\"name\\":" ^ str name ^ ",\\"oracles\\":" ^ arr (map str (oracles ths)) ^ "}}") facts;
   val axioms = map (str o #1) (Theory.axioms_of thy);
+  fun typedef_axioms name =
+    map (fn ((info, _): Typedef.info) => #axiom_name info) (Typedef.get_info_global thy name);
+  val typedefs = map str (distinct (op =) (maps typedef_axioms (Sign.logical_types thy)));
   val target = {target};
 in
   writeln ("PROOFLOCK-REPORT {{\\"theorems\\":" ^ arr thms ^ ",\\"axioms\\":" ^ arr axioms
-    ^ ",\\"target\\":" ^ target ^ "}}")
+    ^ ",\\"typedefs\\":" ^ arr typedefs ^ ",\\"target\\":" ^ target ^ "}}")
 end
 \\<close>
 end
