@@ -58,6 +58,14 @@ def refused(refusals: Sequence[Refusal]) -> Outcome:
     return Outcome(verdict=Verdict.FAIL, diagnostics=[r.diagnostic() for r in refusals])
 
 
+def as_told_by(outcome: Outcome, double: str | None) -> Outcome:
+    """A verdict a prover process gave: it rests on that prover's kernel, unless the process
+    announced itself as a protocol double (`double` says what it is), whose word it is then."""
+    if double and outcome.trust is Trust.KERNEL:
+        outcome.trust = Trust.DOUBLE
+    return outcome
+
+
 def stopped(
     done: Completed,
     diagnostics: list[Diagnostic],

@@ -22,7 +22,7 @@ import re
 from pydantic import Field, field_validator
 
 from runner.core.errors import BadRequest
-from runner.core.models import Diagnostic, JsonValue, Outcome, Trust, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
 from runner.provers.base import (
     AdapterOptions,
     BadOption,
@@ -88,7 +88,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     boot = worker.read_boot(server)
     if not boot.ok:
         server.retire()
-        return _trusted(_session_failure(boot.problem, session), boot.double)
+        return verdicts.as_told_by(_session_failure(boot.problem, session), boot.double)
     target = request.target
     reply = worker.run_on(
         server,
@@ -96,7 +96,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         request.timeout_s,
         {"name": target.name, "statement": target.statement} if target is not None else None,
     )
-    outcome = _trusted(judging.outcome_of(reply, request, reading), boot.double)
+    outcome = verdicts.as_told_by(judging.outcome_of(reply, request, reading), boot.double)
     outcome.worker = {
         "worker_id": server.worker_id,
         "isabelle_worker": reply.get("stats") or {},
@@ -110,14 +110,6 @@ def _session_failure(problem: str, session: str) -> Outcome:
         message = f"session {session} is not in the isabelle image: {problem}"
         return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)])
     return verdicts.infra_error(f"the Isabelle session {session} did not start: {problem}")
-
-
-def _trusted(outcome: Outcome, double: str | None) -> Outcome:
-    """A verdict the server gave rests on Isabelle's kernel, unless the server was a protocol
-    double (it says so when it answers the password)."""
-    if double and outcome.trust is Trust.KERNEL:
-        outcome.trust = Trust.DOUBLE
-    return outcome
 
 
 ADAPTER = ProverAdapter(

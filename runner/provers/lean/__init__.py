@@ -21,7 +21,7 @@ that said so at boot (`double`: tests/doubles/).
 from __future__ import annotations
 
 from runner.core.errors import BadRequest
-from runner.core.models import Diagnostic, Outcome, Trust, Verdict
+from runner.core.models import Diagnostic, Outcome, Verdict
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common import verdicts
 from runner.provers.lean import judging, source, worker
@@ -96,8 +96,8 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     if not boot.header_ok:
         server.retire()  # a header Lean refuses will not load next time either
         if boot.died is not None:
-            return _trusted(judging.died_importing(boot.died), boot.double)
-        return _trusted(judging.header_failure(boot.messages, header), boot.double)
+            return verdicts.as_told_by(judging.died_importing(boot.died), boot.double)
+        return verdicts.as_told_by(judging.header_failure(boot.messages, header), boot.double)
     target = request.target
     reply = worker.run_on(
         server,
@@ -105,7 +105,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         request.timeout_s,
         {"name": target.name, "statement": target.statement} if target is not None else None,
     )
-    outcome = _trusted(
+    outcome = verdicts.as_told_by(
         judging.outcome_of(reply, request, header), boot.double or reply.get("double")
     )
     outcome.worker = {
@@ -113,13 +113,6 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         "lean_server": reply.get("stats") or {},
         "boot_ms": boot.boot_ms,
     }
-    return outcome
-
-
-def _trusted(outcome: Outcome, double: str | None) -> Outcome:
-    """A verdict the REPL gave rests on Lean's kernel, unless the REPL was a protocol double."""
-    if double and outcome.trust is Trust.KERNEL:
-        outcome.trust = Trust.DOUBLE
     return outcome
 
 
