@@ -54,8 +54,11 @@ class Refusal:
 
 
 def refused(refusals: Sequence[Refusal]) -> Outcome:
-    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order."""
-    return Outcome(verdict=Verdict.FAIL, diagnostics=[r.diagnostic() for r in refusals])
+    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order; it
+    rests on the kit's own reading, no prover spoke."""
+    return Outcome(
+        verdict=Verdict.FAIL, trust=Trust.KIT, diagnostics=[r.diagnostic() for r in refusals]
+    )
 
 
 def as_told_by(outcome: Outcome, double: str | None) -> Outcome:
