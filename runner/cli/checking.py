@@ -15,6 +15,7 @@ from rich.table import Table
 
 from runner import provers
 from runner.check.checker import notify_stderr
+from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -56,6 +57,7 @@ REPLAY_EPILOG = """examples:
   prooflock replay manifests/results/example/log.jsonl
   prooflock replay BUNDLE_DIR --json > replay.json
   prooflock replay s3://bucket/results/run-1 --workers 2
+  prooflock replay BUNDLE_DIR --attest repro.json --sign me.key   # a signed reproduction report
 exit: 0 every record matches; 1 a verdict, result or environment differs, or the log is
 incomplete; 3 records could not be re-checked (infra)
 """
@@ -144,6 +146,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     again.add_argument("log", metavar="LOG|BUNDLE|s3://...")
     again.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    attest_flags(again)
     executor_flags(again)
     backend_flags(again)
 
@@ -346,6 +349,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = load_settings(args)
+    check_attest_flags(args)
     with open_source(args.log) as source:
         _, runs = load_recorded(source.log)
         if args.backend is None and (recorded := recorded_backend(runs)) in ("local", "docker"):
@@ -368,6 +372,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         finally:
             if executor is not None:
                 executor.close()
+        write_attestation(args, settings, source, report)
     code = max(report.exit_code(), EXIT_FAILED if canary else EXIT_OK)
     if args.json:
         data = report.to_json()
