@@ -281,19 +281,15 @@ def statement_findings(data: bytes | None, evidence: Evidence) -> list[Finding]:
     if claimed.build_type not in BUILD_TYPES:
         return [Finding("build type", PROBLEM, f"{claimed.build_type!r} is not a prooflock run")]
     expected = build_statement(evidence, claimed.build_type)
-    found: dict[str, Finding] = {}
+    found: dict[str, list[str]] = {}
     for path, said, made in differences(claimed.as_dict(), expected.as_dict()):
-        label = field_label(path)
-        found.setdefault(
-            label,
-            Finding(
-                label,
-                PROBLEM,
-                f"the statement says {_shown(said)}, the log and lock say {_shown(made)}",
-            ),
+        label, rest = field_label(path)
+        where = f"{rest}: " if rest else ""
+        found.setdefault(label, []).append(
+            f"{where}the statement says {_shown(said)}, the log and lock say {_shown(made)}"
         )
     if found:
-        return list(found.values())
+        return [Finding(label, PROBLEM, _listed(parts)) for label, parts in found.items()]
     legacy = claimed.build_type == BUILD_TYPE_V1
     result = [
         Finding(
@@ -377,11 +373,17 @@ LABELS: dict[Path_, str] = {
 }
 
 
-def field_label(path: Path_) -> str:
+def field_label(path: Path_) -> tuple[str, str]:
+    """The field's name for people, and what of the path lies below it (e.g. a verdict)."""
     for length in range(len(path), 0, -1):
         if path[:length] in LABELS:
-            return LABELS[path[:length]]
-    return ".".join(path)
+            return LABELS[path[:length]], ".".join(path[length:])
+    return ".".join(path), ""
+
+
+def _listed(parts: list[str], shown: int = 3) -> str:
+    more = f" (+{len(parts) - shown} more)" if len(parts) > shown else ""
+    return "; ".join(parts[:shown]) + more
 
 
 def differences(said: Any, made: Any, path: Path_ = ()) -> list[tuple[Path_, Any, Any]]:
