@@ -12,17 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
 
-from runner.cli import main
 from runner.core.models import Verdict
 from runner.records.layout import BUNDLE_LOCK, BUNDLE_LOG, SIGNATURE, STATEMENT
-from runner.records.publish import publish
-from runner.records.signing import PublicKey, generate_key, load_signer, sign
+from runner.records.signing import load_signer, sign
 from runner.storage.s3_url import INDEX_NAME
 from tests.helpers import rewrite
 from tests.support.forger import (
@@ -34,40 +31,25 @@ from tests.support.forger import (
     write_statement,
 )
 from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint  # noqa: F401
+from tests.support.signed import EXAMPLES, Key, make_key, published
 
-EXAMPLES = Path(__file__).parent.parent / "manifests" / "results"
 USER_AXIOM = 4  # request 4 of the example, user_axiom.v: verdict axiom
-
-
-@dataclass(frozen=True)
-class Key:
-    private: Path
-    public: Path
-    id: str
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory) -> dict[str, Key]:
     root = tmp_path_factory.mktemp("keys")
-    made = {}
-    for name in ("publisher", "stranger"):
-        key: PublicKey = generate_key(root / f"{name}.key")
-        made[name] = Key(root / f"{name}.key", root / f"{name}.key.pub", key.keyid)
-    return made
+    return {name: make_key(root, name) for name in ("publisher", "stranger")}
 
 
-def published(tmp_path: Path, example: str, key: Key | None = None, name: str = "bundle") -> Path:
-    signer = load_signer(key.private) if key is not None else None
-    return publish(EXAMPLES / example / BUNDLE_LOG, tmp_path / name, signer=signer).path
+@pytest.fixture
+def audit(prooflock):
+    def run(source: Path | str, *flags: str) -> tuple[int, dict]:
+        """`prooflock audit SOURCE --json FLAGS...`: its exit code and findings."""
+        done = prooflock("audit", str(source), "--json", *flags)
+        return done.returncode, json.loads(done.stdout)
 
-
-def audit(capsys, source: Path | str, *flags: str) -> tuple[int, dict]:
-    """`prooflock audit SOURCE --json FLAGS...`: its exit code and findings."""
-    capsys.readouterr()
-    code = main(["audit", str(source), "--json", *flags])
-    out = capsys.readouterr()
-    data = json.loads(out.out) if out.out else {"findings": [], "stderr": out.err}
-    return code, data
+    return run
 
 
 def problems(data: dict) -> dict[str, str]:
@@ -75,17 +57,13 @@ def problems(data: dict) -> dict[str, str]:
     return {f["check"]: f["detail"] for f in data["findings"] if f["status"] == "problem"}
 
 
-def trust(key: Key) -> tuple[str, str]:
-    return ("--trust", str(key.public))
-
-
 # -- the genuine article ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("example", ["example", "example-local"])
-def test_a_fresh_signed_bundle_audits_clean_and_says_who_signed_it(capsys, tmp_path, keys, example):
+def test_a_fresh_signed_bundle_audits_clean_and_says_who_signed_it(audit, tmp_path, keys, example):
     bundle = published(tmp_path, example, keys["publisher"])
-    code, data = audit(capsys, bundle, *trust(keys["publisher"]), "--require-signature")
+    code, data = audit(bundle, *keys["publisher"].trust(), "--require-signature")
     assert (code, problems(data)) == (0, {})
     assert data["trust"] == f"signed by {keys['publisher'].id} (publisher.key.pub)"
     images = [
@@ -107,11 +85,11 @@ def forge_axiom_as_pass(bundle: Path) -> None:
 
 
 def test_an_edited_record_with_a_rewritten_log_subject_is_caught_by_its_verdict_counts(
-    capsys, tmp_path
+    audit, tmp_path
 ):
     bundle = published(tmp_path, "example-local")
     forge_axiom_as_pass(bundle)
-    code, data = audit(capsys, bundle)
+    code, data = audit(bundle)
     assert code == 1
     assert problems(data).keys() == {"verdict counts"}
     assert problems(data)["verdict counts"] == (
@@ -120,20 +98,20 @@ def test_an_edited_record_with_a_rewritten_log_subject_is_caught_by_its_verdict_
     )
 
 
-def test_the_same_edit_with_the_whole_statement_rebuilt_needs_a_signature(capsys, tmp_path, keys):
+def test_the_same_edit_with_the_whole_statement_rebuilt_needs_a_signature(audit, tmp_path, keys):
     unsigned = published(tmp_path, "example-local", name="unsigned")
     forge_axiom_as_pass(unsigned)
     rebuild_statement(unsigned)
-    code, data = audit(capsys, unsigned)
+    code, data = audit(unsigned)
     assert (code, problems(data)) == (0, {})  # without a key, a perfect forgery is consistent
     assert data["trust"] == "unsigned: integrity only, anyone can re-hash it"
-    code, data = audit(capsys, unsigned, *trust(keys["publisher"]), "--require-signature")
+    code, data = audit(unsigned, *keys["publisher"].trust(), "--require-signature")
     assert code == 1 and problems(data).keys() == {"signature"}
 
     signed = published(tmp_path, "example-local", keys["publisher"], name="signed")
     forge_axiom_as_pass(signed)
     rebuild_statement(signed)
-    code, data = audit(capsys, signed, *trust(keys["publisher"]))
+    code, data = audit(signed, *keys["publisher"].trust())
     assert code == 1
     assert problems(data) == {
         "signature": "the signed payload is not statement.intoto.json: the statement was "
@@ -141,14 +119,14 @@ def test_the_same_edit_with_the_whole_statement_rebuilt_needs_a_signature(capsys
     }
 
 
-def test_a_forger_who_re_signs_with_their_own_key_is_named_by_key_id(capsys, tmp_path, keys):
+def test_a_forger_who_re_signs_with_their_own_key_is_named_by_key_id(audit, tmp_path, keys):
     bundle = published(tmp_path, "example-local", keys["publisher"])
     forge_axiom_as_pass(bundle)
     rebuild_statement(bundle)
     (bundle / SIGNATURE).write_bytes(
         sign((bundle / STATEMENT).read_bytes(), load_signer(keys["stranger"].private))
     )
-    code, data = audit(capsys, bundle, *trust(keys["publisher"]))
+    code, data = audit(bundle, *keys["publisher"].trust())
     assert code == 1
     assert problems(data)["signature"] == (
         f"signature does not verify with publisher.key.pub: signed by key id "
@@ -188,23 +166,23 @@ PREDICATE_EDITS = {
 
 
 @pytest.mark.parametrize("field", sorted(PREDICATE_EDITS))
-def test_a_predicate_only_edit_is_named_by_its_field(capsys, tmp_path, field):
+def test_a_predicate_only_edit_is_named_by_its_field(audit, tmp_path, field):
     bundle = published(tmp_path, "example")
     statement = statement_of(bundle)
     PREDICATE_EDITS[field](statement)
     write_statement(bundle, statement)
-    code, data = audit(capsys, bundle)
+    code, data = audit(bundle)
     assert code == 1
     assert problems(data).keys() == {field}, problems(data)
 
 
-def test_a_merged_lock_entry_is_named(capsys, tmp_path):
+def test_a_merged_lock_entry_is_named(audit, tmp_path):
     bundle = published(tmp_path, "example")
     lock = orjson.loads((bundle / BUNDLE_LOCK).read_bytes())
     entry = next(iter(lock["images"].values()))
     entry["inputs"] = {**entry["inputs"], "base": "debian@sha256:" + "1" * 64}
     (bundle / BUNDLE_LOCK).write_bytes(orjson.dumps(lock))
-    code, data = audit(capsys, bundle)
+    code, data = audit(bundle)
     assert code == 1
     assert {"images", "image lock entries"} <= problems(data).keys()
 
@@ -223,23 +201,23 @@ def swap_in_docker_record(bundle: Path) -> None:
     shutil.copy(EXAMPLES / "example" / BUNDLE_LOCK, bundle / BUNDLE_LOCK)
 
 
-def test_a_swapped_record_is_caught_by_the_environment_the_statement_claims(capsys, tmp_path):
+def test_a_swapped_record_is_caught_by_the_environment_the_statement_claims(audit, tmp_path):
     bundle = published(tmp_path, "example-local")
     swap_in_docker_record(bundle)
     patch_log_subject(bundle)
-    code, data = audit(capsys, bundle)
+    code, data = audit(bundle)
     assert code == 1
     assert {"backends", "builder", "images", "isolation"} <= problems(data).keys()
     assert "requests digest" not in problems(data)  # the same request: its digest cannot tell
 
 
 def test_a_swapped_record_with_the_statement_rebuilt_is_caught_by_the_signature(
-    capsys, tmp_path, keys
+    audit, tmp_path, keys
 ):
     bundle = published(tmp_path, "example-local", keys["publisher"])
     swap_in_docker_record(bundle)
     rebuild_statement(bundle)
-    code, data = audit(capsys, bundle, *trust(keys["publisher"]))
+    code, data = audit(bundle, *keys["publisher"].trust())
     assert code == 1 and problems(data).keys() == {"signature"}
 
 
@@ -252,12 +230,12 @@ def drop_last_result(records: list) -> None:
 
 
 def test_a_dropped_result_with_a_lowered_count_is_caught_by_the_requests_digest(
-    capsys, cli, tmp_path
+    audit, cli, tmp_path
 ):
     bundle = published(tmp_path, "example-local")
     rewrite(bundle / BUNDLE_LOG, drop_last_result)
     rebuild_statement(bundle)  # even with every claim of the statement made again
-    code, data = audit(capsys, bundle)
+    code, data = audit(bundle)
     assert code == 1
     assert problems(data).keys() == {"requests digest"}
     assert "13 recorded requests" in problems(data)["requests digest"]
@@ -274,7 +252,7 @@ def test_objects_overwritten_in_the_store_are_caught_by_the_signature(
     url = f"s3://{s3_bucket}/results/run-1"
     bundle = published(tmp_path, "example-local", keys["publisher"])
     assert cli("upload", str(bundle), url, env=env).returncode == 0
-    publisher = ("--trust", str(keys["publisher"].public))
+    publisher = keys["publisher"].trust()
     assert cli("audit", url, *publisher, "--require-signature", env=env).returncode == 0
 
     forged = tmp_path / "forged"

@@ -45,8 +45,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="check a log's hash chain and whether every request has a result",
         description="Verify a checkpoint log without changing it: its hash chain, that every "
         "request has a result, that every record's digests and the header's requests digest "
-        "recompute. Exit 0 intact and complete, 1 damaged or incomplete (as `audit` says), 2 not "
-        "a log.",
+        "recompute (in a bundle, also that its statement names this log). Exit 0 intact and "
+        "complete, 1 damaged or incomplete (as `audit` says), 2 not a log.",
         epilog="example:\n  prooflock verify-log checkpoints/requests.jsonl --json",
     )
     verify.add_argument("log", metavar="LOG|BUNDLE")
@@ -214,10 +214,12 @@ def trust_from(args: argparse.Namespace) -> Trust:
 
 
 def cmd_verify_log(args: argparse.Namespace) -> int:
-    from runner.records.verify import verify_log  # noqa: PLC0415
+    from runner.records.verify import verify_bundle, verify_log  # noqa: PLC0415
 
     with open_source(args.log) as source:
-        found = verify_log(source.log)
+        # A bundle's log is checked against its statement too: the same damage, the same answer
+        # as `audit`.
+        found = verify_bundle(source.bundle) if source.bundle else verify_log(source.log)
     code = EXIT_FAILED if found.problems else EXIT_OK
     if args.json:
         problems = [vars(f) for f in found.problems]
