@@ -1,22 +1,26 @@
-"""`replay --attest OUT.json [--sign KEY]`: what a replay found, handed to the report builder."""
+"""`replay --attest OUT.json [--sign KEY]`: what a replay found, handed to the report builder.
+
+The signing libraries are imported only when a report is asked for: every command builds the
+parser that holds these flags.
+"""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.cli.common import note
 from runner.core.errors import UserError
 from runner.core.provenance import host
 from runner.core.settings import Settings
-from runner.records.attest import RecordOutcome, ReproductionSummary, write_reproduction
 from runner.records.bundles import Source
 from runner.records.checkpoint import recorded_runs
 from runner.records.layout import STATEMENT
-from runner.records.signing import load_signer, load_signing_settings
-from runner.records.statement import images_used
-from runner.runs.replay import ReplayReport
+
+if TYPE_CHECKING:
+    from runner.runs.replay import ReplayReport
 
 
 def attest_flags(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +45,8 @@ def check_attest_flags(args: argparse.Namespace) -> None:
     if args.sign is not None and args.attest is None:
         raise UserError("--sign signs the reproduction report: give --attest OUT.json too")
     if args.attest is not None:
+        from runner.records.signing import load_signer  # noqa: PLC0415
+
         load_signer(args.sign)
 
 
@@ -49,6 +55,14 @@ def write_attestation(
 ) -> None:
     if args.attest is None:
         return
+    from runner.records.attest import (  # noqa: PLC0415
+        RecordOutcome,
+        ReproductionSummary,
+        write_reproduction,
+    )
+    from runner.records.signing import load_signer, load_signing_settings  # noqa: PLC0415
+    from runner.records.statement import images_used  # noqa: PLC0415
+
     signing = load_signing_settings()
     statement = source.bundle / STATEMENT if source.bundle is not None else None
     results = [result for _, result in recorded_runs(report.chain.records)]

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from runner.cli.common import EXIT_FAILED, EXIT_OK, console, load_settings, note, plain, print_json
 from runner.records.bundles import open_source
-from runner.records.signing import UNSIGNED
-from runner.records.verify import Trust
+
+if TYPE_CHECKING:
+    from runner.records.verify import Trust
 
 VERIFY_SCHEMA = "prooflock.verify-log/1"
 PUBLISH_SCHEMA = "prooflock.publish/1"
@@ -209,6 +211,7 @@ def trust_flags(parser: argparse.ArgumentParser) -> None:
 
 def trust_from(args: argparse.Namespace) -> Trust:
     from runner.records.signing import load_public  # noqa: PLC0415
+    from runner.records.verify import Trust  # noqa: PLC0415
 
     return Trust(tuple(load_public(path) for path in args.trust), args.require_signature)
 
@@ -241,7 +244,7 @@ def cmd_verify_log(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from runner.records.publish import publish  # noqa: PLC0415
-    from runner.records.signing import load_signer  # noqa: PLC0415
+    from runner.records.signing import UNSIGNED, load_signer  # noqa: PLC0415
 
     bundle = publish(args.log, args.out, signer=load_signer(args.sign))
     if args.json:

@@ -17,11 +17,10 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 from pydantic import Field, ValidationError
-from securesystemslib.signer import CryptoSigner
 
 from runner.core.errors import UserError, explain
 from runner.core.provenance import kit_version
@@ -36,6 +35,9 @@ from runner.records.signing import (
     signature_json,
 )
 from runner.records.statement import STATEMENT_TYPE, OpenModel, ResourceDescriptor, sha256
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import CryptoSigner
 
 VSA_TYPE: Final = "https://slsa.dev/verification_summary/v1"
 POLICY = "https://prooflock.dev/policies/replay/v1"

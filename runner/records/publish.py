@@ -20,9 +20,9 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from securesystemslib.signer import CryptoSigner
 
 from runner.core import home
 from runner.core.errors import UserError
@@ -32,6 +32,9 @@ from runner.records.checkpoint import inspect_chain, recorded_runs
 from runner.records.layout import BLOBS, BUNDLE_LOCK, BUNDLE_LOG, SIGNATURE, STATEMENT
 from runner.records.signing import sign
 from runner.records.statement import Evidence, build_statement, images_used, sha256
+
+if TYPE_CHECKING:
+    from securesystemslib.signer import CryptoSigner
 
 
 @dataclass

@@ -3,6 +3,9 @@
 A signing key is an Ed25519 private key in a PEM file readable by its owner only (or the PEM in
 `PROOFLOCK_SIGNING_KEY`, never printed); `KEY.pub` is its public half, which a reader passes to
 `audit --trust`. A key id is securesystemslib's: the sha256 of the public key's canonical form.
+
+securesystemslib is imported where it is used: its signer package imports boto3 (for its AWS
+signer), which a command that neither signs nor verifies should not pay for.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -26,9 +29,10 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from pydantic import SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from securesystemslib.dsse import Envelope
-from securesystemslib.exceptions import FormatError, UnverifiedSignatureError
-from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
+
+if TYPE_CHECKING:
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import CryptoSigner, SSlibKey
 
 from runner.core.errors import UserError, explain
 from runner.core.provenance import host
@@ -75,6 +79,8 @@ def generate_key(out: Path) -> PublicKey:
     for path in (out, pub):
         if path.exists() or path.is_symlink():
             raise UserError(f"{path} already exists: keygen never overwrites a key")
+    from securesystemslib.signer import CryptoSigner  # noqa: PLC0415
+
     private = Ed25519PrivateKey.generate()
     signer = CryptoSigner(private)
     try:
@@ -135,6 +141,8 @@ def _signer(pem: bytes, where: str) -> CryptoSigner:
         raise UserError(f"{where}: not an unencrypted PEM private key") from None
     if not isinstance(private, Ed25519PrivateKey):
         raise UserError(f"{where}: not an Ed25519 key (make one with `prooflock keygen`)")
+    from securesystemslib.signer import CryptoSigner  # noqa: PLC0415
+
     return CryptoSigner(private)
 
 
@@ -148,11 +156,15 @@ def load_public(path: Path) -> PublicKey:
         raise UserError(f"{path}: not a PEM public key{hint}") from None
     if not isinstance(public, Ed25519PublicKey):
         raise UserError(f"{path}: not an Ed25519 public key")
+    from securesystemslib.signer import SSlibKey  # noqa: PLC0415
+
     return PublicKey(path.name, SSlibKey.from_crypto(public))
 
 
 def sign(payload: bytes, signer: CryptoSigner) -> bytes:
     """A DSSE envelope (JSON) of an in-toto Statement's bytes."""
+    from securesystemslib.dsse import Envelope  # noqa: PLC0415
+
     envelope = Envelope(payload=payload, payload_type=PAYLOAD_TYPE, signatures={})
     envelope.sign(signer)
     return orjson.dumps(envelope.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
@@ -160,6 +172,9 @@ def sign(payload: bytes, signer: CryptoSigner) -> bytes:
 
 def read_envelope(data: bytes, name: str) -> Envelope:
     """Parse a DSSE envelope; anything else (a cut file, another format) is bad input naming it."""
+    from securesystemslib.dsse import Envelope  # noqa: PLC0415
+    from securesystemslib.exceptions import FormatError  # noqa: PLC0415
+
     try:
         raw = orjson.loads(data)
         if not isinstance(raw, dict) or not isinstance(raw.get("signatures"), list):
@@ -204,6 +219,8 @@ def signature_json(check: SignatureCheck | None) -> dict[str, Any]:
 
 def check_signatures(envelope: Envelope, trust: list[PublicKey]) -> SignatureCheck:
     """Verify `envelope` against the trusted keys (matched by key id, as securesystemslib does)."""
+    from securesystemslib.exceptions import UnverifiedSignatureError  # noqa: PLC0415
+
     check = SignatureCheck(key_ids=sorted(envelope.signatures))
     if not trust:
         return check
@@ -213,7 +230,7 @@ def check_signatures(envelope: Envelope, trust: list[PublicKey]) -> SignatureChe
     pae = envelope.pae()
     mismatched = []
     for key in trust:
-        signature: Signature | None = envelope.signatures.get(key.keyid)
+        signature = envelope.signatures.get(key.keyid)
         if signature is None:
             continue
         try:
