@@ -121,6 +121,12 @@ def test_the_signing_key_can_come_from_the_environment_and_is_never_shown(
     assert refused.returncode == 2 and one_line(refused)
     assert "PROOFLOCK_SIGNING_KEY: not an unencrypted PEM private key" in refused.stderr
     assert secret not in refused.stderr + refused.stdout
+    headless = prooflock(
+        "publish", str(LOCAL_LOG), "--out", "e", env={"PROOFLOCK_SIGNING_KEY": secret}
+    )
+    assert headless.returncode == 2 and one_line(headless)
+    assert "neither a PEM private key nor the path of a key file" in headless.stderr
+    assert secret not in headless.stderr + headless.stdout
 
 
 def test_an_unsigned_bundle_is_integrity_only_unless_a_signature_is_required(

@@ -108,7 +108,11 @@ def load_signer(path: Path | None, settings: SigningSettings | None = None) -> C
     value = secret.get_secret_value()
     if value.lstrip().startswith("-----BEGIN"):
         return _signer(value.encode(), "PROOFLOCK_SIGNING_KEY")
-    return _signer(_read_private(Path(value)), "the file PROOFLOCK_SIGNING_KEY names")
+    if "\n" in value or not Path(value).is_file():  # never echo what may be the key itself
+        raise UserError(
+            "PROOFLOCK_SIGNING_KEY is neither a PEM private key nor the path of a key file"
+        )
+    return _signer(_read_private(Path(value)), value)
 
 
 def _read_private(path: Path) -> bytes:
