@@ -29,7 +29,7 @@ from runner.records.signing import (
     read_envelope,
     sign,
 )
-from runner.records.verify import Trust, verify_bundle
+from runner.records.verify import TrustPolicy, verify_bundle
 
 EXAMPLE_LOG = Path(__file__).resolve().parent.parent / "manifests/results/example-local/log.jsonl"
 
@@ -80,7 +80,7 @@ def measure(records: int, rounds: int) -> list[str]:
         log = synthetic_log(root / "run.jsonl", records)
         key = generate_key(root / "k.key")
         signer = load_signer(root / "k.key")
-        trust = Trust((load_public(root / "k.key.pub"),), require_signature=True)
+        trust = TrustPolicy((load_public(root / "k.key.pub"),), require_signature=True)
         counter = iter(range(10_000))
 
         def publish_signed() -> object:

@@ -12,6 +12,14 @@ import pytest
 
 from runner.core.settings import Settings
 
+# Fixtures shared by several test modules: a real S3 endpoint (moto's HTTP server on loopback),
+# a local Ray cluster, and a finished real Rocq run.
+pytest_plugins = [
+    "tests.support.s3_endpoint",
+    "tests.support.ray_cluster",
+    "tests.support.finished_run",
+]
+
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:

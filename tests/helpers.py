@@ -138,5 +138,13 @@ def register_test_prover(monkeypatch, name: str, **fields: Any):
         probe=provers.get("rocq").probe,
         **fields,
     )
-    monkeypatch.setitem(provers.registry(), name, adapter)
+    registered_only_for_this_test(monkeypatch, adapter)
     return adapter
+
+
+def registered_only_for_this_test(monkeypatch, adapter) -> None:
+    """Register `adapter` (runner.provers.register); the registry is restored after the test."""
+    from runner import provers
+
+    monkeypatch.setattr(provers, "_registered", dict(provers._registered))
+    provers.register(adapter)

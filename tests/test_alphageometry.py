@@ -410,9 +410,7 @@ def test_engine_choice_selects_the_image_and_the_environment_key():
     ag4masses = resolved(newclid.request.model_copy(update={"options": {"engine": "ag4masses"}}))
     paper = resolved(newclid.request.model_copy(update={"options": {"logic_errors": "paper"}}))
     assert (newclid.image, ag4masses.image) == ("newclid", "alphageometry")
-    keys = [
-        alphageometry.ADAPTER.environment_options(r.options) for r in (newclid, ag4masses, paper)
-    ]
+    keys = [r.options.environment() for r in (newclid, ag4masses, paper)]
     assert keys[0]["engine"] == "newclid" and keys[1]["engine"] == "ag4masses"
     assert keys[0]["logic_errors"] == {"logic_errors": "fast", "max_samples": 5000, "budget_s": 20}
     assert keys[2]["logic_errors"] == {"logic_errors": "paper", "silence_s": 300}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from runner import Checker, CheckRequest, provers
-from tests.helpers import artifact
+from tests.helpers import artifact, registered_only_for_this_test
 
 
 def request(timeout: int = 30) -> CheckRequest:
@@ -38,9 +38,7 @@ def test_changing_an_environment_input_misses(settings, monkeypatch):
         other_limit = checker.check_one(request(timeout=31))
     assert not other_limit.provenance.cached and other_limit.env_key != original.env_key
     rocq = provers.get("rocq")
-    monkeypatch.setitem(
-        provers.registry(), "rocq", replace(rocq, version=rocq.version + "-changed")
-    )
+    registered_only_for_this_test(monkeypatch, replace(rocq, version=rocq.version + "-changed"))
     with Checker(settings) as checker:
         new_adapter = checker.check_one(request())
     assert not new_adapter.provenance.cached

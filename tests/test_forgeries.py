@@ -1,4 +1,3 @@
-# ruff: noqa: F811 - the S3 fixtures are imported, then named as test parameters
 """Forgeries of a published bundle by someone who can write it but holds no key (issue 21), and
 what catches each: the statement rebuilt from the log, the requests digest, or the signature.
 
@@ -30,7 +29,7 @@ from tests.support.forger import (
     statement_of,
     write_statement,
 )
-from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint  # noqa: F401
+from tests.support.s3_endpoint import endpoint_env, raw_client
 from tests.support.signed import EXAMPLES, Key, make_key, published
 
 USER_AXIOM = 4  # request 4 of the example, user_axiom.v: verdict axiom

@@ -1,4 +1,3 @@
-# ruff: noqa: F811 - the S3 fixtures are imported, then named as test parameters
 """Published bundles: publish → audit → replay, the in-toto statement, and every way to break one."""
 
 from __future__ import annotations
@@ -15,27 +14,10 @@ from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 
-from runner.check.checker import Checker
 from runner.records.publish import STATEMENT, publish
-from runner.runs.resumable import run_requests
-from tests.helpers import request_for, rewrite
-from tests.support.s3_endpoint import endpoint_env, s3_bucket, s3_endpoint  # noqa: F401
-
-NAMES = ["pass_arith.v", "fail_tactic.v", "admitted.v", "user_axiom.v"]
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    """A real Rocq run on the local backend, finished: its log."""
-    from runner.core.settings import Settings
-
-    root = tmp_path_factory.mktemp("run")
-    settings = Settings(backend="local", cache_dir=root / "cache", timeout=60, retries=0)
-    with Checker(settings) as checker:
-        run_requests(
-            [request_for("rocq", n) for n in NAMES], root / "run.jsonl", checker, source="t"
-        )
-    return root / "run.jsonl"
+from tests.helpers import rewrite
+from tests.support.finished_run import NAMES
+from tests.support.s3_endpoint import endpoint_env
 
 
 @pytest.fixture

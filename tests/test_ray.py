@@ -25,7 +25,7 @@ from runner.runs.executors.ray_cluster import (
 )
 from runner.runs.resumable import run_requests
 from tests.helpers import ARTIFACTS, ROCQ_EXPECTED, request_for
-from tests.support.ray_cluster import LocalRayCluster, ray_cluster  # noqa: F401 - a fixture
+from tests.support.ray_cluster import LocalRayCluster
 
 ray = pytest.importorskip("ray")
 

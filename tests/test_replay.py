@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 
+from runner.check.checker import Checker
 from runner.core.canonical import digest
-from tests.helpers import request_for, rewrite, write_requests
+from runner.core.errors import InfraFailure
+from runner.core.models import CheckRequest, Outcome, Verdict
+from runner.provers.base import ResolvedRequest, Sandboxes
+from runner.runs.replay import replay
+from runner.runs.resumable import run_requests
+from tests.helpers import register_test_prover, request_for, rewrite, write_requests
 
 
 def make_run(cli, tmp_path) -> None:
@@ -20,7 +27,7 @@ def test_replay_in_the_same_environment_matches_every_record(cli, tmp_path):
     make_run(cli, tmp_path)
     done = cli("replay", "run.jsonl")
     assert done.returncode == 0, done.stderr
-    assert "3/3 records match" in done.stdout
+    assert "reproduced bit-for-bit: 3/3 records match" in done.stdout
 
 
 def test_an_edited_verdict_is_reported_even_with_a_resealed_chain(cli, tmp_path):
@@ -47,7 +54,8 @@ def test_a_changed_environment_names_the_input_that_changed(cli, tmp_path):
 
     rewrite(tmp_path / "run.jsonl", older_coq)
     done = cli("replay", "run.jsonl")
-    assert done.returncode == 1
+    assert done.returncode == 4  # every verdict and result reproduces; the environment does not
+    assert "reproduced on a drifted environment" in done.stdout
     assert "environment differs" in done.stdout
     assert "install.coqc" in done.stdout and "8.15.0" in done.stdout
     assert "record inconsistent" not in done.stdout
@@ -108,3 +116,85 @@ def test_replay_json_says_what_matched(cli, tmp_path):
     assert data["schema"] == "prooflock.replay/1"
     assert (data["matched"], data["total"], data["exit_code"]) == (3, 3, 0)
     assert [row["status"] for row in data["rows"]] == ["match"] * 3
+    assert data["outcome"] == "reproduced bit-for-bit" and data["stopped"] is None
+
+
+def test_a_drift_and_a_changed_verdict_together_are_a_difference_not_a_drift(cli, tmp_path):
+    make_run(cli, tmp_path)
+
+    def drift_and_forge(records):
+        for record in records[1:]:
+            result = record["body"]["result"]
+            result["environment"]["install"]["coqc"] += " (another build)"
+            result["env_key"] = digest(result["environment"])
+        records[2]["body"]["result"]["verdict"] = "pass"
+
+    rewrite(tmp_path / "run.jsonl", drift_and_forge)
+    data = json.loads(cli("replay", "run.jsonl", "--json").stdout)
+    assert (data["outcome"], data["exit_code"]) == ("differs", 1)
+
+
+UNPLUGGED: set[str] = set()  # artifacts whose checks find the machine broken
+
+
+def fragile_check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    if request.name in UNPLUGGED:
+        raise InfraFailure("the image this record needs is gone from this machine")
+    return Outcome(verdict=Verdict.PASS)
+
+
+def test_a_replay_that_stops_early_still_reports_what_it_replayed(settings, tmp_path, monkeypatch):
+    register_test_prover(monkeypatch, "fragile", check=fragile_check)
+    requests = [CheckRequest(prover="fragile", name=f"a{i}", content=str(i)) for i in range(4)]
+    log = tmp_path / "run.jsonl"
+    with Checker(settings) as checker:
+        run_requests(requests, log, checker, source="test")
+    UNPLUGGED.update({"a2", "a3"})
+    try:
+        with Checker(settings.model_copy(update={"cache": False})) as checker:
+            report = replay(log, checker)
+    finally:
+        UNPLUGGED.clear()
+    data = report.to_json()
+    assert [row["artifact"] for row in data["rows"]] == ["a0", "a1"]
+    assert data["outcome"] == "stopped" and data["exit_code"] == 3
+    assert "gone from this machine" in data["stopped"]
+    assert data["incomplete"] is None  # the log is whole; the replay stopped
+
+
+def verdict_by_line(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    """A prover whose newer line rejects what the default line accepts ("x" files)."""
+    accepted = request.image == "rocq" or "x" not in request.content
+    return Outcome(verdict=Verdict.PASS if accepted else Verdict.FAIL)
+
+
+@pytest.mark.docker
+def test_replay_on_another_line_shows_per_record_verdict_drift(settings, tmp_path, monkeypatch):
+    register_test_prover(monkeypatch, "versioned", check=verdict_by_line, lines=("newclid",))
+    requests = [CheckRequest(prover="versioned", name=n, content=n) for n in ("x1", "y1", "x2")]
+    log = tmp_path / "run.jsonl"
+    with Checker(settings) as checker:
+        run_requests(requests, log, checker, source="test")
+    auto = settings.model_copy(update={"backend": "auto", "cache": False})
+    with Checker(auto) as checker:
+        report = replay(log, checker, on={"versioned": "newclid"})
+    data = report.to_json()
+    assert [(row["artifact"], row["status"]) for row in data["rows"]] == [
+        ("x1", "different verdict"),
+        ("y1", "same verdict"),
+        ("x2", "different verdict"),
+    ]
+    assert data["drift_by_prover"] == {
+        "versioned on newclid": {"same verdict": 1, "different verdict": 2, "error": 0}
+    }
+    assert data["exit_code"] == 1
+    assert all(row["line"] == "newclid" for row in data["rows"])
+
+
+def test_a_line_the_prover_does_not_have_is_bad_input(cli, tmp_path):
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.\n")
+    done = cli("check", "--prover", "rocq", "--line", "rocq-7.0", "a.v", check=2)
+    assert "has no line 'rocq-7.0'" in done.stderr and "lines: rocq" in done.stderr
+    make_run(cli, tmp_path)
+    bad = cli("replay", "run.jsonl", "--on", "rocq=rocq-7.0", check=2)
+    assert "rocq has no line 'rocq-7.0'" in bad.stderr

@@ -29,7 +29,7 @@ from runner.core.settings import Settings
 from runner.records.attest import ReproductionSummary, attach, write_reproduction
 from runner.records.checkpoint import CheckpointLog, inspect_chain, recorded_runs
 from runner.records.signing import load_public, load_signer
-from runner.records.verify import Trust
+from runner.records.verify import TrustPolicy
 from runner.report import write_report
 from runner.report.text import visible
 from runner.runs.resumable import run_requests
@@ -483,7 +483,7 @@ def test_the_page_says_who_signed_the_bundle_what_the_audit_found_and_who_reprod
     keys = tmp_path / "keys"
     keys.mkdir()
     publisher, replayer = make_key(keys, "publisher"), make_key(keys, "replayer")
-    trust = Trust((load_public(publisher.public), load_public(replayer.public)))
+    trust = TrustPolicy((load_public(publisher.public), load_public(replayer.public)))
     bundle = published(tmp_path, "example-local", publisher)
     report = tmp_path / "repro.json"
     chain = inspect_chain(bundle / "log.jsonl")

@@ -24,7 +24,6 @@ from runner.records.layout import ATTESTATIONS, BUNDLE_LOG, STATEMENT
 from runner.records.signing import load_signer
 from runner.records.statement import sha256
 from tests.support.signed import Key, make_key, published
-from tests.test_publish import finished_run  # noqa: F401 - a real Rocq run, reused
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +32,18 @@ def keys(tmp_path_factory) -> dict[str, Key]:
     return {name: make_key(root, name) for name in ("publisher", "replayer")}
 
 
-def summary_of(bundle: Path, verifier: str, differ: dict[int, str] | None = None):
-    """What a replay of `bundle` would hand over; `differ`: index → the verdict it got now."""
+def summary_of(
+    bundle: Path, verifier: str, differ: dict[int, str] | None = None, drift: list[str] = ()
+):
+    """What a replay of `bundle` would hand over; `differ`: index → the verdict it got now;
+    `drift`: the environment inputs that changed (for every record)."""
     differ = differ or {}
     chain = inspect_chain(bundle / BUNDLE_LOG)
     outcomes = []
     for index, (_, result) in enumerate(recorded_runs(chain.records)):
         now = differ.get(index, result.verdict.value)
-        status = "match" if now == result.verdict.value else "verdict differs"
+        same = "environment differs" if drift else "match"
+        status = same if now == result.verdict.value else "verdict differs"
         outcomes.append(RecordOutcome(index, result.artifact, result.verdict.value, now, status))
     return ReproductionSummary(
         verifier=verifier,
@@ -49,7 +52,7 @@ def summary_of(bundle: Path, verifier: str, differ: dict[int, str] | None = None
         head=chain.head,
         records=len(chain.records),
         statement_sha256=sha256((bundle / STATEMENT).read_bytes()),
-        environment={"backend": "local", "host": "lab", "images": {}, "drift": []},
+        environment={"backend": "local", "host": "lab", "images": {}, "drift": list(drift)},
         outcomes=outcomes,
     )
 
@@ -130,6 +133,24 @@ def test_unsigned_own_key_and_failed_reports_are_told_apart(prooflock, tmp_path,
     )
 
 
+def test_a_reproduction_on_a_drifted_environment_passes_at_its_own_level(prooflock, tmp_path, keys):
+    bundle = published(tmp_path, "example-local", keys["publisher"])
+    drift = ["install.packages.coq: 8.16.1 → 8.16.2"]
+    summary = summary_of(bundle, "dave@lab", drift=drift)
+    write_reproduction(summary, tmp_path / "d.json", load_signer(keys["replayer"].private))
+    made = json.loads(base64.b64decode(orjson.loads((tmp_path / "d.json").read_bytes())["payload"]))
+    assert made["predicate"]["verificationResult"] == "PASSED"
+    assert made["predicate"]["verifiedLevels"] == ["PROOFLOCK_REPLAY_SAME_RESULTS"]
+    assert prooflock("attach", str(bundle), "d.json").returncode == 0
+    both = (*keys["publisher"].trust(), *keys["replayer"].trust())
+    [said] = reproductions(prooflock("audit", str(bundle), "--json", *both))
+    assert said.startswith(
+        f"independently reproduced on a drifted environment by {keys['replayer'].id} "
+        "(replayer.key.pub) (verifier 'dave@lab'): 14/14 verdicts and results match on local on "
+        "lab, environment differs (install.packages.coq: 8.16.1 → 8.16.2)"
+    )
+
+
 def test_a_report_on_another_log_is_refused_and_a_forged_one_is_damage(prooflock, tmp_path, keys):
     bundle = published(tmp_path, "example-local", keys["publisher"], name="local")
     other = published(tmp_path, "example", name="docker")
@@ -162,7 +183,7 @@ def test_a_report_on_another_log_is_refused_and_a_forged_one_is_damage(prooflock
 # -- a real replay ------------------------------------------------------------------------------
 
 
-def test_replay_attest_sign_writes_a_report_that_audit_credits(cli, finished_run, keys):  # noqa: F811
+def test_replay_attest_sign_writes_a_report_that_audit_credits(cli, finished_run, keys):
     publisher = str(keys["publisher"].private)
     cli("publish", str(finished_run), "--out", "bundle", "--sign", publisher, check=True)
     lonely = cli("replay", "bundle", "--sign", str(keys["replayer"].private))

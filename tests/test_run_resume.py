@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import signal
@@ -12,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.models import CheckRequest
-from runner.records.checkpoint import inspect_chain, latest_results
-from tests.helpers import artifact, write_requests
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Outcome, Verdict
+from runner.provers.base import ResolvedRequest, Sandboxes
+from runner.records.checkpoint import CheckpointError, inspect_chain, latest_results
+from runner.runs.progress import ProgressReporter
+from runner.runs.resumable import run_requests
+from tests.helpers import artifact, register_test_prover, rewrite, write_requests
 
 CORPUS = [
     "pass_arith.v",
@@ -101,3 +106,62 @@ def test_sigkill_at_random_points_resumes_to_a_complete_valid_log(tmp_path):
     assert sorted(indices) == list(range(total)), "every request exactly once"
     latest = latest_results(r["body"] for r in report.records if r["kind"] == "result")
     assert all(body["result"]["verdict"] != "infra_error" for body in latest.values())
+
+
+def quick_pass(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    return Outcome(verdict=Verdict.PASS)
+
+
+def quick_requests() -> list[CheckRequest]:
+    return [CheckRequest(prover="quick", name=f"a{i}", content=str(i)) for i in range(4)]
+
+
+def test_a_log_is_resumed_only_on_the_backend_it_was_started_with(settings, tmp_path, monkeypatch):
+    register_test_prover(monkeypatch, "quick", check=quick_pass)
+    log = tmp_path / "run.jsonl"
+    with Checker(settings) as checker:  # --backend local
+        run_requests(quick_requests(), log, checker, source="test")
+    elsewhere = settings.model_copy(update={"backend": "docker"})
+    with Checker(elsewhere) as checker, pytest.raises(CheckpointError, match="--backend local"):
+        run_requests(quick_requests(), log, checker, source="test")
+    with Checker(elsewhere) as checker:  # asked for explicitly: allowed (nothing left to check)
+        run_requests(quick_requests(), log, checker, source="test", mixed_backends=True)
+
+
+def test_auto_choosing_another_backend_for_an_image_on_resume_is_refused(
+    settings, tmp_path, monkeypatch
+):
+    """The log's first checks of the image ran on docker; today `auto` would check it locally."""
+    register_test_prover(monkeypatch, "quick", check=quick_pass)
+    log = tmp_path / "run.jsonl"
+    with Checker(settings) as checker:
+        run_requests(quick_requests(), log, checker, source="test")
+
+    def first_two_on_docker_and_the_rest_unchecked(records):
+        for record in records[1:3]:
+            record["body"]["result"]["provenance"]["backend"] = "docker"
+        del records[3:]
+
+    rewrite(log, first_two_on_docker_and_the_rest_unchecked)
+    with (
+        Checker(settings) as checker,
+        pytest.raises(CheckpointError, match="on the docker backend"),
+    ):
+        run_requests(quick_requests(), log, checker, source="test")
+    assert (
+        len(latest_results(r["body"] for r in inspect_chain(log).records if r["kind"] == "result"))
+        == 2
+    )
+    with Checker(settings) as checker:
+        summary = run_requests(quick_requests(), log, checker, source="test", mixed_backends=True)
+    assert (summary.resumed, summary.checked) == (2, 2)
+
+
+def test_progress_of_a_resumed_run_counts_what_was_already_recorded():
+    stream = io.StringIO()
+    progress = ProgressReporter(38, "checking", stream)
+    progress.skip(17)
+    progress.advance("a.v: pass")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[17/38] already recorded"
+    assert lines[1].startswith("[18/38] a.v: pass")

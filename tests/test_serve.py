@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import socketserver
+import threading
 import time
 
+import orjson
 import pytest
 
+from runner.runs import serve
 from tests.helpers import ARTIFACTS
 
 
@@ -56,3 +60,37 @@ def test_a_second_hol_light_check_on_a_warm_daemon_returns_in_seconds(cli, tmp_p
     elapsed = time.monotonic() - clock
     assert lines(second)[0]["result_digest"] == lines(first)[0]["result_digest"]
     print(f"\nsecond hol-light check through the daemon: {elapsed:.2f} s end to end")
+
+
+def test_a_daemon_of_another_installation_is_never_used(settings, tmp_path):
+    """Something answers on this install's socket but is another version or install (a stale
+    daemon from a deleted virtualenv): the command says so in one line and checks in-process."""
+    path = serve.socket_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stranger = {**serve.installation(), "version": "0.0.1", "package": "/deleted/venv/runner"}
+
+    class Stranger(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            for _ in self.rfile:
+                self.wfile.write(orjson.dumps({"pid": 1, "installation": stranger}) + b"\n")
+                self.wfile.flush()
+
+    server = socketserver.ThreadingUnixStreamServer(str(path), Stranger)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    said: list[str] = []
+    try:
+        checker = serve.open_checker(settings, "auto", notify=said.append)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not isinstance(checker, serve.DaemonChecker)
+    assert said == [
+        f"the daemon on {path} belongs to another prooflock installation or version: "
+        "checking in this process"
+    ]
+
+
+def test_each_installation_and_version_has_its_own_socket(settings, monkeypatch):
+    mine = serve.socket_path(settings)
+    monkeypatch.setattr(serve, "installation", lambda: {"version": "9.9.9"})
+    assert serve.socket_path(settings) != mine

@@ -12,17 +12,24 @@ from collections.abc import Callable
 
 from runner.backends.base import Backend
 from runner.backends.docker import DockerBackend
-from runner.backends.local import LocalBackend, notify_stderr
-from runner.core.errors import BackendUnavailable
+from runner.backends.local import LocalBackend
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.messages import Notify, notify_stderr
 from runner.core.settings import Settings
 
-Notify = Callable[[str], None]
 BuildImage = Callable[[str], None]
 
 
 class BackendChoice:
-    def __init__(self, settings: Settings, notify: Notify | None, build: BuildImage | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        notify: Notify | None,
+        build: BuildImage | None = None,
+        image_only: frozenset[str] = frozenset(),
+    ):
         self.settings = settings
+        self._image_only = image_only  # prover versions that run only in their image
         self._notify = notify or notify_stderr
         self._build = build
         self._docker: DockerBackend | None = None
@@ -39,6 +46,8 @@ class BackendChoice:
 
     def _choose(self, image: str) -> Backend:
         wanted = self.settings.backend
+        if image in self._image_only:
+            return self._image_backend(image)
         if wanted == "local":
             return self._local_backend()
         docker = self._docker_backend(required=wanted == "docker")
@@ -56,6 +65,26 @@ class BackendChoice:
                 )
                 return self._local_backend()
         return docker  # under --backend docker a missing image fails its environment probe
+
+    def _image_backend(self, image: str) -> Backend:
+        """A prover version other than the host's: its image or nothing, never the host."""
+        if self.settings.backend == "local":
+            raise UserError(
+                f"{image} is a pinned prover version that runs only in its image: use "
+                "--backend docker (or auto)"
+            )
+        docker = self._docker_backend(required=True)
+        assert docker is not None
+        if not docker.has_image(image):
+            if self.settings.build_missing and self._build is not None:
+                self._build(image)
+            else:
+                tag, _ = docker.locked(image)
+                raise InfraFailure(
+                    f"{image} runs only in its image {tag}, which is not here: run "
+                    f"`prooflock images build {image}`, or pass --build-missing"
+                )
+        return docker
 
     def _docker_backend(self, *, required: bool) -> DockerBackend | None:
         if self._docker is None and self._docker_error is None:

@@ -26,11 +26,10 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,13 +41,13 @@ from runner.backends.bubblewrap import Bubblewrap
 from runner.backends.cgroups import Hierarchy, MemoryCgroup, find_hierarchy
 from runner.backends.stream import StreamBuffer, pump
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.messages import Notify, notify_stderr
 from runner.core.models import Limits
 from runner.core.settings import Settings
 
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 SANDBOX_SETTING = "PROOFLOCK_LOCAL_SANDBOX"
 SANDBOX_MODES = ("auto", "off", "require")
-Notify = Callable[[str], None]
 # bwrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): servers are
 # started from this one long-lived thread, so they outlive the request thread that asked for them.
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prooflock-spawn")
@@ -114,10 +113,6 @@ def _warn_once(notify: Notify, message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         notify(message)
-
-
-def notify_stderr(message: str) -> None:
-    print(f"prooflock: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -11,33 +11,41 @@ import contextlib
 import hashlib
 import os
 import queue
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from runner import provers
 from runner.backends import BackendChoice
 from runner.backends.base import Backend, BackendInfo
 from runner.check import batching
 from runner.check.batching import Unit
 from runner.check.cache import ResultCache
 from runner.check.environment import Environment, Environments
-from runner.check.pool import CheckSandboxes, ServerPool
+from runner.check.pool import KIT_GRACE_S, CheckSandboxes, ServerPool
 from runner.check.resolve import resolve
 from runner.check.schedule import Timings
 from runner.core.errors import BackendUnavailable, InfraFailure
-from runner.core.models import CheckRequest, CheckResult, JsonValue, Outcome, Provenance, Verdict
+from runner.core.messages import Notify
+from runner.core.models import (
+    CheckRequest,
+    CheckResult,
+    Diagnostic,
+    JsonValue,
+    Outcome,
+    Provenance,
+    Verdict,
+)
 from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, now
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
 from runner.provers.common.verdicts import infra_error
 
-Notify = Callable[[str], None]
 K = TypeVar("K")
 WARM_KINDS = {"warm", "server"}  # results a warm server gave: what a canary re-checks
 
@@ -54,10 +62,6 @@ class Disagreement:
 def canary_selects(request_digest: str, percent: float) -> bool:
     """Whether the canary re-checks a request: by its digest, so the same ones every time."""
     return percent > 0 and int(request_digest[:8], 16) % 10_000 < percent * 100
-
-
-def notify_stderr(message: str) -> None:
-    print(f"prooflock: {message}", file=sys.stderr, flush=True)
 
 
 class Checker:
@@ -95,7 +99,9 @@ class Checker:
             return self._fixed_backend
         with self._backend_lock:
             if self._backends is None:
-                self._backends = BackendChoice(self.settings, self._warn, build=self._build_image)
+                self._backends = BackendChoice(
+                    self.settings, self._warn, build=self._build_image, image_only=_image_only()
+                )
             return self._backends.for_image(image)
 
     def _build_image(self, image: str) -> None:
@@ -195,10 +201,7 @@ class Checker:
                 f"CANARY: {request.name}: the warm worker said {warm.verdict.value}, a fresh one "
                 f"{cold.verdict.value}; recording the fresh result"
             )
-        provenance = chosen.provenance.model_copy(
-            update={"extra": {**chosen.provenance.extra, "canary": extra}}
-        )
-        return chosen.model_copy(update={"provenance": provenance})
+        return chosen.with_extra(canary=extra)
 
     def _attempt(
         self, request: ResolvedRequest, cold: bool
@@ -214,7 +217,7 @@ class Checker:
         """One adapter call for one request (`check`) or many (`check_batch`): its outcomes
         (None where a batch could not decide), the worker kind and what the worker reported."""
         adapter = batch[0].adapter
-        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold)
+        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold, checks=len(batch))
         healthy = False
         outcomes: list[Outcome | None] = [None] * len(batch)
         kind: str = "none"
@@ -235,6 +238,8 @@ class Checker:
                     f"internal error in the {adapter.name} adapter: {type(exc).__name__}: {exc}"
                 )
                 outcomes = [infra_error(message)] * len(batch)
+            if len(batch) == 1 and time.monotonic() > run.deadline:
+                outcomes = [_over_budget(batch[0], outcomes[0])]
             healthy = all(o is not None and o.verdict is not Verdict.INFRA_ERROR for o in outcomes)
             kind, info = run.worker_kind(), run.worker_info()  # read before the servers go back
         finally:
@@ -322,7 +327,9 @@ class Checker:
             tools=tools,
             started_at=started,
             finished_at=now(),
-            wall_ms=int((time.monotonic() - clock) * 1000),
+            # A worker's boot serves many checks: it is shown once (`booted_in_check_ms`), not
+            # as this check's time.
+            wall_ms=max(0, int((time.monotonic() - clock) * 1000) - _booted_ms(worker_info)),
             cpu_ms=outcome.cpu_ms,
             attempts=attempts,
             extra=worker_info,
@@ -332,9 +339,11 @@ class Checker:
             prover=request.adapter.name,
             mode=request.mode,
             verdict=outcome.verdict,
+            trust=outcome.trust,
             diagnostics=outcome.diagnostics,
             assumptions=outcome.assumptions,
             details=outcome.details,
+            outputs=outcome.outputs,
             env_key=environment.key,
             environment=environment.data,
             request_digest=request.digest,
@@ -420,11 +429,33 @@ class Checker:
         self.close()
 
 
-def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:
-    extra = {**result.provenance.extra, "batch": {"size": size, "splits": splits}}
-    return result.model_copy(
-        update={"provenance": result.provenance.model_copy(update={"extra": extra})}
+def _image_only() -> frozenset[str]:
+    """Images of prover versions other than the host's: never checked locally."""
+    return frozenset(line for adapter in provers.registry().values() for line in adapter.lines)
+
+
+def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
+    booted = worker_info.get("booted_in_check_ms")
+    return booted if isinstance(booted, int) else 0
+
+
+def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome | None:
+    """A check that ran past its whole budget is a timeout, whatever it concluded: the limit
+    covers everything done for the artifact, not only the prover's own run."""
+    if outcome is None or outcome.verdict in (Verdict.TIMEOUT, Verdict.INFRA_ERROR):
+        return outcome
+    limit = request.limits.timeout_s
+    message = (
+        f"the check went past its {limit} s limit (the limit covers everything done for the "
+        f"artifact: transfer, the prover, audits and re-checks, plus {KIT_GRACE_S} s for the kit)"
     )
+    return outcome.model_copy(
+        update={"verdict": Verdict.TIMEOUT, "diagnostics": [Diagnostic(message=message)]}
+    )
+
+
+def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:
+    return result.with_extra(batch={"size": size, "splits": splits})
 
 
 def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:

@@ -53,6 +53,6 @@ class Environments:
                 "memory_mb": limits.memory_mb,
                 "pids": limits.pids,
             },
-            "options": request.adapter.environment_options(request.options),
+            "options": request.options.environment(),
         }
         return Environment(data, digest(data))

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from runner.backends.base import Backend, Sandbox
+from runner.backends.base import Backend, Channel, Completed, Sandbox
 from runner.core.models import JsonValue, Limits
 from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import Notify, SandboxServer, ServerSpec
 
 PoolKey = tuple[str, Limits, str, str]
+KIT_GRACE_S = 5  # the kit's own work for one check (transfer, parsing), beyond the timeout
 
 
 class ServerPool:
@@ -72,6 +74,7 @@ class CheckSandboxes:
         backend_for: Callable[[str], Backend],
         pool: ServerPool,
         cold: bool,
+        checks: int = 1,
     ):
         self.request = request
         self._backend_for = backend_for
@@ -81,17 +84,25 @@ class CheckSandboxes:
         self._sandboxes: dict[str, Sandbox] = {}
         self._servers: list[SandboxServer] = []
         self.reused_server = False
+        self.booted_ms = 0  # servers booted during this check (reported once, not as its time)
+        # Everything done for the artifact (transfer, runs, audits, re-checks) shares one budget:
+        # its timeout (times the requests of a batch) and a little for the kit's own work.
+        budget = request.limits.timeout_s * max(1, checks) + KIT_GRACE_S
+        self.deadline = time.monotonic() + budget
 
     @property
     def cold(self) -> bool:
         return self._cold
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
 
     def sandbox(self, purpose: str = "check") -> Sandbox:
         if purpose not in self._sandboxes:
             box = self._backend_for(self.request.image).sandbox(
                 self.request.image, self.request.limits
             )
-            self._sandboxes[purpose] = self._stack.enter_context(box)
+            self._sandboxes[purpose] = BoundSandbox(self._stack.enter_context(box), self)
         return self._sandboxes[purpose]
 
     def server(self, spec: ServerSpec) -> SandboxServer:
@@ -104,7 +115,13 @@ class CheckSandboxes:
             server = self._pool.checkout(self.request.image, self.request.limits, spec)
             self.reused_server = self.reused_server or server.started
         self._servers.append(server)
-        server.start()
+        booting = time.monotonic()
+        if not server.started:
+            server.start()
+            boot_s = time.monotonic() - booting
+            self.deadline += boot_s  # a boot serves many checks: not this one's budget or time
+            self.booted_ms += int(boot_s * 1000)
+        server.bound_by(self.deadline)
         return server
 
     def worker_kind(self) -> str:
@@ -113,16 +130,50 @@ class CheckSandboxes:
         return "cold"
 
     def worker_info(self) -> dict[str, JsonValue]:
+        info: dict[str, JsonValue] = {}
         if len(self._servers) == 1:
-            return self._servers[0].info()
-        return {"servers": [server.info() for server in self._servers]} if self._servers else {}
+            info = self._servers[0].info()
+        elif self._servers:
+            info = {"servers": [server.info() for server in self._servers]}
+        if self.booted_ms:
+            info["booted_in_check_ms"] = self.booted_ms
+        return info
 
     def finish(self, healthy: bool) -> None:
         """Return servers to the pool after a check that did not fail on them; close the rest."""
         for server in self._servers:
+            server.bound_by(None)
             if healthy and not self._cold:
                 self._pool.checkin(self.request.image, server)
             else:
                 server.close()
         self._servers.clear()
         self._stack.close()
+
+
+class BoundSandbox:
+    """A sandbox whose commands stop at the check's deadline, whatever timeout they ask for."""
+
+    def __init__(self, inner: Sandbox, budget: CheckSandboxes):
+        self._inner, self._budget = inner, budget
+        self.backend, self.isolation = inner.backend, inner.isolation
+
+    def write_file(self, relpath: str, data: bytes) -> None:
+        self._inner.write_file(relpath, data)
+
+    def read_file(self, relpath: str) -> bytes:
+        return self._inner.read_file(relpath)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> Completed:
+        bounded = min(timeout_s, self._budget.remaining_s())
+        return self._inner.run(argv, timeout_s=bounded, env=env, stdin=stdin)
+
+    def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Channel:
+        return self._inner.spawn(argv, env=env)

@@ -44,6 +44,8 @@ def check_attest_flags(args: argparse.Namespace) -> None:
     """Refuse a useless flag before any replaying, and a bad key before hours of work."""
     if args.sign is not None and args.attest is None:
         raise UserError("--sign signs the reproduction report: give --attest OUT.json too")
+    if args.attest is not None and getattr(args, "on", None):
+        raise UserError("--attest reports a reproduction; a replay --on another line is not one")
     if args.attest is not None:
         from runner.records.signing import load_signer  # noqa: PLC0415
 

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import provers
-from runner.check.checker import notify_stderr
 from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
     EXIT_FAILED,
@@ -29,12 +28,21 @@ from runner.cli.common import (
     read_text,
 )
 from runner.core.errors import UserError, explain
+from runner.core.messages import notify_stderr
 from runner.core.models import CheckRequest, CheckResult, Target, Verdict
-from runner.provers.base import OptionSpec
+from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source
 from runner.runs.executors import executor_for
 from runner.runs.progress import ProgressReporter
-from runner.runs.replay import ReplayRow, load_recorded, recorded_backend, replay
+from runner.runs.replay import ENVIRONMENT_DIFFERS as DRIFT
+from runner.runs.replay import (
+    EXIT_DRIFTED,
+    SAME_VERDICT,
+    ReplayRow,
+    load_recorded,
+    recorded_backend,
+    replay,
+)
 from runner.runs.resumable import load_requests, run_requests
 from runner.runs.serve import open_checker
 
@@ -58,17 +66,20 @@ REPLAY_EPILOG = """examples:
   prooflock replay BUNDLE_DIR --json > replay.json
   prooflock replay s3://bucket/results/run-1 --workers 2
   prooflock replay BUNDLE_DIR --attest repro.json --sign me.key   # a signed reproduction report
-exit: 0 every record matches; 1 a verdict, result or environment differs, or the log is
-incomplete; 3 records could not be re-checked (infra)
+exit: 0 reproduced bit-for-bit (same verdicts, results and environment keys); 4 reproduced on
+a drifted environment (same verdicts and results, the environment differs: listed); 1 a verdict
+or result differs, or the log is incomplete; 3 records could not be re-checked (infra: what was
+replayed is still printed)
 """
 
 
-def all_options() -> dict[str, OptionSpec]:
-    specs: dict[str, OptionSpec] = {}
+def all_options() -> dict[str, OptionFlag]:
+    """Every adapter option as a flag (options of the same name share one)."""
+    flags: dict[str, OptionFlag] = {}
     for name in provers.names():
-        for spec in provers.get(name).options:
-            specs.setdefault(spec.flag, spec)
-    return specs
+        for flag in option_flags(provers.get(name).options):
+            flags.setdefault(flag.flag, flag)
+    return flags
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -85,6 +96,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument(
         "--mode", metavar="MODE", help="proof (default: no placeholders) or statement, per prover"
+    )
+    check.add_argument(
+        "--line",
+        metavar="LINE",
+        help="a pinned version of the prover other than its default (e.g. rocq-8.20): see "
+        "`prooflock images list`",
     )
     check.add_argument("--timeout", type=int, metavar="SECONDS", help="per check (default 60)")
     check.add_argument("--memory", type=int, dest="memory_mb", metavar="MIB", help="per check")
@@ -134,6 +151,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="the log to write (default: checkpoints/<requests name>.jsonl)",
     )
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    run.add_argument(
+        "--mixed-backends",
+        action="store_true",
+        help="resume on another backend or isolation than the log's (recorded per result)",
+    )
     executor_flags(run)
     backend_flags(run)
 
@@ -146,6 +168,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     again.add_argument("log", metavar="LOG|BUNDLE|s3://...")
     again.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    again.add_argument(
+        "--on",
+        action="append",
+        default=[],
+        metavar="PROVER=LINE",
+        help="re-check PROVER's records on another pinned version (e.g. rocq=rocq-8.20) and "
+        "show, per record, whether the verdict drifts (repeatable)",
+    )
     attest_flags(again)
     executor_flags(again)
     backend_flags(again)
@@ -164,8 +194,9 @@ def executor_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _owners(spec: OptionSpec) -> str:
-    return "/".join(a.name for a in provers.registry().values() if spec in a.options)
+def _owners(spec: OptionFlag) -> str:
+    owners = provers.registry().values()
+    return "/".join(a.name for a in owners if spec.key in a.options.model_fields)
 
 
 # -- check ---------------------------------------------------------------------------------------
@@ -188,7 +219,7 @@ def check_requests(args: argparse.Namespace) -> list[CheckRequest]:
         adapter = provers.get(args.prover)
     except provers.UnknownProver as exc:
         raise UserError(str(exc)) from None
-    own = {spec.key for spec in adapter.options}
+    own = set(adapter.options.model_fields)
     options: dict[str, Any] = {}
     for spec in all_options().values():
         value = getattr(args, f"opt_{spec.key}")
@@ -218,6 +249,7 @@ def check_requests(args: argparse.Namespace) -> list[CheckRequest]:
                         allowed_axioms=tuple(args.allowed_axioms),
                         options=options,
                         target=target,
+                        line=args.line,
                     )
                 )
             except ValidationError as exc:
@@ -303,7 +335,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 checker,
                 source=str(args.requests),
                 on_result=lambda r: progress.advance(f"{plain(r.artifact)}: {r.verdict.value}"),
+                on_resume=progress.skip,
                 executor=executor,
+                mixed_backends=args.mixed_backends,
             )
             canary = canary_failed(checker)
     finally:
@@ -367,13 +401,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     on_row=lambda row: progress.advance(_row_label(row)),
                     bundle=source.bundle,
                     executor=executor,
+                    on=_lines_to_replay_on(args.on),
                 )
                 canary = canary_failed(checker)
         finally:
             if executor is not None:
                 executor.close()
         write_attestation(args, settings, source, report)
-    code = max(report.exit_code(), EXIT_FAILED if canary else EXIT_OK)
+    code = report.exit_code()
+    if canary and code in (EXIT_OK, EXIT_DRIFTED):
+        code = EXIT_FAILED
     if args.json:
         data = report.to_json()
         data["log"] = args.log
@@ -385,20 +422,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for column in ("#", "artifact", "recorded", "replayed", "status"):
         table.add_column(column)
     for row in report.rows:
-        style = (
-            "green"
-            if row.matches
-            else ("yellow" if row.status == ["environment differs"] else "red")
-        )
+        calm = row.matches or row.status == [SAME_VERDICT]
+        style = "green" if calm else ("yellow" if row.status == [DRIFT] else "red")
+        replayed = f"{row.replayed} on {row.line}" if row.line else row.replayed
         table.add_row(
             str(row.index),
             plain(row.artifact),
             row.recorded,
-            row.replayed,
+            plain(replayed),
             f"[{style}]{row.label}[/]",
         )
     out.print(table)
     out.print(plain(report.verdict_line()))
+    if report.stopped is not None:
+        out.print(f"stopped after {len(report.rows)} of {len(runs)}: {plain(report.stopped)}")
     for row in report.rows:
         if row.message:
             out.print(f"  #{row.index}: {plain(row.message)}")
@@ -408,6 +445,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
         for line in changed:
             out.print(f"  {plain(line)}")
     return code
+
+
+def _lines_to_replay_on(specs: list[str]) -> dict[str, str]:
+    """`--on rocq=rocq-8.20` → {"rocq": "rocq-8.20"}, each checked against the prover's lines."""
+    on: dict[str, str] = {}
+    for spec in specs:
+        prover, sep, line = spec.partition("=")
+        if not sep or not prover or not line:
+            raise UserError(f"--on {spec!r}: expected PROVER=LINE, e.g. rocq=rocq-8.20")
+        try:
+            adapter = provers.get(prover)
+        except provers.UnknownProver as exc:
+            raise UserError(f"--on {spec!r}: {exc}") from None
+        if line not in adapter.all_lines():
+            known = ", ".join(adapter.all_lines())
+            raise UserError(f"--on {spec!r}: {prover} has no line {line!r} (lines: {known})")
+        on[adapter.name] = line
+    return on
 
 
 def _row_label(row: ReplayRow) -> str:

@@ -13,7 +13,7 @@ from runner.cli.common import EXIT_FAILED, EXIT_OK, console, load_settings, note
 from runner.records.bundles import open_source
 
 if TYPE_CHECKING:
-    from runner.records.verify import Trust
+    from runner.records.verify import TrustPolicy
 
 VERIFY_SCHEMA = "prooflock.verify-log/1"
 PUBLISH_SCHEMA = "prooflock.publish/1"
@@ -209,11 +209,11 @@ def trust_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def trust_from(args: argparse.Namespace) -> Trust:
+def trust_from(args: argparse.Namespace) -> TrustPolicy:
     from runner.records.signing import load_public  # noqa: PLC0415
-    from runner.records.verify import Trust  # noqa: PLC0415
+    from runner.records.verify import TrustPolicy  # noqa: PLC0415
 
-    return Trust(tuple(load_public(path) for path in args.trust), args.require_signature)
+    return TrustPolicy(tuple(load_public(path) for path in args.trust), args.require_signature)
 
 
 def cmd_verify_log(args: argparse.Namespace) -> int:

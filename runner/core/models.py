@@ -27,6 +27,15 @@ class Verdict(StrEnum):
     INFRA_ERROR = "infra_error"  # the kit or machine failed; never counted against the artifact
 
 
+class Trust(StrEnum):
+    """What a verdict rests on."""
+
+    REPLAYED = "replayed"  # an independent re-check in a fresh process the artifact never ran in
+    KERNEL = "kernel"  # the prover's own kernel, in the process that ran the artifact's code
+    DOUBLE = "double"  # a protocol double standing in for a prover that cannot run here
+    NONE = "none"  # no verdict on the artifact (an infra error)
+
+
 class Target(BaseModel):
     """The theorem an artifact must prove: `name` must exist with exactly `statement` (elaborated)."""
 
@@ -34,6 +43,9 @@ class Target(BaseModel):
 
     name: str = Field(min_length=1)
     statement: str = Field(min_length=1)
+    # What the statement is elaborated against, alone (e.g. Rocq `Require`s): never the
+    # artifact's own imports, which could give the statement's text another meaning.
+    requires: tuple[str, ...] = ()
 
 
 class CheckRequest(BaseModel):
@@ -50,6 +62,7 @@ class CheckRequest(BaseModel):
     allowed_axioms: tuple[str, ...] = ()
     options: dict[str, JsonValue] = Field(default_factory=dict)
     target: Target | None = None
+    line: str | None = None  # which pinned version of the prover (an image); None: its default
 
     @field_validator("options")
     @classmethod
@@ -58,16 +71,18 @@ class CheckRequest(BaseModel):
         return value
 
     def digest(self) -> str:
-        data = self.model_dump(mode="json")
-        if data["target"] is None:  # requests without a target keep the digests they always had
-            del data["target"]
-        return digest(data)
+        return digest(self.record())
 
     def record(self) -> dict[str, JsonValue]:
-        """The request as a checkpoint stores it (the same fields its digest covers)."""
+        """The request as a checkpoint stores it (the same fields its digest covers). Fields added
+        later are left out while unset, so older requests keep the digests they always had."""
         data = self.model_dump(mode="json")
         if data["target"] is None:
             del data["target"]
+        elif not data["target"]["requires"]:
+            del data["target"]["requires"]
+        if data["line"] is None:
+            del data["line"]
         return data
 
 
@@ -83,13 +98,26 @@ class Diagnostic(BaseModel):
     context: str | None = None  # the failing phrase, clause or command, when known
 
 
+class OutputFile(BaseModel):
+    """A file a check produced that a reader may want (a render), named by its digest; the bytes
+    travel beside the log (`--output-dir`, a bundle's blobs), never inside it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str  # what it is to the check: "render", "reference", "raster", ...
+    format: str  # its file type: png, svg, pdf, ...
+    sha256: str
+
+
 class Outcome(BaseModel):
     """What an adapter concludes about one artifact; the core adds keys, digests and provenance."""
 
     verdict: Verdict
+    trust: Trust = Trust.KERNEL
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
+    outputs: list[OutputFile] = Field(default_factory=list)
     cpu_ms: int | None = None
     worker: dict[str, JsonValue] = Field(default_factory=dict)  # provenance only, never hashed
     # Output files worth keeping (e.g. renders), by sha256; never hashed or recorded in a log:
@@ -119,9 +147,14 @@ class CheckResult(BaseModel):
     prover: str
     mode: str
     verdict: Verdict
+    trust: Trust | None = None  # None only in records written before trust tiers existed
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
+    outputs: list[OutputFile] = Field(default_factory=list)
+    # Known soundness bugs of this environment's prover whose features the artifact uses (a
+    # syntactic flag from manifests/advisories/): never part of the verdict or its digest.
+    advisories: list[str] = Field(default_factory=list)
     env_key: str
     environment: dict[str, JsonValue]
     request_digest: str
@@ -136,39 +169,54 @@ class CheckResult(BaseModel):
             prover=self.prover,
             mode=self.mode,
             verdict=self.verdict.value,
+            trust=self.trust.value if self.trust else None,
             diagnostics=[d.model_dump(exclude_none=True) for d in self.diagnostics],
             assumptions=list(self.assumptions),
             env_key=self.env_key,
             request_digest=self.request_digest,
             result_digest=self.result_digest,
+            advisories=list(self.advisories),
             cached=self.provenance.cached,
             wall_ms=self.provenance.wall_ms,
         )
         return line
 
+    def with_extra(self, **items: JsonValue) -> CheckResult:
+        """A copy whose provenance also records `items` (provenance: never hashed)."""
+        extra = {**self.provenance.extra, **items}
+        return self.model_copy(
+            update={"provenance": self.provenance.model_copy(update={"extra": extra})}
+        )
+
     def self_consistent(self) -> bool:
         """Whether the record's digests match its own content (a hand-edited record does not)."""
         outcome = Outcome(
             verdict=self.verdict,
+            trust=self.trust or Trust.KERNEL,
             diagnostics=self.diagnostics,
             assumptions=self.assumptions,
             details=self.details,
+            outputs=self.outputs,
         )
-        return self.result_digest == result_digest(outcome) and self.env_key == digest(
-            self.environment
-        )
+        written = result_digest(outcome, with_trust=self.trust is not None)
+        return self.result_digest == written and self.env_key == digest(self.environment)
 
 
-def result_digest(outcome: Outcome) -> str:
-    """Digest of everything a replay must reproduce: verdict, diagnostics, assumptions, details."""
-    return digest(
-        {
-            "verdict": outcome.verdict.value,
-            "diagnostics": [d.model_dump() for d in outcome.diagnostics],
-            "assumptions": list(outcome.assumptions),
-            "details": outcome.details,
-        }
-    )
+def result_digest(outcome: Outcome, *, with_trust: bool = True) -> str:
+    """Digest of everything a replay must reproduce: verdict, what it rests on, diagnostics,
+    assumptions, details, output files (`with_trust=False`: a record written before trust
+    tiers keeps the digest it was written with)."""
+    data: dict[str, JsonValue] = {
+        "verdict": outcome.verdict.value,
+        "diagnostics": [d.model_dump() for d in outcome.diagnostics],
+        "assumptions": list(outcome.assumptions),
+        "details": outcome.details,
+    }
+    if with_trust:
+        data["trust"] = outcome.trust.value
+    if outcome.outputs:
+        data["outputs"] = [output.model_dump() for output in outcome.outputs]
+    return digest(data)
 
 
 @dataclass(frozen=True)

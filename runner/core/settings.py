@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     isolation: Literal["strict", "warm"] = "strict"
     timeout: int = Field(default=60, ge=1, description="seconds per check")
     memory_mb: int = Field(default=4096, ge=64)
+    max_artifact_mb: float = Field(
+        default=10, gt=0, description="an artifact larger than this is refused before any work"
+    )
     pids: int = Field(default=512, ge=16)
     cpus: int = Field(default=1, ge=1)
     workers: int = Field(default=1, ge=1)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
+from types import MappingProxyType
 
 from runner.provers.base import ProverAdapter
 
@@ -30,8 +31,12 @@ class UnknownProver(ValueError):
     pass
 
 
+# Adapters registered at run time: an embedder's own prover outside runner/provers, or a test's.
+_registered: dict[str, ProverAdapter] = {}
+
+
 @cache
-def registry() -> dict[str, ProverAdapter]:
+def _discovered() -> dict[str, ProverAdapter]:
     found: dict[str, ProverAdapter] = {}
     for module in pkgutil.iter_modules(__path__):
         if module.name in NOT_ADAPTERS or module.name.startswith("_"):
@@ -41,6 +46,25 @@ def registry() -> dict[str, ProverAdapter]:
             raise TypeError(f"runner.provers.{module.name} defines no ADAPTER (a ProverAdapter)")
         found[adapter.name] = adapter
     return found
+
+
+def registry() -> Mapping[str, ProverAdapter]:
+    """Every prover by name, read-only: the discovered modules, then those registered."""
+    return MappingProxyType({**_discovered(), **_registered})
+
+
+def register(adapter: ProverAdapter) -> Callable[[], None]:
+    """Add (or shadow) a prover for this process; returns the function that removes it again."""
+    previous = _registered.get(adapter.name)
+    _registered[adapter.name] = adapter
+
+    def unregister() -> None:
+        if previous is None:
+            _registered.pop(adapter.name, None)
+        else:
+            _registered[adapter.name] = previous
+
+    return unregister
 
 
 def names() -> list[str]:

@@ -4,19 +4,22 @@ Each prover is one module (or package) under `runner/provers/` that defines `ADA
 `ProverAdapter`. The registry finds them; the core never names a prover. An adapter:
 
 - declares its name, version (bump it when verdict logic changes: it is in every environment
-  key), modes (the first is the default), images, and options (validated by the core);
+  key), modes (the first is the default), images, and options (an `AdapterOptions` model the
+  core validates each request's options into);
 - says how to identify a local install (`probe`: commands whose output is keyed);
-- checks one resolved request: `check(request, runner) -> Outcome`. The `runner` gives a fresh
-  cold sandbox (`runner.sandbox()`) or a warm server started from a `ServerSpec`
-  (`runner.server(spec)`, pooled by the core); the adapter alone turns what comes back into an
+- checks one resolved request: `check(request, sandboxes) -> Outcome`. `sandboxes` gives a
+  fresh cold sandbox (`sandboxes.sandbox()`) or a warm server started from a `ServerSpec`
+  (`sandboxes.server(spec)`, pooled by the core); the adapter alone turns what comes back into an
   Outcome (see `runner.provers.common` for the shared verdict ladder, lexing and servers).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict
 
 from runner.backends.base import Sandbox
 from runner.core.errors import BadRequest
@@ -27,46 +30,77 @@ if TYPE_CHECKING:
 
     from runner.provers.common.server import SandboxServer, ServerSpec
 
-Options = Mapping[str, JsonValue]
-
 
 class BadOption(BadRequest):
     """A request option the adapter cannot use: refused before any check (exit 2)."""
 
 
-@dataclass(frozen=True)
-class OptionSpec:
-    """An adapter option: `prooflock check --format svg` → `request.options["format"] = "svg"`.
+class AdapterOptions(BaseModel):
+    """An adapter's options as a pydantic model: each field has a default and a `description`
+    (the CLI's help; a `Literal` gives the choices). The core validates a request's options into
+    it once, when the request is resolved; adapters read attributes, never a dict."""
 
-    `parse` turns a raw value (CLI string or JSON from a requests file) into the plain value the
-    adapter reads, or raises BadOption; the core applies it to every request before checking.
-    """
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def environment(self) -> dict[str, JsonValue]:
+        """The options that select another environment: they go into the environment key."""
+        return {}
+
+    def image(self) -> str | None:
+        """Which of the adapter's images these options need (None: the first)."""
+        return None
+
+
+OptionsModel = TypeVar("OptionsModel", bound=AdapterOptions)
+
+
+class NoOptions(AdapterOptions):
+    """An adapter without options."""
+
+
+class FileOption(BaseModel):
+    """An option whose CLI value is a path: the request carries the file's name and text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    content: str
+
+
+@dataclass(frozen=True)
+class OptionFlag:
+    """One adapter option as a CLI flag: `--format svg` → `options["format"] = "svg"`."""
 
     key: str
     help: str
-    metavar: str = "VALUE"
-    choices: tuple[str, ...] | None = None
-    default: JsonValue = None
-    reads_file: bool = False  # the CLI value is a path; the request carries {"name", "content"}
-    parse: Callable[[JsonValue], JsonValue] | None = None
+    metavar: str
+    choices: tuple[str, ...] | None
+    reads_file: bool
 
     @property
     def flag(self) -> str:
         return "--" + self.key.replace("_", "-")
 
-    def resolve(self, prover: str, value: JsonValue) -> JsonValue:
-        if value is None:
-            return self.default
-        if self.choices is not None and value not in self.choices:
-            raise BadOption(
-                f"{prover} option {self.key!r} must be one of {', '.join(self.choices)}, "
-                f"not {value!r}"
+
+def option_flags(model: type[AdapterOptions]) -> list[OptionFlag]:
+    """The CLI flags of an options model, from its fields' types and descriptions."""
+    flags = []
+    for key, info in model.model_fields.items():
+        members = [a for a in get_args(info.annotation) if a is not type(None)]
+        first = members[0] if members and get_origin(info.annotation) is not Literal else None
+        literal = info.annotation if get_origin(info.annotation) is Literal else first
+        choices = get_args(literal) if get_origin(literal) is Literal else None
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        flags.append(
+            OptionFlag(
+                key=key,
+                help=info.description or key,
+                metavar=str(extra.get("metavar", "VALUE")),
+                choices=tuple(map(str, choices)) if choices else None,
+                reads_file=info.annotation is FileOption or FileOption in members,
             )
-        if self.reads_file and not (
-            isinstance(value, dict) and isinstance(value.get("content"), str)
-        ):
-            raise BadOption(f'{prover} option {self.key!r} must be {{"name": ..., "content": ...}}')
-        return self.parse(value) if self.parse is not None else value
+        )
+    return flags
 
 
 class Sandboxes(Protocol):
@@ -83,16 +117,18 @@ class Sandboxes(Protocol):
         ...
 
     def server(self, spec: ServerSpec) -> SandboxServer:
-        """A started server for `spec`, warm from the pool when one is idle."""
+        """A started server for `spec`, warm from the pool when one is idle. Its reads during
+        this check stop at the check's deadline."""
+        ...
+
+    def remaining_s(self) -> float:
+        """Seconds left of this check's whole budget (its timeout and a little for the kit):
+        sandbox commands and server reads are cut there whatever timeout they ask for."""
         ...
 
 
 def whole_file(name: str, content: str) -> list[tuple[str, str]]:
     return [(name, content)]
-
-
-def no_environment_options(options: Options) -> dict[str, JsonValue]:
-    return {}
 
 
 def no_summary(results: list[CheckResult]) -> Table | None:
@@ -107,10 +143,11 @@ class ProverAdapter:
     images: tuple[str, ...]  # directories under images/ it may run in; the first is the default
     probe: Callable[[str], dict[str, list[str]]]  # image → commands identifying a local install
     check: Callable[[ResolvedRequest, Sandboxes], Outcome]
-    options: tuple[OptionSpec, ...] = ()
-    image: Callable[[Options], str] | None = None  # which of `images` a request needs
+    options: type[AdapterOptions] = NoOptions
+    # Other pinned versions of the prover (images too), picked per request (`line`): they run
+    # only in their image, never on the host, whose install is the default line's.
+    lines: tuple[str, ...] = ()
     split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
-    environment_options: Callable[[Options], dict[str, JsonValue]] = no_environment_options
     summary: Callable[[list[CheckResult]], Table | None] = no_summary  # a batch in its own terms
     # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not
     # parse; cheap and deterministic, it runs when the request is resolved.
@@ -123,14 +160,14 @@ class ProverAdapter:
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)
 
-    def image_for(self, options: Options) -> str:
-        return self.image(options) if self.image is not None else self.images[0]
+    def image_for(self, options: AdapterOptions, line: str | None = None) -> str:
+        if line is not None:
+            return line
+        return options.image() or self.images[0]
 
-    def option(self, key: str) -> OptionSpec:
-        for spec in self.options:
-            if spec.key == key:
-                return spec
-        raise KeyError(key)
+    def all_lines(self) -> tuple[str, ...]:
+        """Every version a request may pick: the default line first."""
+        return (self.images[0], *self.lines)
 
 
 @dataclass(frozen=True)
@@ -139,13 +176,19 @@ class ResolvedRequest:
 
     request: CheckRequest
     adapter: ProverAdapter
-    options: Mapping[str, JsonValue]  # every declared option, validated, defaults filled in
+    options: AdapterOptions  # validated, defaults filled in
     limits: Limits
     image: str
     digest: str = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digest", self.request.digest())
+
+    def options_as(self, model: type[OptionsModel]) -> OptionsModel:
+        """The options as the adapter's own model (the core validated them into it)."""
+        if not isinstance(self.options, model):
+            raise TypeError(f"options are {type(self.options).__name__}, not {model.__name__}")
+        return self.options
 
     @property
     def name(self) -> str:

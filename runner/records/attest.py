@@ -42,8 +42,10 @@ if TYPE_CHECKING:
 VSA_TYPE: Final = "https://slsa.dev/verification_summary/v1"
 POLICY = "https://prooflock.dev/policies/replay/v1"
 # Custom SLSA results (the VSA spec reserves the SLSA_ prefix for its own levels).
-REPRODUCED = "PROOFLOCK_REPLAY_MATCH"  # every record: same verdict, result and environment
+REPRODUCED = "PROOFLOCK_REPLAY_MATCH"  # every record: same verdict, result and environment key
+DRIFTED = "PROOFLOCK_REPLAY_SAME_RESULTS"  # same verdicts and results, another environment
 MATCH = "match"
+ENVIRONMENT_DIFFERS = "environment differs"  # replay's row status when only that differs
 SHOWN = 3  # differing records named in one sentence
 
 
@@ -75,8 +77,16 @@ class ReproductionSummary:
         return sum(outcome.status == MATCH for outcome in self.outcomes)
 
     @property
+    def level(self) -> str:
+        """REPRODUCED, DRIFTED (only environments differ), or FAILED."""
+        statuses = {outcome.status for outcome in self.outcomes}
+        if self.incomplete is not None or statuses - {MATCH, ENVIRONMENT_DIFFERS}:
+            return "FAILED"
+        return DRIFTED if ENVIRONMENT_DIFFERS in statuses else REPRODUCED
+
+    @property
     def passed(self) -> bool:
-        return self.matched == len(self.outcomes) and self.incomplete is None
+        return self.level != "FAILED"
 
 
 # -- the typed report ---------------------------------------------------------------------------
@@ -146,7 +156,7 @@ def reproduction_statement(
             policy=ResourceDescriptor(uri=POLICY),
             inputAttestations=inputs,
             verificationResult="PASSED" if passed else "FAILED",
-            verifiedLevels=[REPRODUCED] if passed else ["FAILED"],
+            verifiedLevels=[summary.level],
             prooflockReplay=ReplayDetails(
                 records=len(summary.outcomes),
                 matched=summary.matched,
@@ -192,6 +202,7 @@ class ReproductionReport:
     name: str
     verifier: str = ""
     passed: bool = False
+    drifted: bool = False  # passed with the same results on another environment
     matched: int = 0
     total: int = 0
     differing: list[str] = field(default_factory=list)
@@ -205,7 +216,10 @@ class ReproductionReport:
         return self.problem is not None or (self.signature is not None and self.signature.forged)
 
     def outcome(self) -> str:
-        text = f"{self.matched}/{self.total} records match on {self.environment}"
+        if self.drifted:
+            text = f"{self.total}/{self.total} verdicts and results match on {self.environment}"
+        else:
+            text = f"{self.matched}/{self.total} records match on {self.environment}"
         if self.differing:
             more = f" (+{len(self.differing) - SHOWN} more)" if len(self.differing) > SHOWN else ""
             text += f"; differ: {', '.join(self.differing[:SHOWN])}{more}"
@@ -233,7 +247,10 @@ class ReproductionReport:
                 f"independently; {self.outcome()}"
             )
         if self.passed:
-            return f"independently reproduced by {check.signers()} ({who}): {self.outcome()}"
+            drifted = " on a drifted environment" if self.drifted else ""
+            return (
+                f"independently reproduced{drifted} by {check.signers()} ({who}): {self.outcome()}"
+            )
         return f"{check.signers()} ({who}) could not reproduce it: {self.outcome()}"
 
     def to_json(self) -> dict[str, Any]:
@@ -286,9 +303,12 @@ def read_report(
     predicate, details = made.predicate, made.predicate.prooflockReplay
     report.verifier = predicate.verifier.id
     report.passed = predicate.verificationResult == "PASSED"
+    report.drifted = DRIFTED in predicate.verifiedLevels
     report.matched, report.total = details.matched, details.records
     report.differing = [
-        f"#{d.get('index')} {d.get('artifact')} ({d.get('status')})" for d in details.differing
+        f"#{d.get('index')} {d.get('artifact')} ({d.get('status')})"
+        for d in details.differing
+        if d.get("status") != ENVIRONMENT_DIFFERS  # the environment phrase says what drifted
     ]
     report.environment = environment_phrase(details.environment)
     if log_sha256 is not None and made.log_digest() != log_sha256:

@@ -27,7 +27,7 @@ from runner.images.lock import ImageEntry, ImagesLock, load_lock
 from runner.records.bundles import Source
 from runner.records.checkpoint import ChainReport
 from runner.records.layout import BLOBS, BUNDLE_LOCK
-from runner.records.verify import INTEGRITY_ONLY, Finding, Trust, Verification, verify_source
+from runner.records.verify import INTEGRITY_ONLY, Finding, TrustPolicy, Verification, verify_source
 
 SCHEMA = "prooflock.audit/1"
 
@@ -95,7 +95,10 @@ class AuditReport:
 
 
 def audit(
-    source: Source, *, rebuild: Callable[[str], str] | None = None, trust: Trust = INTEGRITY_ONLY
+    source: Source,
+    *,
+    rebuild: Callable[[str], str] | None = None,
+    trust: TrustPolicy = INTEGRITY_ONLY,
 ) -> AuditReport:
     """Audit the log (and bundle) of `source`; `rebuild(image name) -> rebuilt image ID`."""
     verified = verify_source(source.log, source.bundle, trust, source.origin)

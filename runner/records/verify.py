@@ -64,14 +64,14 @@ class BundleNotVerified(NotTrusted):
 
 
 @dataclass(frozen=True)
-class Trust:
+class TrustPolicy:
     """The reader's keys (`--trust`), and whether a result without their signature fails."""
 
     keys: tuple[PublicKey, ...] = ()
     require_signature: bool = False
 
 
-INTEGRITY_ONLY = Trust()  # no keys: what can be recomputed is checked, nobody vouches for it
+INTEGRITY_ONLY = TrustPolicy()  # no keys: what can be recomputed is checked, nobody vouches for it
 
 
 @dataclass
@@ -191,7 +191,7 @@ def _requests_digest(found: Verification, chain: ChainReport, runs: list[Run]) -
 
 
 def verify_bundle(
-    bundle: Path, trust: Trust = INTEGRITY_ONLY, origin: str | None = None
+    bundle: Path, trust: TrustPolicy = INTEGRITY_ONLY, origin: str | None = None
 ) -> Verification:
     """Everything `bundle` claims, recomputed; its signature against `trust`; its reports."""
     log = bundle / BUNDLE_LOG
@@ -209,7 +209,7 @@ def verify_bundle(
     return found
 
 
-def verify_source(log: Path, bundle: Path | None, trust: Trust, origin: str) -> Verification:
+def verify_source(log: Path, bundle: Path | None, trust: TrustPolicy, origin: str) -> Verification:
     """A bundle, or a bare log (which has no statement and no signature)."""
     if bundle is not None:
         return verify_bundle(bundle, trust, origin)
@@ -313,7 +313,9 @@ def statement_findings(data: bytes | None, evidence: Evidence) -> list[Finding]:
     return result
 
 
-def _signature(found: Verification, bundle: Path, statement: bytes | None, trust: Trust) -> None:
+def _signature(
+    found: Verification, bundle: Path, statement: bytes | None, trust: TrustPolicy
+) -> None:
     data = _read(bundle / SIGNATURE)
     if data is None:
         found.note("signature", UNSIGNED, problem=trust.require_signature)
@@ -420,7 +422,7 @@ def _shown(value: Any) -> str:
 # -- download ---------------------------------------------------------------------------------
 
 
-def download_verified(url: str, dest: Path, trust: Trust, **options: Any) -> Verification:
+def download_verified(url: str, dest: Path, trust: TrustPolicy, **options: Any) -> Verification:
     """Download the bundle at `url` into `dest` and verify it; on any problem nothing is kept."""
     from runner.storage import download_bundle  # noqa: PLC0415 - boto3 only when needed
 

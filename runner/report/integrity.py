@@ -9,7 +9,7 @@ from runner.core.errors import UserError
 from runner.records.audit import audit
 from runner.records.bundles import Source
 from runner.records.signing import UNSIGNED
-from runner.records.verify import Trust
+from runner.records.verify import TrustPolicy
 from runner.report.load import LoadedRun
 from runner.report.text import visible
 
@@ -23,7 +23,7 @@ class IntegrityView:
     reproductions: list[tuple[str, str]] = field(default_factory=list)  # (level, sentence)
 
 
-def integrity_view(loaded: LoadedRun, trust: Trust) -> IntegrityView:
+def integrity_view(loaded: LoadedRun, trust: TrustPolicy) -> IntegrityView:
     bundle = loaded.source if loaded.kind == "bundle" else None
     try:
         found = audit(Source(loaded.log, bundle), trust=trust)

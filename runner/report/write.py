@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
-from runner.records.verify import INTEGRITY_ONLY, Trust
+from runner.records.verify import INTEGRITY_ONLY, TrustPolicy
 from runner.report.assets import AssetWriter
 from runner.report.blobs import sha256_of
 from runner.report.diagrams import diagram_views
@@ -52,7 +52,7 @@ class ReportSummary:
 
 
 def write_report(
-    source: Path, out: Path, *, replay: Path | None = None, trust: Trust = INTEGRITY_ONLY
+    source: Path, out: Path, *, replay: Path | None = None, trust: TrustPolicy = INTEGRITY_ONLY
 ) -> ReportSummary:
     """Write `out/index.html` (and its plots, renders, CSS and JS) for the run in `source`; its
     integrity section checks signatures against `trust`."""

@@ -33,6 +33,7 @@ class ProgressReporter:
     ):
         self.total = total
         self.done = 0
+        self.skipped = 0  # done before this invocation (a resumed run): no part of the rate
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self.enabled = enabled
@@ -52,6 +53,16 @@ class ProgressReporter:
             self._task = self._bar.add_task(description, total=total, last="")
             self._bar.start()
 
+    def skip(self, count: int) -> None:
+        """`count` items were already done (a resumed run): counted, but not in the rate."""
+        self.done += count
+        self.skipped += count
+        self.started = time.monotonic()
+        if self._bar is not None:
+            self._bar.reset(self._task, completed=self.done, total=self.total, last="resumed")
+        elif count and self.enabled:
+            print(f"[{self.done}/{self.total}] already recorded", file=self.stream, flush=True)
+
     def advance(self, label: str) -> None:
         self.done += 1
         if not self.enabled:
@@ -60,7 +71,7 @@ class ProgressReporter:
             self._bar.update(self._task, advance=1, last=label)
             return
         elapsed = time.monotonic() - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        rate = (self.done - self.skipped) / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate else 0.0
         print(
             f"[{self.done}/{self.total}] {label} ({rate:.2f}/s, ETA {eta:.0f}s)",

@@ -1,6 +1,9 @@
 """Replay: re-check every recorded request now and compare, record by record.
 
-Each row says one of: `match` (same verdict, same result digest, same environment key),
+A replay ends in one of three outcomes, each with its exit code: reproduced bit-for-bit (every
+verdict, result digest and environment key the same: 0), reproduced on a drifted environment
+(every verdict and result digest the same, the environment not: 4, the drift listed), or
+differs (1); 3 when the machine could not re-check everything. Each row says one of: `match` (same verdict, same result digest, same environment key),
 `environment differs` (the verdict and the result reproduce, but on another environment: the
 changed inputs are listed), `verdict differs`, `result differs` (same verdict, other
 diagnostics or details), `not re-checked` (an infra error now: the machine, not the record) or
@@ -15,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.check.checker import Checker
-from runner.core.errors import UserError
+from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
 from runner.records.verify import statement_problems
@@ -27,8 +30,16 @@ VERDICT_DIFFERS = "verdict differs"
 RESULT_DIFFERS = "result differs"
 NOT_RECHECKED = "not re-checked (infra error)"
 INCONSISTENT = "record inconsistent"
+# Re-checked on another line (prover version): results differ by nature, verdicts may not.
+SAME_VERDICT = "same verdict"
+OTHER_VERDICT = "different verdict"
+ERROR = "error"
 SCHEMA = "prooflock.replay/1"
-EXIT_OK, EXIT_DIFFERS, EXIT_INFRA = 0, 1, 3
+EXIT_OK, EXIT_DIFFERS, EXIT_INFRA, EXIT_DRIFTED = 0, 1, 3, 4
+REPRODUCED = "reproduced bit-for-bit"
+DRIFTED = "reproduced on a drifted environment"
+DIFFERS = "differs"
+STOPPED = "stopped"
 
 
 @dataclass
@@ -40,6 +51,8 @@ class ReplayRow:
     status: list[str]  # empty: a match
     changed_inputs: list[str] = field(default_factory=list)
     message: str = ""  # the infra error, when the record could not be re-checked
+    prover: str = ""
+    line: str | None = None  # the other line it was re-checked on (`replay --on`), if any
 
     @property
     def matches(self) -> bool:
@@ -56,6 +69,9 @@ class ReplayReport:
     chain: ChainReport
     rows: list[ReplayRow] = field(default_factory=list)
     unanchored: list[str] = field(default_factory=list)  # why a bundle's statement does not hold
+    stopped: str | None = None  # why the replay stopped before every record was re-checked
+    recorded: int = 0  # results the log holds
+    on: dict[str, str] = field(default_factory=dict)  # prover → the line it was re-checked on
 
     def count(self, status: str) -> int:
         return sum(status in row.status for row in self.rows)
@@ -70,20 +86,61 @@ class ReplayReport:
         expected = self.chain.expected
         if expected is None:
             return "the log has no header saying how many requests the run had"
-        if len(self.rows) != expected:
-            return f"the log holds results for {len(self.rows)} of its {expected} requests"
+        if self.recorded != expected:
+            return f"the log holds results for {self.recorded} of its {expected} requests"
         return None
 
+    @property
+    def cross_version(self) -> list[ReplayRow]:
+        return [row for row in self.rows if row.line is not None]
+
+    def drift_by_prover(self) -> dict[str, dict[str, int]]:
+        """Per prover re-checked on another line: how many records kept their verdict."""
+        table: dict[str, dict[str, int]] = {}
+        for row in self.cross_version:
+            counts = table.setdefault(
+                f"{row.prover} on {row.line}", {SAME_VERDICT: 0, OTHER_VERDICT: 0, ERROR: 0}
+            )
+            counts[row.label] += 1
+        return table
+
+    @property
+    def outcome(self) -> str:
+        if self.stopped is not None or self.count(NOT_RECHECKED) or self.count(ERROR):
+            return STOPPED
+        whole = self.incomplete is None and not self.unanchored
+        if whole and self.matched == len(self.rows):
+            return REPRODUCED
+        same: tuple[list[str], ...] = ([], [ENVIRONMENT_DIFFERS], [SAME_VERDICT])
+        only_environment = all(row.status in same for row in self.rows)
+        return DRIFTED if whole and only_environment else DIFFERS
+
     def exit_code(self) -> int:
-        if self.count(NOT_RECHECKED):
-            return EXIT_INFRA
-        if self.matched == len(self.rows) and self.incomplete is None and not self.unanchored:
-            return EXIT_OK
-        return EXIT_DIFFERS
+        return {REPRODUCED: EXIT_OK, DRIFTED: EXIT_DRIFTED, DIFFERS: EXIT_DIFFERS}.get(
+            self.outcome, EXIT_INFRA
+        )
 
     def verdict_line(self) -> str:
         total = len(self.rows)
+        if self.on:
+            drift = "; ".join(
+                f"{where}: " + ", ".join(f"{n} {what}" for what, n in counts.items())
+                for where, counts in self.drift_by_prover().items()
+            )
+            return f"across versions: {drift}" + (
+                f"; stopped: {self.stopped}" if self.stopped else ""
+            )
+        if self.outcome == REPRODUCED:
+            return f"{REPRODUCED}: {total}/{total} records match, with the same environment keys"
+        if self.outcome == DRIFTED:
+            drifted = self.count(ENVIRONMENT_DIFFERS)
+            return (
+                f"{DRIFTED}: {total}/{total} verdicts and result digests identical; the "
+                f"environment differs for {drifted} (see what changed below)"
+            )
         parts = [f"{self.matched}/{total} records match"]
+        if self.stopped is not None:
+            parts.append(f"stopped: {self.stopped}")
         same_verdicts = total - self.count(VERDICT_DIFFERS) - self.count(NOT_RECHECKED)
         if self.count(ENVIRONMENT_DIFFERS) and same_verdicts == total:
             parts.append("every verdict reproduces, but the environment differs")
@@ -111,12 +168,18 @@ class ReplayReport:
             "incomplete": self.incomplete,
             "statement_problems": self.unanchored,
             "exit_code": self.exit_code(),
+            "outcome": self.outcome,
+            "stopped": self.stopped,
             "summary": self.verdict_line(),
             "changed_inputs": self.changed_inputs(),
+            "on": self.on,
+            "drift_by_prover": self.drift_by_prover(),
             "rows": [
                 {
                     "index": row.index,
                     "artifact": row.artifact,
+                    "prover": row.prover,
+                    **({"line": row.line} if row.line else {}),
                     "recorded": row.recorded,
                     "replayed": row.replayed,
                     "status": row.label,
@@ -170,6 +233,18 @@ def compare(index: int, recorded: CheckResult, replayed: CheckResult) -> ReplayR
     return row
 
 
+def compare_across(index: int, recorded: CheckResult, other: CheckResult, line: str) -> ReplayRow:
+    """A record re-checked on another line: only the verdict can be compared."""
+    row = ReplayRow(index, recorded.artifact, recorded.verdict.value, other.verdict.value, [])
+    row.prover, row.line = recorded.prover, line
+    if other.verdict is Verdict.INFRA_ERROR:
+        row.status.append(ERROR)
+        row.message = other.diagnostics[0].message if other.diagnostics else ""
+    else:
+        row.status.append(SAME_VERDICT if other.verdict == recorded.verdict else OTHER_VERDICT)
+    return row
+
+
 def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, CheckResult]]]:
     """A log's chain and final (request, result) pairs, refusing a tampered or empty log."""
     chain = inspect_chain(log)
@@ -194,21 +269,42 @@ def replay(
     *,
     bundle: Path | None = None,
     executor: Executor | None = None,
+    on: dict[str, str] | None = None,
 ) -> ReplayReport:
     """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
 
     For a bundle, its statement must still name this log (count and head digest) and artifacts.
+    `on`: prover → another line (pinned version) to re-check that prover's records on, to see
+    which verdicts drift across versions.
     """
 
     chain, runs = load_recorded(log)
-    report = ReplayReport(log, chain)
+    on = on or {}
+    report = ReplayReport(log, chain, recorded=len(runs), on=dict(on))
     if bundle is not None:
         report.unanchored = statement_problems(bundle, log, chain, runs)
-    work = [(index, checker.resolve(request)) for index, (request, _) in enumerate(runs)]
+    work = [
+        (index, checker.resolve(_on_line(request, on))) for index, (request, _) in enumerate(runs)
+    ]
     rows: dict[int, ReplayRow] = {}
-    for index, again in (executor or checker).map_unordered(work):
-        rows[index] = compare(index, runs[index][1], again)
-        if on_row is not None:
-            on_row(rows[index])
+    try:
+        for index, again in (executor or checker).map_unordered(work):
+            recorded = runs[index][1]
+            line = on.get(recorded.prover)
+            rows[index] = (
+                compare(index, recorded, again)
+                if line is None
+                else compare_across(index, recorded, again, line)
+            )
+            rows[index].prover = recorded.prover
+            if on_row is not None:
+                on_row(rows[index])
+    except InfraFailure as exc:  # what was replayed so far is still reported
+        report.stopped = str(exc)
     report.rows = [rows[index] for index in sorted(rows)]
     return report
+
+
+def _on_line(request: CheckRequest, on: dict[str, str]) -> CheckRequest:
+    line = on.get(request.prover)
+    return request if line is None else request.model_copy(update={"line": line})

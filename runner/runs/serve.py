@@ -12,6 +12,8 @@ provenance says they came from the daemon.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import socket
 import socketserver
@@ -28,6 +30,7 @@ from pydantic import ValidationError
 from runner.check.checker import Checker, Disagreement
 from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult
+from runner.core.provenance import kit_version
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
 
@@ -50,10 +53,26 @@ FORWARDED = (
 )
 
 
+@functools.cache
+def installation() -> dict[str, str]:
+    """What a daemon must share with its clients: the kit's version and this installation (the
+    package's location and the interpreter), so one install never uses another's daemon."""
+    package = Path(__file__).resolve().parents[1]
+    marker = (package / "__init__.py").stat()  # a reinstall at the same path is another install
+    return {
+        "version": kit_version(),
+        "package": str(package),
+        "installed": f"{marker.st_ino}:{marker.st_mtime_ns}",
+        "python": sys.executable,
+    }
+
+
 def socket_path(settings: Settings) -> Path:
+    """One socket per installation and version: another install's daemon is never reached."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) / "prooflock" if runtime else settings.cache_dir / "serve"
-    return base / SOCKET_NAME
+    key = hashlib.sha256(orjson.dumps(installation(), option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return base / f"{key[:16]}-{SOCKET_NAME}"
 
 
 def _settings_key(fields: dict[str, Any]) -> bytes:
@@ -126,7 +145,13 @@ class Handler(socketserver.StreamRequestHandler):
                 threading.Thread(target=self.server.shutdown, daemon=True).start()
                 return
             if op == "ping":
-                self._reply({"pid": os.getpid(), "checkers": len(self.server._checkers)})
+                self._reply(
+                    {
+                        "pid": os.getpid(),
+                        "checkers": len(self.server._checkers),
+                        "installation": installation(),
+                    }
+                )
                 continue
             self._reply(self._check(message))
 
@@ -295,10 +320,7 @@ class DaemonChecker(Checker):
                     result.result_digest,
                 )
             )
-        extra = {**result.provenance.extra, "daemon": str(self.socket)}
-        return result.model_copy(
-            update={"provenance": result.provenance.model_copy(update={"extra": extra})}
-        )
+        return result.with_extra(daemon=str(self.socket))
 
 
 def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:
@@ -306,11 +328,18 @@ def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:
     is started), else a checker in this process."""
     if mode == "off":
         return Checker(settings, **kwargs)
-    if ping(settings) is None:
+    notify = kwargs.get("notify") or (lambda _m: None)
+    answer = ping(settings)
+    if answer is not None and answer.get("installation") != installation():
+        notify(
+            f"the daemon on {socket_path(settings)} belongs to another prooflock installation "
+            "or version: checking in this process"
+        )
+        return Checker(settings, **kwargs)
+    if answer is None:
         if mode != "start":
             return Checker(settings, **kwargs)
         log = settings.cache_dir / "serve.log"
         pid = start_background(settings, IDLE_TIMEOUT_S, log)
-        notify = kwargs.get("notify") or (lambda _m: None)
         notify(f"started the prooflock daemon (pid {pid}; log {log})")
     return DaemonChecker(settings, **kwargs)

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from runner.core.models import CheckResult, Outcome, Verdict, result_digest
+from runner.core.models import CheckResult, Outcome, Trust, Verdict, result_digest
 from runner.images.lock import ImagesLock
 from runner.records.checkpoint import inspect_chain, recorded_runs
 from runner.records.layout import BUNDLE_LOCK, BUNDLE_LOG, STATEMENT
@@ -32,17 +32,13 @@ def set_verdict(records: Records, index: int, verdict: Verdict) -> None:
     result = CheckResult.model_validate(body["result"])
     outcome = Outcome(
         verdict=verdict,
-        diagnostics=[],
-        assumptions=[],
+        trust=result.trust or Trust.KERNEL,
         details=result.details,
+        outputs=result.outputs,
     )
+    digest = result_digest(outcome, with_trust=result.trust is not None)
     forged = result.model_copy(
-        update={
-            "verdict": verdict,
-            "diagnostics": [],
-            "assumptions": [],
-            "result_digest": result_digest(outcome),
-        }
+        update={"verdict": verdict, "diagnostics": [], "assumptions": [], "result_digest": digest}
     )
     body["result"] = forged.model_dump(mode="json")
 

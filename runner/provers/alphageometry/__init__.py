@@ -20,6 +20,9 @@ run inside the sandbox.
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
 from rich.table import Table
 
 from runner.core.models import CheckResult, JsonValue, Outcome
@@ -32,8 +35,8 @@ from runner.provers.alphageometry import (
     validator,
     worker,
 )
-from runner.provers.alphageometry.engines import ENGINES, Policy
-from runner.provers.base import Options, OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
+from runner.provers.alphageometry.engines import Policy
+from runner.provers.base import AdapterOptions, ProverAdapter, ResolvedRequest, Sandboxes
 
 # 2: outcomes follow AlphaGeometry's own reading (ag4masses, tests/test_alphageometry_parity.py):
 # newclid turns a goal predicate AlphaGeometry cannot check into a logic error, a point defined
@@ -41,37 +44,51 @@ from runner.provers.base import Options, OptionSpec, ProverAdapter, ResolvedRequ
 # exception from DD+AR or its solution writer as the syntax error NL2AGBench counts, not a crash.
 VERSION = "2"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
-OPTIONS = (
-    OptionSpec(
+
+
+class AlphaGeometryOptions(AdapterOptions):
+    engine: Literal["newclid", "ag4masses"] = Field(
+        "newclid",
+        description="DD+AR engine (default newclid)",
+        json_schema_extra={"metavar": "ENGINE"},
+    )
+    logic_errors: Literal["fast", "paper"] = Field(
+        "fast",
+        description="fast = bounded diagram sampling (<= 20 s); paper = NL2AGBench's 300 s of "
+        "silence",
+        json_schema_extra={"metavar": "RULE"},
+    )
+    syntax_check: Literal["engine", "validator"] = Field(
         "engine",
-        "DD+AR engine (default newclid)",
-        metavar="ENGINE",
-        choices=ENGINES,
-        default="newclid",
-    ),
-    OptionSpec(
-        "logic_errors",
-        "fast = bounded diagram sampling (<= 20 s); paper = NL2AGBench's 300 s of silence",
-        metavar="RULE",
-        choices=("fast", "paper"),
-        default="fast",
-    ),
-    OptionSpec(
-        "syntax_check",
-        "engine = the engine confirms syntax errors; validator = the kit's validator alone "
-        "decides them, in milliseconds",
-        metavar="BY",
-        choices=("engine", "validator"),
-        default="engine",
-    ),
-    OptionSpec(
-        "fences",
-        "reject (default) or strip Markdown code fences around a problem",
-        metavar="HOW",
-        choices=("reject", "strip"),
-        default="reject",
-    ),
-)
+        description="engine = the engine confirms syntax errors; validator = the kit's validator "
+        "alone decides them, in milliseconds",
+        json_schema_extra={"metavar": "BY"},
+    )
+    fences: Literal["reject", "strip"] = Field(
+        "reject",
+        description="reject (default) or strip Markdown code fences around a problem",
+        json_schema_extra={"metavar": "HOW"},
+    )
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(logic_errors=self.logic_errors)
+
+    def image(self) -> str:
+        return IMAGES[self.engine]
+
+    def environment(self) -> dict[str, JsonValue]:
+        return {
+            "engine": self.engine,
+            "logic_errors": self.policy.key(),
+            "syntax_check": self.syntax_check,
+            "fences": self.fences,
+            "seeds": {"numpy": engines.SEED, "pythonhashseed": engines.PYTHONHASHSEED},
+            "defs_sha256": definitions.SHA256[definitions.DEFS_FILE],
+            "rules_sha256": definitions.SHA256[definitions.RULES_FILE],
+        }
+
+
 # Short, because a failing probe's command line is quoted in the infra-error message.
 PROBE_NEWCLID = (
     "import sys, importlib.metadata as m\n"
@@ -99,14 +116,6 @@ for name in ("problem.py", "graph.py", "geometry.py", "numericals.py", "pretty.p
 """
 
 
-def policy(options: Options) -> Policy:
-    return Policy(logic_errors=str(options["logic_errors"]))
-
-
-def image(options: Options) -> str:
-    return IMAGES[str(options["engine"])]
-
-
 def probe(image: str) -> dict[str, list[str]]:
     script = PROBE_AG4MASSES if image == IMAGES["ag4masses"] else PROBE_NEWCLID
     return {"engine": ["python3", "-c", script]}
@@ -114,18 +123,6 @@ def probe(image: str) -> dict[str, list[str]]:
 
 def split(name: str, content: str) -> list[tuple[str, str]]:
     return problems.split_file(name, content)
-
-
-def environment_options(options: Options) -> dict[str, JsonValue]:
-    return {
-        "engine": options["engine"],
-        "logic_errors": policy(options).key(),
-        "syntax_check": options["syntax_check"],
-        "fences": options["fences"],
-        "seeds": {"numpy": engines.SEED, "pythonhashseed": engines.PYTHONHASHSEED},
-        "defs_sha256": definitions.SHA256[definitions.DEFS_FILE],
-        "rules_sha256": definitions.SHA256[definitions.RULES_FILE],
-    }
 
 
 def summary(results: list[CheckResult]) -> Table:
@@ -139,19 +136,17 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     The engine worker starts only for a problem that needs it: format errors and validator-only
     outcomes never pay for its import.
     """
-    options = request.options
-    engine = str(options["engine"])
-    read = problems.read_problem(
-        request.name, request.content, lenient=options["fences"] == "strip"
-    )
+    options = request.options_as(AlphaGeometryOptions)
+    engine = options.engine
+    read = problems.read_problem(request.name, request.content, lenient=options.fences == "strip")
     if isinstance(read, problems.FormatError):
         return outcomes.format_error(request.name, read)
     fault = validator.validate(read.line)
-    if fault is not None and options["syntax_check"] == "validator":
+    if fault is not None and options.syntax_check == "validator":
         return outcomes.from_fault(read, fault, engine)
     server = sandboxes.server(worker.server_spec(engine))
-    run = worker.run_on(server, read, policy(options), request.timeout_s)
-    return outcomes.from_run(read, run, fault, engine, policy(options), request.timeout_s)
+    run = worker.run_on(server, read, options.policy, request.timeout_s)
+    return outcomes.from_run(read, run, fault, engine, options.policy, request.timeout_s)
 
 
 ADAPTER = ProverAdapter(
@@ -161,10 +156,8 @@ ADAPTER = ProverAdapter(
     images=tuple(IMAGES.values()),
     probe=probe,
     check=check,
-    options=OPTIONS,
-    image=image,
+    options=AlphaGeometryOptions,
     split=problems.split_file,
-    environment_options=environment_options,
     summary=summary,
     description="AlphaGeometry DSL problems, solved by DD+AR (newclid or ag4masses)",
 )

@@ -47,7 +47,7 @@ def run_on(server: SandboxServer, problem: Problem, policy: Policy, timeout_s: f
     try:
         facts = json.loads(server.read_until(b"\n", REPLY_MARGIN_S))
     except json.JSONDecodeError as exc:
-        server.broken = True
+        server.retire()
         raise BackendUnavailable(f"the {server.spec.name} sent a bad reply: {exc}") from None
     body = output[: -len(marker)]
     done = Completed(

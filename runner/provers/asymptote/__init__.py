@@ -26,6 +26,9 @@ sha256 of the normalized output bytes, which Outcome.files carries.
 from __future__ import annotations
 
 import time
+from typing import Literal
+
+from pydantic import Field
 
 from runner.core.models import Outcome, Verdict
 from runner.provers.asymptote import diagnostics as asy_diagnostics
@@ -33,24 +36,30 @@ from runner.provers.asymptote import guard
 from runner.provers.asymptote import outputs as asy_outputs
 from runner.provers.asymptote import render as asy_render
 from runner.provers.asymptote.reference import compare_with_reference
-from runner.provers.base import Options, OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
+from runner.provers.base import (
+    AdapterOptions,
+    FileOption,
+    ProverAdapter,
+    ResolvedRequest,
+    Sandboxes,
+)
 
 # 3: settings, modules and TeX packages are allow-listed (a refusal is `fail` with line and
 #    column); asy writes only below its source; a frozen clock; the reference renders in a
 #    sandbox of its own, and its PDF and both SSIM rasters are kept.
 VERSION = "3"
 FORMATS = asy_outputs.FORMATS
-OPTIONS = (
-    OptionSpec(
-        "format", "output format (default png)", metavar="FORMAT", choices=FORMATS, default="png"
-    ),
-    OptionSpec(
-        "reference",
-        "a reference .asy diagram to compare with (keyword F1, SSIM)",
-        metavar="REF.asy",
-        reads_file=True,
-    ),
-)
+
+
+class AsymptoteOptions(AdapterOptions):
+    format: Literal["png", "svg", "pdf"] = Field(
+        "png", description="output format (default png)", json_schema_extra={"metavar": "FORMAT"}
+    )
+    reference: FileOption | None = Field(
+        None,
+        description="a reference .asy diagram to compare with (keyword F1, SSIM)",
+        json_schema_extra={"metavar": "REF.asy"},
+    )
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -74,8 +83,13 @@ def probe(image: str) -> dict[str, list[str]]:
 
 
 def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
-    fmt = str(request.options["format"])
-    reference = request_reference(request.options)
+    options = request.options_as(AsymptoteOptions)
+    fmt = options.format
+    reference = (
+        (options.reference.name or "reference.asy", options.reference.content)
+        if options.reference is not None
+        else None
+    )
     timeout = float(request.timeout_s)
     timings = asy_render.Timings()
     started = time.monotonic()
@@ -98,14 +112,6 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     return outcome
 
 
-def request_reference(options: Options) -> tuple[str, str] | None:
-    """(name, content) of the reference diagram, from the core's `{"name", "content"}` option."""
-    reference = options.get("reference")
-    if not isinstance(reference, dict):
-        return None
-    return str(reference.get("name") or "reference.asy"), str(reference["content"])
-
-
 ADAPTER = ProverAdapter(
     name="asymptote",
     version=VERSION,
@@ -113,6 +119,6 @@ ADAPTER = ProverAdapter(
     images=("asymptote",),
     probe=probe,
     check=check,
-    options=OPTIONS,
+    options=AsymptoteOptions,
     description="Asymptote .asy diagrams, rendered reproducibly in asy's safe mode",
 )

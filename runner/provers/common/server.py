@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from runner.backends.base import Backend, Channel, Sandbox
 from runner.core.errors import BackendUnavailable
+from runner.core.messages import Notify
 from runner.core.models import JsonValue, Limits
 
 HEARTBEAT_S = 30  # how often a long boot says it is still going
@@ -46,9 +47,6 @@ class ServerSpec:
     explain_failure: Callable[[Sandbox], str | None] | None = None
 
 
-Notify = Callable[[str], None]
-
-
 class SandboxServer:
     """One server in one sandbox. Not thread-safe: the pool hands it to one check at a time."""
 
@@ -65,12 +63,34 @@ class SandboxServer:
         self.sandbox: Sandbox | None = None
         self.ready_line = b""
         self.boot_ms: int | None = None
-        self.served = 0
-        self.broken = False  # set by an adapter (or on failure): the pool must not reuse it
+        self._served = 0
+        self._deadline: float | None = None  # monotonic: the current check's whole budget
+        self._retired = False  # the pool must not reuse it (it failed, or an adapter said so)
 
     @property
     def started(self) -> bool:
         return self._channel is not None
+
+    @property
+    def served(self) -> int:
+        """Checks this server has answered."""
+        return self._served
+
+    @property
+    def retired(self) -> bool:
+        return self._retired
+
+    def retire(self) -> None:
+        """Never hand this server out again (its state is suspect); the pool closes it."""
+        self._retired = True
+
+    def bound_by(self, deadline: float | None) -> None:
+        """Reads wait at most until `deadline` (the check's whole budget); None lifts it."""
+        self._deadline = deadline
+
+    def count_checks(self, checks: int = 1) -> None:
+        """`checks` more answered by a protocol that does not go through `exchange`."""
+        self._served += checks
 
     def start(self) -> bytes:
         """Boot the server (once); the bytes after its ready marker, up to the end of that line."""
@@ -134,27 +154,29 @@ class SandboxServer:
         try:
             channel.send(data)
         except (EOFError, OSError) as exc:
-            self.broken = True
+            self._retired = True
             raise ServerFailed(f"the {self.spec.name} has exited: {exc}") from None
 
     def read_until(self, marker: bytes, timeout_s: float) -> bytes:
         channel = self._ready_channel()
+        if self._deadline is not None:
+            timeout_s = max(0.0, min(timeout_s, self._deadline - time.monotonic()))
         try:
             return channel.read_until(marker, timeout_s)
         except TimeoutError:
-            self.broken = True
+            self._retired = True
             raise ServerTimeout(
                 f"the {self.spec.name} sent no reply within {timeout_s:.0f} s"
             ) from None
         except EOFError as exc:
-            self.broken = True
+            self._retired = True
             raise ServerFailed(f"the {self.spec.name} exited during the check: {exc}") from None
 
     def exchange(self, data: bytes, until: bytes, timeout_s: float) -> bytes:
         """Send one request frame and read its reply through `until` (inclusive)."""
         self.send(data)
         reply = self.read_until(until, timeout_s)
-        self.served += 1
+        self._served += 1
         return reply
 
     def _ready_channel(self) -> Channel:
@@ -164,7 +186,7 @@ class SandboxServer:
 
     def worn_out(self) -> bool:
         limit = self.spec.max_checks
-        return self.broken or (limit is not None and self.served >= limit)
+        return self._retired or (limit is not None and self._served >= limit)
 
     def info(self) -> dict[str, JsonValue]:
         return {
@@ -172,7 +194,7 @@ class SandboxServer:
             "server": self.spec.name,
             "worker_id": self.worker_id,
             "boot_ms": self.boot_ms,
-            "checks_served": self.served,
+            "checks_served": self._served,
         }
 
     def close(self) -> None:

@@ -9,14 +9,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from runner.backends.base import Completed
-from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Diagnostic, Outcome, Trust, Verdict
 
 
 def infra_error(message: str) -> Outcome:
     """The kit or the machine failed: retried by the core, never counted against the artifact."""
-    return Outcome(verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=message)])
+    return Outcome(
+        verdict=Verdict.INFRA_ERROR, trust=Trust.NONE, diagnostics=[Diagnostic(message=message)]
+    )
 
 
 def failed(
@@ -24,6 +27,26 @@ def failed(
 ) -> Outcome:
     where = Diagnostic(message=message, line=line, column=column, context=context)
     return Outcome(verdict=Verdict.FAIL, diagnostics=[where])
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What the kit refuses before an artifact runs, and where: one kind for every prover."""
+
+    message: str
+    line: int
+    column: int
+    context: str
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(
+            message=self.message, line=self.line, column=self.column, context=self.context
+        )
+
+
+def refused(refusals: Sequence[Refusal]) -> Outcome:
+    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order."""
+    return Outcome(verdict=Verdict.FAIL, diagnostics=[r.diagnostic() for r in refusals])
 
 
 def stopped(

@@ -30,29 +30,13 @@ from __future__ import annotations
 
 from runner.core.errors import BadRequest
 from runner.core.models import Outcome
-from runner.provers.base import OptionSpec, ProverAdapter, ResolvedRequest, Sandboxes
+from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.hol_light import forkserver, source
+from runner.provers.hol_light.options import HolLightOptions
 
 VERSION = "3"  # 3: parse-based allow-list, kernel report on its own pipe, theorems, targets
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
-OPTIONS = (
-    OptionSpec(
-        key="placeholder",
-        help="names that mark an unfinished proof, comma-separated (default CHEAT_TAC)",
-        metavar="NAMES",
-        default=list(source.DEFAULT_PLACEHOLDERS),
-        parse=source.parse_placeholders,
-    ),
-    OptionSpec(
-        key="preload",
-        help="libraries a warm parent loads once, comma-separated, e.g. Library/prime.ml; used "
-        "only for files whose first lines `needs` them in that order",
-        metavar="PATHS",
-        default=[],
-        parse=source.parse_preload,
-    ),
-)
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -99,7 +83,7 @@ ADAPTER = ProverAdapter(
     images=("hol-light",),
     probe=probe,
     check=check,
-    options=OPTIONS,
+    options=HolLightOptions,
     targets=True,
     validate=validate,
     check_batch=check_batch,

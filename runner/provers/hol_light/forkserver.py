@@ -17,6 +17,7 @@ from runner.core.models import Diagnostic, Outcome, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.hol_light import protocol, source
+from runner.provers.hol_light.options import HolLightOptions
 
 SERVER_FILE = "server.ml"
 BOOT_LOG = "boot.log"
@@ -61,7 +62,7 @@ def read_boot(server: SandboxServer) -> Boot:
     fields = server.ready_line.decode("utf-8", errors="replace").strip().split(" ", 3)
     log = boot_log(server)
     if len(fields) != 4 or fields[0] != "ok" or BOOT_ERROR.search(log):
-        server.broken = True
+        server.retire()
         raise BackendUnavailable(boot_failure(log))
     return Boot(ms=int(fields[1]), hol_version=fields[2], work_dir=fields[3])
 
@@ -114,8 +115,8 @@ class Framed:
 
 def frame(request: ResolvedRequest) -> Framed:
     nonce = secrets.token_hex(16)
-    placeholders = list(request.options["placeholder"])
-    declared = list(request.options["preload"] or [])
+    placeholders = list(request.options_as(HolLightOptions).placeholder)
+    declared = list(request.options_as(HolLightOptions).preload)
     preload = source.effective_preload(declared, request.content)
     data = protocol.encode_request(
         nonce, request.timeout_s, placeholders, preload, request.content, request.target
@@ -130,7 +131,7 @@ def judge_reply(
         reply = protocol.parse_reply(raw, framed.nonce)
         outcome = protocol.outcome_from_reply(reply, request, boot.work_dir)
     except protocol.MalformedReply as exc:
-        server.broken = True
+        server.retire()
         raise BackendUnavailable(f"the HOL Light worker sent a bad reply: {exc}") from None
     outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
     return outcome
@@ -158,6 +159,6 @@ def check_many_on(server: SandboxServer, requests: list[ResolvedRequest]) -> lis
             raw = server.read_until(protocol.done_marker(one.nonce), one.timeout_s)
         except BackendUnavailable:
             break
-        server.served += 1
+        server.count_checks()
         outcomes[index] = judge_reply(server, boot, request, raw, one)
     return outcomes

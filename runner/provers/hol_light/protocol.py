@@ -19,6 +19,7 @@ from runner.core.models import Diagnostic, JsonValue, Outcome, Target, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.hol_light import source
+from runner.provers.hol_light.options import HolLightOptions
 
 ARTIFACT_FILE = "artifact.ml"
 MESSAGE_LIMIT = 2000
@@ -183,7 +184,9 @@ def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
         forbidden.append(f"{unlisted['AXIOM']} more axioms")
     placeholders: list[str] = []
     if request.mode == "proof":
-        written = source.placeholder_uses(request.content, list(request.options["placeholder"]))
+        written = source.placeholder_uses(
+            request.content, list(request.options_as(HolLightOptions).placeholder)
+        )
         if placeholder_count or written:
             used = ", ".join(f"`{name}`" for name in written) or "a placeholder"
             placeholders = [f"{used} ({placeholder_count} theorems admitted)"]

@@ -60,7 +60,7 @@ def target_problem(name: str, statement: str) -> str | None:
     return None
 
 
-def parse_placeholders(value: JsonValue) -> JsonValue:
+def parse_placeholders(value: JsonValue) -> tuple[str, ...]:
     """The `placeholder` option: HOL Light identifiers (comma-separated or a list)."""
     names = _as_list(value, DEFAULT_PLACEHOLDERS)
     bad = [n for n in names if not IDENTIFIER.match(n)]
@@ -69,10 +69,10 @@ def parse_placeholders(value: JsonValue) -> JsonValue:
             f"hol-light option 'placeholder' must name HOL Light identifiers such as CHEAT_TAC, "
             f"not {bad[0]!r}"
         )
-    return list(names)
+    return tuple(names)
 
 
-def parse_preload(value: JsonValue) -> JsonValue:
+def parse_preload(value: JsonValue) -> tuple[str, ...]:
     """The `preload` option: library paths such as Library/prime.ml (comma-separated or a list)."""
     paths = _as_list(value, ())
     bad = [p for p in paths if not LIBRARY_PATH.match(p)]
@@ -81,7 +81,7 @@ def parse_preload(value: JsonValue) -> JsonValue:
             f"hol-light option 'preload' must name library files such as Library/prime.ml, "
             f"not {bad[0]!r}"
         )
-    return list(paths)
+    return tuple(paths)
 
 
 def placeholder_uses(content: str, names: Iterable[str]) -> list[str]:

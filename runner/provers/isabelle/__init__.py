@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import re
 
+from pydantic import Field, field_validator
+
 from runner.core.errors import BadRequest
 from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
 from runner.provers.base import (
+    AdapterOptions,
     BadOption,
-    Options,
-    OptionSpec,
     ProverAdapter,
     ResolvedRequest,
     Sandboxes,
@@ -41,24 +42,23 @@ def parse_session(value: JsonValue) -> JsonValue:
     return value
 
 
-OPTIONS = (
-    OptionSpec(
-        key="session",
-        help="the logic session theories are checked in (HOL, HOL-Analysis, an AFP session, ...)",
-        metavar="NAME",
-        default="HOL",
-        parse=parse_session,
-    ),
-)
+class IsabelleOptions(AdapterOptions):
+    session: str = Field(
+        "HOL",
+        description="the logic session theories are checked in (HOL, HOL-Analysis, an AFP "
+        "session, ...)",
+        json_schema_extra={"metavar": "NAME"},
+    )
+
+    _session = field_validator("session", mode="before")(parse_session)
+
+    def environment(self) -> dict[str, JsonValue]:
+        return {"session": self.session}  # another session is another logic: another heap
 
 
 def probe(image: str) -> dict[str, list[str]]:
     components = "cat /opt/prooflock/isabelle-pins.txt 2>/dev/null || echo 'no pins file'"
     return {"isabelle": ["isabelle", "version"], "pins": ["sh", "-c", components]}
-
-
-def environment_options(options: Options) -> dict[str, JsonValue]:
-    return {"session": options["session"]}  # another session is another logic: another heap
 
 
 def validate(request: ResolvedRequest) -> None:
@@ -93,11 +93,11 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         return refusal
     header = source.header(request.content)
     assert header is not None  # refused() checked it
-    server = sandboxes.server(worker.server_spec(str(request.options["session"])))
+    server = sandboxes.server(worker.server_spec(request.options_as(IsabelleOptions).session))
     boot = worker.read_boot(server)
     if not boot.ok:
-        server.broken = True
-        return _session_failure(boot.problem, str(request.options["session"]))
+        server.retire()
+        return _session_failure(boot.problem, request.options_as(IsabelleOptions).session)
     target = request.target
     reply = worker.run_on(
         server,
@@ -131,8 +131,7 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     validate=validate,
-    options=OPTIONS,
-    environment_options=environment_options,
+    options=IsabelleOptions,
     targets=True,
     description="Isabelle/HOL theories (with the AFP), checked on a warm Isabelle server",
 )

@@ -68,7 +68,7 @@ def read_boot(server: SandboxServer) -> Boot:
     try:
         facts = json.loads(server.ready_line)
     except ValueError:
-        server.broken = True
+        server.retire()
         raise BackendUnavailable("the Isabelle worker sent a bad ready line") from None
     return Boot(
         ok=bool(facts.get("ok")),
@@ -93,10 +93,10 @@ def run_on(
     try:
         reply = json.loads(line)
     except ValueError:
-        server.broken = True
+        server.retire()
         raise BackendUnavailable("the Isabelle worker sent a reply that is not JSON") from None
     if not isinstance(reply, dict) or reply.get("status") == "server_error":
-        server.broken = True
+        server.retire()
         detail = reply.get("detail") if isinstance(reply, dict) else reply
         raise BackendUnavailable(f"the Isabelle worker failed: {detail}")
     return reply

@@ -87,7 +87,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     server = sandboxes.server(worker.server_spec(header, request.limits))
     boot = worker.read_boot(server)
     if not boot.header_ok:
-        server.broken = True  # a header Lean refuses will not load next time either
+        server.retire()  # a header Lean refuses will not load next time either
         if boot.died is not None:
             return judging.died_importing(boot.died)
         return judging.header_failure(boot.messages, header)

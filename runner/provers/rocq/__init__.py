@@ -71,7 +71,7 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
             except worker.CannotServe:
                 pass
             except BackendUnavailable:  # the worker died or stalled (the pool drops it)
-                server.broken = True
+                server.retire()
             else:
                 return found, f"worker:{server.spec.key}"
     return cold.run(request, sandboxes.sandbox()), "cold"

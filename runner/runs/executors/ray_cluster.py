@@ -26,13 +26,14 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from runner.check.checker import Checker, notify_stderr
+from runner.check.checker import Checker
 from runner.core.canonical import digest
 from runner.core.errors import InfraFailure, UserError
+from runner.core.messages import Notify, notify_stderr
 from runner.core.models import CheckRequest, CheckResult, Diagnostic, Outcome, Provenance, Verdict
 from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, kit_version, now
@@ -40,7 +41,6 @@ from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
 
 K = TypeVar("K")
-Notify = Callable[[str], None]
 
 MISSING = "the ray executor needs Ray, which is not installed: pip install 'prooflock[ray]'"
 WORKER_DIED_TWICE = "the worker died twice checking this artifact"
@@ -75,7 +75,7 @@ def request_kind(request: ResolvedRequest) -> str:
             "image": request.image,
             "mode": request.mode,
             "limits": [limits.timeout_s, limits.memory_mb, limits.pids],
-            "options": request.adapter.environment_options(request.options),
+            "options": request.options.environment(),
         }
     )
 
@@ -170,6 +170,7 @@ class ProverHost:
             prover=resolved.adapter.name,
             mode=resolved.mode,
             verdict=outcome.verdict,
+            trust=outcome.trust,
             diagnostics=outcome.diagnostics,
             env_key=environment.key,
             environment=environment.data,
@@ -180,10 +181,7 @@ class ProverHost:
         return self._on_node(result)
 
     def _on_node(self, result: CheckResult) -> CheckResult:
-        extra = {**result.provenance.extra, "ray_node": self.node}
-        return result.model_copy(
-            update={"provenance": result.provenance.model_copy(update={"extra": extra})}
-        )
+        return result.with_extra(ray_node=self.node)
 
     def close(self) -> None:
         self.checker.close()

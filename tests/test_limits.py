@@ -1,0 +1,67 @@
+"""Limits that hold for everything the kit does: the size limit, one budget per check, boots
+that are not a check's time."""
+
+from __future__ import annotations
+
+import time
+
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Outcome, Verdict
+from runner.provers.base import ResolvedRequest, Sandboxes
+from runner.provers.common.server import ServerSpec
+from tests.helpers import register_test_prover
+
+SLOW_BOOT = ServerSpec(
+    name="slow-booting test server",
+    argv=["sh", "-c", "sleep 3; echo READY; exec cat"],
+    ready=b"READY",
+    boot_timeout_s=30,
+)
+
+
+def dawdle(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    """Kit-side work that ignores the timeout (as parsing a huge output would)."""
+    time.sleep(float(request.content))
+    return Outcome(verdict=Verdict.PASS)
+
+
+def echo_once(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    server = sandboxes.server(SLOW_BOOT)
+    reply = server.exchange(request.content.encode() + b"\n", b"\n", 10)
+    return Outcome(
+        verdict=Verdict.PASS if reply.strip() == request.content.encode() else Verdict.FAIL
+    )
+
+
+def test_an_artifact_over_the_size_limit_is_refused_before_any_work(cli, tmp_path):
+    big = tmp_path / "big.v"
+    big.write_text("(* padding *)\n" * 800_000)  # about 11 MB
+    started = time.monotonic()
+    done = cli("check", "--prover", "rocq", "big.v", check=2)
+    assert "over the 10 MB limit" in done.stderr and "PROOFLOCK_MAX_ARTIFACT_MB" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 30  # refused, not checked (a 50 MB file took 138 s)
+    raised = cli("check", "--prover", "rocq", "big.v", env={"PROOFLOCK_MAX_ARTIFACT_MB": "20"})
+    assert "over the" not in raised.stderr
+
+
+def test_a_check_past_its_whole_budget_is_a_timeout_whatever_it_concluded(settings, monkeypatch):
+    register_test_prover(monkeypatch, "dawdler", check=dawdle)
+    with Checker(settings.model_copy(update={"timeout": 1})) as checker:
+        slow = checker.check_one(CheckRequest(prover="dawdler", name="slow", content="7"))
+        quick = checker.check_one(CheckRequest(prover="dawdler", name="quick", content="0"))
+    assert slow.verdict is Verdict.TIMEOUT
+    assert "covers everything done for the artifact" in slow.diagnostics[0].message
+    assert quick.verdict is Verdict.PASS
+
+
+def test_a_server_boot_is_reported_once_and_is_not_the_checks_time(settings, monkeypatch):
+    register_test_prover(monkeypatch, "echoer", check=echo_once)
+    with Checker(settings.model_copy(update={"timeout": 2})) as checker:
+        first = checker.check_one(CheckRequest(prover="echoer", name="a", content="hello"))
+        second = checker.check_one(CheckRequest(prover="echoer", name="b", content="again"))
+    # The 3 s boot is longer than the 2 s limit, yet it is no part of the check's budget or time.
+    assert first.verdict is Verdict.PASS and second.verdict is Verdict.PASS
+    assert first.provenance.extra["booted_in_check_ms"] >= 3000
+    assert first.provenance.wall_ms < 3000
+    assert "booted_in_check_ms" not in second.provenance.extra  # the warm server: no boot
