@@ -112,6 +112,7 @@ def test_the_same_edit_with_the_whole_statement_rebuilt_needs_a_signature(audit,
     rebuild_statement(signed)
     code, data = audit(signed, *keys["publisher"].trust())
     assert code == 1
+    assert data["trust"].startswith("not trusted: the signed payload is not statement.intoto.json")
     assert problems(data) == {
         "signature": "the signed payload is not statement.intoto.json: the statement was "
         "changed after signing"

@@ -102,12 +102,13 @@ class Verification:
     def trust(self) -> str:
         """One phrase: "signed by K", "integrity only", or why the signature is not trusted."""
         check = self.signature
+        refused = [f.detail for f in self.problems if f.check == "signature"]
+        if refused:
+            return f"not trusted: {refused[0]}"
         if check is None:
             return UNSIGNED
         if check.trusted:
             return f"signed by {check.signers()}"
-        if check.failure:
-            return f"not trusted: {check.failure}"
         return f"signed by key id {', '.join(check.key_ids)} (not checked: no --trust key given)"
 
     def to_json(self) -> dict[str, Any]:
