@@ -23,7 +23,7 @@ import pytest
 
 from runner.check.checker import Checker
 from runner.core.errors import BadRequest
-from runner.core.models import CheckRequest, CheckResult, Target, Verdict
+from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers.isabelle import judging, source, worker
 
@@ -55,9 +55,11 @@ class Isabelle:
 
 
 @pytest.fixture
-def isabelle(tmp_path, monkeypatch) -> Iterator[Isabelle]:
+def isabelle(tmp_path, monkeypatch, request) -> Iterator[Isabelle]:
     log = tmp_path / "server.log"
-    shims.write_shims(tmp_path / "bin", DOUBLES, log)
+    # `@pytest.mark.parametrize("isabelle", [{"conceal": True}], indirect=True)`: a double that
+    # does not announce itself, as the real server would not.
+    shims.write_shims(tmp_path / "bin", DOUBLES, log, **getattr(request, "param", {}))
     # The doubles and their logs live in this test's tmp dir, which the local backend's
     # bubblewrap sandbox hides (private /tmp and /work): run unsandboxed here, and see
     # test_the_server_runs_inside_the_local_sandbox for the sandboxed path.
@@ -124,6 +126,21 @@ def test_a_proof_passes_and_names_its_theorems(isabelle):
     result = isabelle.check(GOOD)
     assert result.verdict is Verdict.PASS, result.diagnostics
     assert result.details["theorems"] == ["Scratch.rev_rev"]
+    assert result.trust is Trust.DOUBLE  # the double said so, answering the password
+
+
+@pytest.mark.parametrize("isabelle", [{"conceal": True}], indirect=True)
+def test_a_server_that_does_not_announce_a_double_gives_kernel_verdicts(isabelle):
+    # What the real server does: its verdicts rest on Isabelle's kernel.
+    passed = isabelle.check(GOOD)
+    assert (passed.verdict, passed.trust) == (Verdict.PASS, Trust.KERNEL)
+    failed = isabelle.check(GOOD, options={"session": "No_Such_Session"})
+    assert (failed.verdict, failed.trust) == (Verdict.FAIL, Trust.KERNEL)
+
+
+def test_a_session_the_double_does_not_have_is_the_double_s_verdict_too(isabelle):
+    failed = isabelle.check(GOOD, options={"session": "No_Such_Session"})
+    assert (failed.verdict, failed.trust) == (Verdict.FAIL, Trust.DOUBLE)
 
 
 def test_a_failed_proof_fails_at_its_line_and_column(isabelle):
@@ -160,6 +177,37 @@ def test_axiomatization_is_an_axiom_unless_allowed_by_its_full_name(isabelle):
     assert isabelle.check(content, allowed_axioms=("Scratch.ax",)).verdict is Verdict.PASS
     # A short name never covers an axiom the theory declares itself.
     assert isabelle.check(content, allowed_axioms=("ax",)).verdict is Verdict.AXIOM
+
+
+@pytest.mark.parametrize(
+    ("body", "axiom"),
+    [
+        ('typedef pos = "{n::nat. n > 0}" by auto', "Scratch.type_definition_pos"),
+        ("typedef 'a box = \"UNIV :: 'a set\" by auto", "Scratch.type_definition_box"),
+        ("datatype tree = Leaf | Node tree tree", "Scratch.type_definition_tree"),
+        ("datatype ('a, 'b) pair = Pair 'a 'b", "Scratch.type_definition_pair"),
+        ("record point = x :: nat  y :: nat", "Scratch.type_definition_point_ext"),
+    ],
+)
+def test_types_are_not_axioms_when_the_typedef_package_made_them(isabelle, body, axiom):
+    content = theory(f'{body}\nlemma t: "x = x" by simp')
+    result = isabelle.check(content)
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert result.assumptions == []
+    # The same name from an axiomatization is an axiom: only the typedef package's are types.
+    name = axiom.split(".")[1]
+    forged = isabelle.check(theory(f'axiomatization where {name}: "False"\nlemma t: "P" by simp'))
+    assert (forged.verdict, forged.assumptions) == (Verdict.AXIOM, [f"Scratch.{name}"])
+
+
+@pytest.mark.parametrize("name", ["cheat_def", "cheat_def_raw", "type_definition_cheat"])
+def test_an_axiom_named_like_a_definition_beside_an_allowed_one_is_still_an_axiom(isabelle, name):
+    content = theory(
+        f'axiomatization where ok: "True" and {name} [simp]: "False"\nlemma t: "P" by simp'
+    )
+    result = isabelle.check(content, allowed_axioms=("Scratch.ok",))
+    assert result.verdict is Verdict.AXIOM
+    assert result.assumptions == sorted(["Scratch.ok", f"Scratch.{name}"])
 
 
 def test_definitions_are_not_axioms(isabelle):

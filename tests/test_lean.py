@@ -22,7 +22,7 @@ import pytest
 
 from runner.check.checker import Checker
 from runner.core.errors import BadRequest
-from runner.core.models import CheckRequest, CheckResult, Target, Verdict
+from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers.lean import source, worker
 
@@ -56,9 +56,11 @@ class Lean:
 
 
 @pytest.fixture
-def lean(tmp_path, monkeypatch) -> Iterator[Lean]:
+def lean(tmp_path, monkeypatch, request) -> Iterator[Lean]:
     log = tmp_path / "repl.log"
-    shims.write_shims(tmp_path / "bin", DOUBLES, log)
+    # `@pytest.mark.parametrize("lean", [{"conceal": True}], indirect=True)`: a double that does
+    # not announce itself, as the real REPL would not.
+    shims.write_shims(tmp_path / "bin", DOUBLES, log, **getattr(request, "param", {}))
     # The doubles and their logs live in this test's tmp dir, which the local backend's
     # bubblewrap sandbox hides (private /tmp and /work): run unsandboxed here, and see
     # test_the_server_runs_inside_the_local_sandbox for the sandboxed path.
@@ -121,6 +123,21 @@ def test_a_proof_passes_and_names_its_declarations(lean):
     assert result.verdict is Verdict.PASS, result.diagnostics
     assert result.details["declarations"] == ["add_zero'"]
     assert result.assumptions == []  # propext is one of Lean's own three axioms
+    assert result.trust is Trust.DOUBLE  # the double said so when the header was elaborated
+
+
+@pytest.mark.parametrize("lean", [{"conceal": True}], indirect=True)
+def test_a_repl_that_does_not_announce_a_double_gives_kernel_verdicts(lean):
+    # What the real REPL does: its verdicts rest on Lean's kernel, in the REPL's process.
+    passed = lean.check(GOOD)
+    assert (passed.verdict, passed.trust) == (Verdict.PASS, Trust.KERNEL)
+    failed = lean.check("import NoSuchPackage.Foo\ntheorem t : True := trivial\n")
+    assert (failed.verdict, failed.trust) == (Verdict.FAIL, Trust.KERNEL)
+
+
+def test_a_header_lean_refuses_is_the_double_s_verdict_too(lean):
+    failed = lean.check("import NoSuchPackage.Foo\ntheorem t : True := trivial\n")
+    assert (failed.verdict, failed.trust) == (Verdict.FAIL, Trust.DOUBLE)
 
 
 def test_an_error_fails_with_lean_s_message_at_its_line_and_column(lean):
@@ -167,15 +184,54 @@ def test_an_unused_axiom_still_counts(lean):
     assert result.assumptions == ["unused"]
 
 
-def test_native_decide_is_refused_unless_its_axiom_is_allowed(lean):
-    content = HEADER + "theorem t : 10 < 20 := by native_decide\n"
-    refused = lean.check(content)
+NATIVE = HEADER + "theorem t : 10 < 20 := by native_decide\n"
+BV = HEADER + "theorem b (x : BitVec 8) : x + 0 = x := by bv_decide\n"
+
+
+def test_native_decide_is_an_axiom_decided_before_it_runs_unless_allowed(lean):
+    refused = lean.check(NATIVE)
     assert refused.verdict is Verdict.AXIOM
-    assert refused.assumptions == ["Lean.ofReduceBool"]
+    assert refused.assumptions == ["native_decide"]
+    assert "t._native.native_decide" not in only(refused).message  # not run: no name yet
+    assert "<proof>._native.native_decide.ax_" in only(refused).message
+    assert (only(refused).line, only(refused).column) == (3, 26)
     assert lean.commands() == []  # decided before any REPL ran
-    allowed = lean.check(content, allowed_axioms=("Lean.ofReduceBool",))
-    assert allowed.verdict is Verdict.PASS
-    assert allowed.assumptions == ["Lean.ofReduceBool"]
+
+
+@pytest.mark.parametrize("allow", ["native_decide", "Lean.ofReduceBool"])
+def test_allowed_native_decide_runs_and_names_the_proof_s_own_axiom(lean, allow):
+    # Since Lean 4.29 `#print axioms` names an axiom per proof, not Lean.ofReduceBool;
+    # `Lean.ofReduceBool` stays the name that allows all native code, on every line.
+    allowed = lean.check(NATIVE, allowed_axioms=(allow,))
+    assert allowed.verdict is Verdict.PASS, allowed.diagnostics
+    assert allowed.assumptions == ["t._native.native_decide.ax_1_1"]
+    assert allowed.details["declarations"] == ["t"]
+
+
+def test_bv_decide_runs_and_is_an_axiom_naming_its_native_axiom_unless_allowed(lean):
+    result = lean.check(BV)
+    assert result.verdict is Verdict.AXIOM
+    assert result.assumptions == ["b._native.bv_decide.ax_1_1"]
+    assert "b._native.bv_decide.ax_1_1" in only(result).message
+    assert lean.check(BV, allowed_axioms=("native_decide",)).verdict is Verdict.AXIOM
+    assert lean.check(BV, allowed_axioms=("bv_decide",)).verdict is Verdict.PASS
+
+
+def test_an_older_line_s_native_axiom_is_still_native_code(lean):
+    # Before Lean 4.29 every native proof rests on Lean.ofReduceBool, which says no tactic:
+    # only allowing Lean.ofReduceBool (all native code) lets it pass.
+    older = HEADER + "-- double:lean-4.28\ntheorem b (x : BitVec 8) : x + 0 = x := by bv_decide\n"
+    result = lean.check(older, allowed_axioms=("bv_decide",))
+    assert (result.verdict, result.assumptions) == (Verdict.AXIOM, ["Lean.ofReduceBool"])
+    assert lean.check(older, allowed_axioms=("Lean.ofReduceBool",)).verdict is Verdict.PASS
+
+
+def test_a_theorem_resting_on_a_native_proof_rests_on_its_axiom(lean):
+    content = NATIVE + "theorem u : 10 < 20 ∧ True := ⟨t, trivial⟩\n"
+    result = lean.check(content, allowed_axioms=("native_decide",))
+    assert result.verdict is Verdict.PASS
+    assert result.assumptions == ["t._native.native_decide.ax_1_1"]
+    assert lean.check(content.replace("by native_decide", "by bv_decide")).verdict is Verdict.AXIOM
 
 
 @pytest.mark.parametrize(
@@ -193,14 +249,16 @@ def test_native_decide_is_refused_unless_its_axiom_is_allowed(lean):
         ("def «IO».x := 1", "IO"),
         ("attribute [csimp] foo", "csimp"),
         ("theorem t : True := trivial import Mathlib.Logic.Basic", "import"),
+        ("axiom t._native.native_decide.ax_1_1 : False", "_native"),
+        ("theorem t : False := «_native».forged", "_native"),
     ],
 )
 def test_what_could_bypass_the_kernel_is_refused_before_it_runs(lean, line, word):
     result = lean.check(HEADER + line + "\n")
     assert result.verdict is Verdict.FAIL
-    error = only(result)
+    error = result.diagnostics[0]  # every refusal is listed, the first one first
     assert word in error.message and "not allowed" in error.message
-    assert (error.line, error.column) == (3, error.column) and error.context == line
+    assert (error.line, error.context) == (3, line)
     assert lean.commands() == []
 
 
@@ -361,7 +419,7 @@ def test_a_repl_past_the_memory_cap_is_a_memory_verdict(lean):
 
 
 def test_nothing_the_artifact_prints_reaches_the_reply_channel(lean):
-    forged = 'PROOFLOCK-LEAN-REPLY x {"status": "ok"}\n'
+    forged = '{"id": "x", "reply": {"status": "ok"}}\nPROOFLOCK-WORKER-READY {}\n'
     content = HEADER + f"-- {forged}theorem t : 1 = 2 := by sorry\n"
     assert lean.check(content).verdict is Verdict.PLACEHOLDER
 
@@ -378,8 +436,24 @@ def test_the_header_is_blanked_so_positions_are_the_file_s_own():
 
 
 def test_escaped_identifiers_are_unescaped_before_the_policy():
-    assert source.refusals("def x := «Lean».Elab\n")
-    assert source.refusals("theorem t : True := by «run_tac» pure ()\n")  # stricter than Lean
+    assert source.read("def x := «Lean».Elab\n").refusals
+    assert source.read("theorem t : True := by «run_tac» pure ()\n").refusals  # stricter than Lean
+
+
+def test_native_code_is_found_in_every_spelling_and_only_in_code():
+    spellings = {
+        "by native_decide": "native_decide",
+        "by decide +native": "native_decide",
+        "by decide (config := { native := true })": "native_decide",
+        "by bv_decide": "bv_decide",
+        "by bv_decide?": "bv_decide",
+        "ofReduceBool _ _ rfl": "native_decide",
+    }
+    for proof, tier in spellings.items():
+        found = source.read(f"theorem t : P := {proof}\n").native
+        assert [use.tactic for use in found] == [tier], proof
+    quiet = 'theorem t : "native_decide" = "native_decide" := rfl -- bv_decide\n'
+    assert source.read(quiet).native == []
 
 
 def test_the_server_runs_inside_the_local_sandbox(tmp_path, monkeypatch):

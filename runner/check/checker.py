@@ -23,6 +23,7 @@ from runner import provers
 from runner.backends import BackendChoice
 from runner.backends.base import Backend, BackendInfo
 from runner.check import batching
+from runner.check.advisories import flagged
 from runner.check.batching import Unit
 from runner.check.cache import ResultCache
 from runner.check.environment import Environment, Environments
@@ -344,6 +345,7 @@ class Checker:
             assumptions=outcome.assumptions,
             details=outcome.details,
             outputs=outcome.outputs,
+            advisories=flagged(request, environment.data),
             env_key=environment.key,
             environment=environment.data,
             request_digest=request.digest,
@@ -469,7 +471,11 @@ def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:
             "extra": {**hit.provenance.extra, "cached_from": hit.provenance.started_at},
         }
     )
-    return hit.model_copy(update={"artifact": request.name, "provenance": provenance})
+    # Advisories are read again: the data may have changed since the result was cached.
+    advisories = flagged(request, hit.environment)
+    return hit.model_copy(
+        update={"artifact": request.name, "provenance": provenance, "advisories": advisories}
+    )
 
 
 def check(

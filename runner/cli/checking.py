@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import provers
+from runner.check.advisories import summary as advisory_summary
 from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
     EXIT_FAILED,
@@ -282,6 +283,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if result.verdict is Verdict.INFRA_ERROR:
                 notify_stderr(f"{result.artifact}: infra error: {_first_message(result)}")
         canary = canary_failed(checker)
+    if advisory_line := advisory_summary(results):
+        notify_stderr(advisory_line)
     if batch:
         err = console(sys.stderr)
         err.print(tally_line(results))

@@ -33,6 +33,7 @@ class Trust(StrEnum):
     REPLAYED = "replayed"  # an independent re-check in a fresh process the artifact never ran in
     KERNEL = "kernel"  # the prover's own kernel, in the process that ran the artifact's code
     DOUBLE = "double"  # a protocol double standing in for a prover that cannot run here
+    KIT = "kit"  # the kit's own reading before any prover ran (a refusal), nothing more
     NONE = "none"  # no verdict on the artifact (an infra error)
 
 

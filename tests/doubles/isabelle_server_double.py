@@ -1,6 +1,7 @@
 """A protocol double of `isabelle server` (Isabelle2025-2), for tests: no Isabelle inside.
 
-`isabelle_server_double.py server -n NAME -p PORT [--log FILE]` prints the real address line,
+`isabelle_server_double.py server -n NAME -p PORT [--log FILE] [--conceal]` prints the real
+address line,
 `server "NAME" = 127.0.0.1:PORT (password "...")`, and serves the real TCP protocol on loopback:
 the password line, then commands; replies `OK json` / `ERROR json` and, for tasks, `NOTE json`
 then `FINISHED json` or `FAILED json`, each framed as Isabelle's Byte_Message does (a message over
@@ -16,12 +17,19 @@ How `use_theories` decides (see tests/doubles/README.md):
   `Pure.skip_proof` oracle, `oops` stores no theorem, a false literal equation such as
   "(2::nat) + 2 = 5" proved `by simp`/`auto`/`arith` fails with Isabelle's `Failed to finish
   proof` message; each stored theorem gets the `theorem PROP` writeln message;
-- `axiomatization ... where NAME: "PROP"` adds an axiom; `definition` adds its NAME_def;
+- `axiomatization ... where NAME: "PROP" and NAME2: "PROP2"` adds an axiom per name;
+  `definition` adds its NAME_def; `typedef T`, `datatype T`, `codatatype T` add
+  `type_definition_T` and `record T` adds `type_definition_T_ext` (what Isabelle's typedef
+  package names them), which the report lists as the typedef package's;
 - the kit's report theory (recognized by PROOFLOCK-REPORT) is answered with those theorems,
   oracles and axioms, and with the target compared as whitespace-normalized text; a target
   naming a type `undeclared_...` cannot be read (`Undefined type name`);
 - markers in a comment: `double:sleep` runs until `cancel`, `double:hang` ignores `cancel`,
   `double:crash` kills the server process.
+It announces itself where the real server says who it is, in its answer to the password:
+`OK {"isabelle_id": "double", ..., "double": "..."}` (Isabelle's has no `double` field), so the
+kit marks its verdicts `double`; `--conceal` drops that field (only for the test that the kit
+reads it).
 """
 
 from __future__ import annotations
@@ -47,16 +55,22 @@ KNOWN_THEORIES = {
     "HOL-Library.Multiset",
     "HOL-Library.FuncSet",
 }
-IDENTITY = '{"isabelle_id":"double","isabelle_name":"Isabelle2025-2"}'
+IDENTITY = {"isabelle_id": "double", "isabelle_name": "Isabelle2025-2"}
+DOUBLE = "tests/doubles/isabelle_server_double.py (a protocol double, not Isabelle)"
 STATEMENT = re.compile(
     r"^[ \t]*(lemma|theorem|corollary|proposition)\s+(?:(\w+)\s*(?:\[[^\]]*\])?\s*:)?\s*\"((?:[^\"\\]|\\.)*)\"",
     re.MULTILINE,
 )
-AXIOM = re.compile(
-    r"^[ \t]*axiomatization\b.*?\bwhere\s+(\w+)\s*:\s*\"((?:[^\"\\]|\\.)*)\"",
+AXIOMATIZATION = re.compile(
+    r"^[ \t]*axiomatization\b.*?(?=^[ \t]*(?:lemma|theorem|definition|end|axiomatization)\b|\Z)",
     re.MULTILINE | re.DOTALL,
 )
+AXIOM = re.compile(r"\b(?:where|and)\s+(\w+)\s*(?:\[[^\]]*\]\s*)?:\s*\"")
 DEFINITION = re.compile(r"^[ \t]*definition\s+(\w+)", re.MULTILINE)
+# The new type's name, after any type parameters: `typedef 'a T`, `datatype ('a, 'b) T`.
+TYPEDEF = re.compile(
+    r"^[ \t]*(typedef|datatype|codatatype|record)\s+(?:\([^)]*\)\s*|'\w+\s+)*(\w+)", re.MULTILINE
+)
 FALSE_ARITH = re.compile(r"^\(?(\d+)\s*(?:::\s*\w+\))?\s*([-+*])\s*(\d+)\s*=\s*(\d+)$")
 SYMBOL = re.compile(r"\\<[^>]*>|.", re.DOTALL)
 
@@ -107,6 +121,7 @@ class Theory:
         self.errors: list[dict] = []
         self.theorems: dict[str, list[str]] = {}
         self.axioms: list[str] = []
+        self.typedefs: list[str] = []  # the axioms the typedef package registered
         self.statements: dict[str, str] = {}
 
 
@@ -124,8 +139,9 @@ class Session:
 
 
 class Handler:
-    def __init__(self, conn: socket.socket, password: str, session: Session):
+    def __init__(self, conn: socket.socket, password: str, session: Session, identity: dict):
         self.conn, self.password, self.session = conn, password, session
+        self.identity = identity
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.reader = conn.makefile("rb")
         self.write_lock = threading.Lock()
@@ -146,7 +162,7 @@ class Handler:
         if self.read_message() != self.password:
             self.conn.close()
             return
-        self.send(f"OK {IDENTITY}")
+        self.send(f"OK {compact(self.identity)}")
         while True:
             message = self.read_message()
             if message is None:
@@ -273,10 +289,16 @@ class Handler:
         if "PROOFLOCK-REPORT" in theory.text:
             self.report(theory, done)
             return
-        for match in AXIOM.finditer(theory.text):
-            theory.axioms.append(f"{theory.name}.{match.group(1)}")
+        for block in AXIOMATIZATION.finditer(theory.text):
+            for match in AXIOM.finditer(block.group(0)):
+                theory.axioms.append(f"{theory.name}.{match.group(1)}")
         for match in DEFINITION.finditer(theory.text):
             theory.axioms.append(f"{theory.name}.{match.group(1)}_def")
+        for match in TYPEDEF.finditer(theory.text):
+            suffix = "_ext" if match.group(1) == "record" else ""
+            axiom = f"{theory.name}.type_definition_{match.group(2)}{suffix}"
+            theory.axioms.append(axiom)
+            theory.typedefs.append(axiom)
         statements = list(STATEMENT.finditer(theory.text))
         for index, match in enumerate(statements):
             end = statements[index + 1].start() if index + 1 < len(statements) else len(theory.text)
@@ -334,7 +356,12 @@ class Handler:
                     "target": statement,
                 }
         rows = [{"name": n, "oracles": o} for n, o in artifact.theorems.items()]
-        data = {"theorems": rows, "axioms": artifact.axioms, "target": target}
+        data = {
+            "theorems": rows,
+            "axioms": artifact.axioms,
+            "typedefs": artifact.typedefs,
+            "target": target,
+        }
         where = position(theory.text, 0, 6, theory.file)
         theory.messages.append(
             {"kind": "writeln", "message": "PROOFLOCK-REPORT " + compact(data), "pos": where}
@@ -383,6 +410,7 @@ def main() -> None:
     name = args[args.index("-n") + 1] if "-n" in args else "isabelle"
     port = int(args[args.index("-p") + 1]) if "-p" in args else 0
     log = Path(args[args.index("--log") + 1]) if "--log" in args else None
+    identity = IDENTITY if "--conceal" in args else {**IDENTITY, "double": DOUBLE}
     password = str(uuid.UUID(bytes=secrets.token_bytes(16)))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -395,7 +423,8 @@ def main() -> None:
     session = Session(log)
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=Handler(conn, password, session).serve, daemon=True).start()
+        handler = Handler(conn, password, session, identity)
+        threading.Thread(target=handler.serve, daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ How it decides, in this order (see tests/doubles/README.md):
    gives Lean's own `unknown module prefix` / `object file ... does not exist` error;
 3. a command on an env: declarations are found by a regex (theorem, lemma, def, abbrev, axiom,
    instance, example); a `sorry` gives a sorries entry and Lean's `declaration uses `sorry``
-   warning; `axiom X` and a declaration naming X depend on X; `native_decide` depends on
-   `Lean.ofReduceBool`; Classical tactics on [propext, Classical.choice, Quot.sound], `simp`-like
+   warning; `axiom X` and a declaration naming X depend on X; `native_decide` (`bv_decide`) in
+   the proof of X adds and depends on the axiom `X._native.native_decide.ax_1_1`
+   (`X._native.bv_decide.ax_1_1`), as Lean >= 4.29 names it (`Lean.ofReduceBool` when the command
+   holds the marker `double:lean-4.28`); Classical tactics on [propext, Classical.choice, Quot.sound], `simp`-like
    tactics on [propext]; `decide` on a false literal equation, and `exact`/`apply` of a name
    nobody declared, are errors with Lean's messages;
 4. `#print axioms X` answers from those dependencies with Lean's exact sentence; the kit's two
@@ -23,7 +25,10 @@ How it decides, in this order (see tests/doubles/README.md):
    the declarations of the env and with a comparison of whitespace-normalized statements;
 5. markers in a comment drive failures: `double:sleep` hangs, `double:crash` dies (SIGABRT-like
    exit), `double:memory` allocates until something stops it.
-`--log FILE` appends every command received, one JSON line each (tests count header imports).
+It announces itself: its reply to a header (a command without `env`) carries a top-level
+`"double"` field, which the real REPL never sends, so the kit marks its verdicts `double`.
+`--log FILE` appends every command received, one JSON line each (tests count header imports);
+`--conceal` drops the announcement (only for the test that the kit reads it).
 """
 
 from __future__ import annotations
@@ -79,6 +84,9 @@ DECL = re.compile(
     re.MULTILINE,
 )
 TARGET_PREFIX = "__prooflock_target_"
+DOUBLE = "tests/doubles/lean_repl_double.py (a protocol double, not Lean)"
+# Lean >= 4.29: a proof that trusts compiled code gets an axiom of its own.
+NATIVE_TACTICS = re.compile(r"\b(native_decide|bv_decide)\b")
 ARITH = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
 
 
@@ -221,10 +229,11 @@ class Env:
 
 
 class Repl:
-    def __init__(self, log: Path | None):
+    def __init__(self, log: Path | None, announce: bool = True):
         self.envs: list[Env] = []
         self.table = transcript_replies()
         self.log = log
+        self.announce = announce
 
     def new_env(self, env: Env) -> int:
         self.envs.append(env)
@@ -260,6 +269,8 @@ class Repl:
         parent = self.envs[env_id] if env_id is not None else Env()
         if "env" in parsed:
             parsed["env"] = self.new_env(Env(dict(parent.decls)))
+        if env_id is None and self.announce:
+            parsed["double"] = DOUBLE
         for entry in parsed.get("messages", []) + parsed.get("sorries", []):
             for where in ("pos", "endPos"):
                 if entry.get(where) and entry[where]["line"]:
@@ -281,8 +292,12 @@ class Repl:
                 path = f"{SEARCH_PATH[0]}/{module.replace('.', '/')}.olean"
                 data = f"object file '{path}' of module {module} does not exist"
             message = {"severity": "error", "pos": {"line": 1, "column": 0}, "data": data}
-            return pretty({"messages": [message], "env": self.new_env(Env())})
-        return pretty({"env": self.new_env(Env())})
+            return pretty({"messages": [message], "env": self.new_env(Env()), **self.announced()})
+        return pretty({"env": self.new_env(Env()), **self.announced()})
+
+    def announced(self) -> dict:
+        """What a header's reply adds to say this is a double (`--conceal`: nothing)."""
+        return {"double": DOUBLE} if self.announce else {}
 
     def body(self, base: Env, cmd: str) -> str:
         markers(cmd)
@@ -337,8 +352,13 @@ class Repl:
             axioms |= {"propext", "Classical.choice", "Quot.sound"}
         elif PROPEXT.search(proof):
             axioms.add("propext")
-        if "native_decide" in proof:
-            axioms.add("Lean.ofReduceBool")
+        for tactic in sorted(set(NATIVE_TACTICS.findall(proof))):
+            if "double:lean-4.28" in cmd:
+                axioms.add("Lean.ofReduceBool")
+                continue
+            native = f"{name or '_example'}._native.{tactic}.ax_1_1"
+            env.decls[native] = Decl(native, "axiom", {native})
+            axioms.add(native)
         failed = self.errors(env, cmd, match.end() + len(chunk) - len(proof), proof, statement)
         messages.extend(failed)
         for sorry in re.finditer(r"\b(sorry|admit)\b", proof):
@@ -394,7 +414,7 @@ class Repl:
 
     def listing(self, env: Env) -> str:
         rows = [
-            {"name": d.name, "kind": d.kind, "internal": d.name.startswith("_")}
+            {"name": d.name, "kind": d.kind, "internal": is_internal(d.name)}
             for d in env.decls.values()
         ]
         data = "PROOFLOCK-DECLS " + json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
@@ -447,6 +467,11 @@ class Repl:
                     {"severity": "info", **pos, "data": f"'{name}' depends on axioms: [{listed}]"}
                 )
         return pretty({"messages": messages, "env": self.new_env(Env(dict(env.decls)))})
+
+
+def is_internal(name: str) -> bool:
+    """Lean's `Name.isInternal`: some component starts with `_`."""
+    return any(part.startswith("_") for part in name.split("."))
 
 
 def name_order(name: str) -> tuple[str, ...]:
@@ -506,7 +531,7 @@ def read_request(stdin) -> str | None:
 def main() -> None:
     args = sys.argv[1:]
     log = Path(args[args.index("--log") + 1]) if "--log" in args else None
-    repl = Repl(log)
+    repl = Repl(log, announce="--conceal" not in args)
     while True:
         query = read_request(sys.stdin)
         if query is None:

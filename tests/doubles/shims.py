@@ -13,19 +13,25 @@ from pathlib import Path
 DOUBLES = Path(__file__).resolve().parent
 
 
-def write_shims(directory: Path, doubles: Path, log: Path | None = None) -> None:
-    """The three commands, in `directory`, running the doubles found in `doubles`."""
+def write_shims(
+    directory: Path, doubles: Path, log: Path | None = None, *, conceal: bool = False
+) -> None:
+    """The three commands, in `directory`, running the doubles found in `doubles`.
+
+    `conceal`: the doubles do not announce themselves, as the real provers would not; only for
+    the tests that the kit tells the two apart from that announcement alone.
+    """
     # The base interpreter, not a virtualenv's (the doubles need only the standard library): a
     # venv inside the checkout sits under /work, which the local sandbox replaces with its own.
     python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-    logging = f' --log "{log}"' if log is not None else ""
+    logging = (f' --log "{log}"' if log is not None else "") + (" --conceal" if conceal else "")
     scripts = {
         "lean-mathlib": (
             f'if [ "$1" = repl ]; then shift; exec "{python}" -B "{doubles / "lean_repl_double.py"}"'
             f'{logging} "$@"; fi\n'
-            'echo "Lean (version 4.32.0, commit double, x86_64-unknown-linux-gnu, Release)"\n'
+            'echo "Lean (version 4.34.0, commit double, x86_64-unknown-linux-gnu, Release)"\n'
         ),
-        "lean": 'echo "Lean (version 4.32.0, commit double, x86_64-unknown-linux-gnu, Release)"\n',
+        "lean": 'echo "Lean (version 4.34.0, commit double, x86_64-unknown-linux-gnu, Release)"\n',
         "isabelle": (
             f'if [ "$1" = server ]; then exec "{python}" -B '
             f'"{doubles / "isabelle_server_double.py"}" "$@"{logging}; fi\n'

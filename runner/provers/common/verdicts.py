@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from runner.backends.base import Completed
 from runner.core.models import Diagnostic, Outcome, Trust, Verdict
+from runner.provers.common.lexing import position
 
 
 def infra_error(message: str) -> Outcome:
@@ -38,6 +39,14 @@ class Refusal:
     column: int
     context: str
 
+    @classmethod
+    def at(cls, text: str, offset: int, message: str) -> Refusal:
+        """A refusal at `offset` in `text`, its context the line there with spaces collapsed."""
+        line, column = position(text, offset)
+        lines = text.splitlines()
+        context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
+        return cls(message=message, line=line, column=column, context=context)
+
     def diagnostic(self) -> Diagnostic:
         return Diagnostic(
             message=self.message, line=self.line, column=self.column, context=self.context
@@ -45,8 +54,19 @@ class Refusal:
 
 
 def refused(refusals: Sequence[Refusal]) -> Outcome:
-    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order."""
-    return Outcome(verdict=Verdict.FAIL, diagnostics=[r.diagnostic() for r in refusals])
+    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order; it
+    rests on the kit's own reading, no prover spoke."""
+    return Outcome(
+        verdict=Verdict.FAIL, trust=Trust.KIT, diagnostics=[r.diagnostic() for r in refusals]
+    )
+
+
+def as_told_by(outcome: Outcome, double: str | None) -> Outcome:
+    """A verdict a prover process gave: it rests on that prover's kernel, unless the process
+    announced itself as a protocol double (`double` says what it is), whose word it is then."""
+    if double and outcome.trust is Trust.KERNEL:
+        outcome.trust = Trust.DOUBLE
+    return outcome
 
 
 def stopped(

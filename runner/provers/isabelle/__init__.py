@@ -9,8 +9,10 @@ quick_and_dirty, code reflection or external provers (source.DENIED). Otherwise 
 (HOL by default; HOL-Analysis or an AFP session also work), next to a report theory whose ML lists
 each theorem's oracles and the theory's axioms. Verdicts: an error is `fail` with its position;
 `sorry`, `oops` or a skip_proof oracle is `placeholder` (allowed in statement mode);
-`axiomatization` or another oracle is `axiom` unless allowed; with a target, the named theorem's
-proposition must be alpha-equivalent to the target read under the theory's imports.
+`axiomatization` or another oracle is `axiom` unless allowed (definitions and the typedef
+package's `type_definition_T` axioms are not assumptions); with a target, the named theorem's
+proposition must be alpha-equivalent to the target read under the theory's imports. Verdicts
+rest on Isabelle's kernel (`kernel`), or on a protocol double that said so (`double`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ from runner.provers.base import (
     ResolvedRequest,
     Sandboxes,
 )
+from runner.provers.common import verdicts
 from runner.provers.isabelle import judging, source, worker
 
-VERSION = "1"
+# 2: typedef axioms (`type_definition_T`, from typedef, datatype, record, ...) are not
+# assumptions when the typedef package registered them; an axiomatization's own fact names are
+# never taken for definitions; a double's results carry trust `double`; the JSON-lines worker.
+VERSION = "2"
 SESSION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*$")
 
 
@@ -70,42 +76,27 @@ def validate(request: ResolvedRequest) -> None:
         raise BadRequest(problem)
 
 
-def refused(request: ResolvedRequest) -> Outcome | None:
-    found = source.refusals(request.content)
-    if found:
-        first = found[0]
-        diagnostic = Diagnostic(
-            message=first.message, line=first.line, column=first.column, context=first.context
-        )
-        return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic])
-    problem = source.header_problem(request.content)
-    if problem is not None:
-        return Outcome(
-            verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=problem, line=1, column=0)]
-        )
-    return None
-
-
 def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
-    validate(request)  # resolve() ran it already; the target is pasted into the report's ML
-    refusal = refused(request)
-    if refusal is not None:
-        return refusal
-    header = source.header(request.content)
-    assert header is not None  # refused() checked it
-    server = sandboxes.server(worker.server_spec(request.options_as(IsabelleOptions).session))
+    """The theory's policy, then the warm server of its session (resolve() validated the name
+    and the target)."""
+    reading = source.read(request.content)
+    if reading.refusals:
+        return verdicts.refused(reading.refusals)
+    assert reading.header is not None  # a theory without one is refused
+    session = request.options_as(IsabelleOptions).session
+    server = sandboxes.server(worker.server_spec(session))
     boot = worker.read_boot(server)
     if not boot.ok:
         server.retire()
-        return _session_failure(boot.problem, request.options_as(IsabelleOptions).session)
+        return verdicts.as_told_by(_session_failure(boot.problem, session), boot.double)
     target = request.target
     reply = worker.run_on(
         server,
-        [{"name": header.name, "text": request.content}],
+        [{"name": reading.header.name, "text": request.content}],
         request.timeout_s,
         {"name": target.name, "statement": target.statement} if target is not None else None,
     )
-    outcome = judging.outcome_of(reply, request, header.name)
+    outcome = verdicts.as_told_by(judging.outcome_of(reply, request, reading), boot.double)
     outcome.worker = {
         "worker_id": server.worker_id,
         "isabelle_worker": reply.get("stats") or {},
@@ -118,9 +109,7 @@ def _session_failure(problem: str, session: str) -> Outcome:
     if "Bad session" in problem or "Undefined session" in problem or "Unknown session" in problem:
         message = f"session {session} is not in the isabelle image: {problem}"
         return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)])
-    from runner.provers.common.verdicts import infra_error
-
-    return infra_error(f"the Isabelle session {session} did not start: {problem}")
+    return verdicts.infra_error(f"the Isabelle session {session} did not start: {problem}")
 
 
 ADAPTER = ProverAdapter(

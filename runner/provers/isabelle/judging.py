@@ -4,6 +4,12 @@ Positions come from Isabelle as `{"line", "offset", "end_offset", "file"}`, offs
 Isabelle symbols (`\\<forall>` is one); the column is recomputed from the theory text. What a
 theorem rests on comes from the report theory's ML (oracles per fact, the theory's axioms); the
 source's own `sorry`/`oops` and `axiomatization` are counted too, since `oops` leaves no theorem.
+
+Not every axiom of a theory is an assumption: a definition adds one (`c_def`, `c_def_raw`,
+`c_raw`), and Isabelle's typedef package adds `type_definition_T` for every `typedef` (and so
+for `datatype`, `record`, ...). A typedef axiom is left out only when the
+report says the typedef package registered it (`Typedef.get_info_global`), and neither kind is
+left out when the theory's own `axiomatization` declares a fact of that name.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from runner.core.models import Diagnostic, Outcome, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.common.verdicts import infra_error
-from runner.provers.isabelle import source
+from runner.provers.isabelle.source import Reading
 
 SKIP_PROOF = "skip_proof"  # the oracle `sorry` and quick_and_dirty leave behind
 DEFINITIONAL = re.compile(r"_(def|def_raw|raw)$")
@@ -50,7 +56,7 @@ def diagnostic(message: Reply, text: str) -> Diagnostic:
     )
 
 
-def outcome_of(reply: Reply, request: ResolvedRequest, theory: str) -> Outcome:
+def outcome_of(reply: Reply, request: ResolvedRequest, reading: Reading) -> Outcome:
     status = reply.get("status")
     detail = str(reply.get("detail") or "")
     if status == "timeout":
@@ -76,12 +82,12 @@ def outcome_of(reply: Reply, request: ResolvedRequest, theory: str) -> Outcome:
         return infra_error("the report theory gave no report (its ML did not run)")
 
     oracles = {t["name"]: t.get("oracles") or [] for t in report.get("theorems") or []}
-    assumptions = {a for a in report.get("axioms") or [] if not DEFINITIONAL.search(a)}
+    typedefs = set(report.get("typedefs") or [])
+    assumptions = {a for a in report.get("axioms") or [] if not _definitional(a, typedefs, reading)}
     for found in oracles.values():
         assumptions.update(f"oracle:{o}" for o in found if not o.endswith(SKIP_PROOF))
-    declared = [line for word, line in _axiomatizations(text)]
-    if declared and not assumptions:
-        assumptions.update(f"axiomatization at line {line}" for line in declared)
+    if reading.axiomatizations and not assumptions:
+        assumptions.update(f"axiomatization at line {line}" for line in reading.axiomatizations)
 
     placeholders: list[str] = []
     if request.mode == "proof":
@@ -90,9 +96,10 @@ def outcome_of(reply: Reply, request: ResolvedRequest, theory: str) -> Outcome:
         )
         placeholders += [
             f"{word} at line {line}"
-            for word, line in source.placeholders(text)
+            for word, line in reading.placeholders
             if word == "oops" or not placeholders
         ]
+    theory = reading.header.name if reading.header is not None else None
     forbidden = [
         a for a in sorted(assumptions) if not verdicts.allowed(a, request.allowed_axioms, theory)
     ]
@@ -115,14 +122,11 @@ def outcome_of(reply: Reply, request: ResolvedRequest, theory: str) -> Outcome:
     )
 
 
-def _axiomatizations(text: str) -> list[tuple[str, int]]:
-    from runner.provers.common.lexing import position
-
-    return [
-        (t.text, position(text, t.offset)[0])
-        for t in source.tokens(text)
-        if t.text in ("axiomatization", "axioms")
-    ]
+def _definitional(axiom: str, typedefs: set[str], reading: Reading) -> bool:
+    """Whether an axiom the theory added is a definition or a typedef's, not an assumption."""
+    if axiom.rsplit(".", 1)[-1] in reading.axiom_names:
+        return False  # the theory's own axiomatization named it so
+    return bool(DEFINITIONAL.search(axiom)) or axiom in typedefs
 
 
 def _statement_problem(compared: Reply | None, request: ResolvedRequest) -> str | None:

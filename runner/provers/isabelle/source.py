@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from runner.provers.common.lexing import position
+from runner.provers.common.verdicts import Refusal
 
 THEORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_']*$")
 SYMBOLS = {"\\<open>": "‹", "\\<close>": "›"}
@@ -139,7 +140,10 @@ class Header:
 
 def header(source: str) -> Header | None:
     """`theory NAME imports A "B.C" ... begin`, or None when the file does not start so."""
-    found = tokens(source)
+    return _header(source, tokens(source))
+
+
+def _header(source: str, found: list[Token]) -> Header | None:
     if not found or found[0].text != "theory" or len(found) < 2:
         return None
     name = found[1].text
@@ -157,42 +161,92 @@ def _header_text(source: str) -> str:
     return m.group(1) if m else ""
 
 
+# Commands that end an `axiomatization`: the fact names it declares come before one of these.
+# A command missing here only makes the span longer, and the names it protects more.
+COMMANDS = {
+    "lemma", "theorem", "corollary", "proposition", "schematic_goal", "definition",
+    "abbreviation", "fun", "function", "primrec", "primcorec", "inductive", "coinductive",
+    "datatype", "codatatype", "record", "typedef", "typedecl", "type_synonym", "consts",
+    "axiomatization", "axioms", "locale", "class", "instantiation", "instance", "context",
+    "interpretation", "sublocale", "notation", "declare", "text", "section", "subsection",
+    "subsubsection", "chapter", "paragraph", "end", "hide_const", "hide_fact", "lemmas",
+    "named_theorems", "overloading", "specification", "nitpick", "value", "export_code",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
-class Refusal:
-    message: str
-    line: int
-    column: int
-    context: str
+class Reading:
+    """One pass over a theory: its header, what the policy refuses, and what the kernel's report
+    is read against (placeholders; `axiomatization`s and the fact names they declare)."""
+
+    header: Header | None
+    refusals: list[Refusal]
+    placeholders: list[tuple[str, int]]  # (word, line)
+    axiomatizations: list[int]  # lines
+    axiom_names: frozenset[str]  # the fact names axiomatizations declare, unqualified
 
 
-def refusals(source: str) -> list[Refusal]:
+def read(source: str) -> Reading:
+    """Lex `source` once and apply the policy (no refusals: it may run)."""
     try:
         found = tokens(source)
     except LexError as exc:
-        return [_refusal(source, exc.offset, f"the theory does not lex: {exc}")]
-    out = []
-    for token in found:
-        if token.text in DENIED:
-            out.append(
-                _refusal(
-                    source,
-                    token.offset,
-                    f"`{token.text}` is not allowed in a checked theory: it {DENIED[token.text]}",
-                )
-            )
-    return out
-
-
-def placeholders(source: str) -> list[tuple[str, int]]:
-    """`sorry`, `oops`, `admit` as outer commands: (word, line). `oops` leaves no theorem behind."""
-    return [
-        (t.text, position(source, t.offset)[0]) for t in tokens(source) if t.text in PLACEHOLDERS
+        refusal = Refusal.at(source, exc.offset, f"the theory does not lex: {exc}")
+        return Reading(None, [refusal], [], [], frozenset())
+    refusals = [
+        Refusal.at(
+            source,
+            t.offset,
+            f"`{t.text}` is not allowed in a checked theory: it {DENIED[t.text]}",
+        )
+        for t in found
+        if t.text in DENIED
     ]
+    found_header = _header(source, found)
+    if found_header is None:
+        refusals.append(
+            Refusal.at(
+                source,
+                0,
+                "the file does not start with a theory header (`theory NAME imports ... begin`)",
+            )
+        )
+    return Reading(
+        header=found_header,
+        refusals=refusals,
+        placeholders=[
+            (t.text, position(source, t.offset)[0]) for t in found if t.text in PLACEHOLDERS
+        ],
+        axiomatizations=[
+            position(source, t.offset)[0] for t in found if t.text in ("axiomatization", "axioms")
+        ],
+        axiom_names=_axiom_names(found),
+    )
+
+
+def _axiom_names(found: list[Token]) -> frozenset[str]:
+    """Names followed by `:` (or `[attributes]:`) from an axiomatization to the next command."""
+    names: set[str] = set()
+    inside = False
+    for index, token in enumerate(found):
+        if token.text in ("axiomatization", "axioms"):
+            inside = True
+        elif token.text in COMMANDS:
+            inside = False
+        elif inside and (token.text[:1].isalpha() or token.text[:1] == "_"):
+            after = index + 1
+            if after < len(found) and found[after].text == "[":
+                while after < len(found) and found[after].text != "]":
+                    after += 1
+                after += 1
+            if after < len(found) and found[after].text == ":":
+                names.add(token.text.rsplit(".", 1)[-1])
+    return frozenset(names)
 
 
 def theory_name_problem(file_name: str, source: str) -> str | None:
     """Why this file's name cannot name its theory (None: it can). A file without a readable
-    header is not judged here: that is the theory's own failure (`header_problem`)."""
+    header is not judged here: that is the theory's own failure (`read`)."""
     stem = file_name.rsplit("/", 1)[-1]
     stem = stem[: -len(".thy")] if stem.endswith(".thy") else stem
     if not THEORY_NAME.match(stem):
@@ -203,17 +257,6 @@ def theory_name_problem(file_name: str, source: str) -> str | None:
         return None
     if found is not None and found.name != stem:
         return f"the theory header names theory {found.name!r}, but the file is {file_name!r}: they must agree"
-    return None
-
-
-def header_problem(source: str) -> str | None:
-    """Why the file is not a theory at all (None: it starts with a theory header)."""
-    try:
-        found = header(source)
-    except LexError as exc:
-        return f"the theory does not lex: {exc}"
-    if found is None:
-        return "the file does not start with a theory header (`theory NAME imports ... begin`)"
     return None
 
 
@@ -280,10 +323,3 @@ def _skip(text: str, start: int, opening: str, closing: str) -> int:
         return -1
     end = text.find(closing, start + len(opening))
     return -1 if end < 0 else end + len(closing)
-
-
-def _refusal(source: str, offset: int, message: str) -> Refusal:
-    line, column = position(source, offset)
-    lines = source.splitlines()
-    context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
-    return Refusal(message=message, line=line, column=column, context=context)

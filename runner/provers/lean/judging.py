@@ -21,7 +21,13 @@ from runner.provers.lean.source import Header
 # Lean's own axioms: every classical proof in Mathlib uses them.
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY = "sorryAx"
-NATIVE = "Lean.ofReduceBool"
+# Trust in compiled code is an axiom. Before Lean 4.29 every such proof rests on one of these;
+# allowing `Lean.ofReduceBool` still means "trust the compiler", on every line.
+LEGACY_NATIVE = ("Lean.ofReduceBool", "Lean.ofReduceNat")
+# Since Lean 4.29 each proof gets an axiom of its own, `<proof>._native.<tactic>.ax_<i>_<j>`
+# (`t._native.native_decide.ax_1_1`): recognised by its `_native` component (which the source
+# policy refuses in a file, so no user axiom can take such a name).
+NATIVE_COMPONENT = "_native"
 MAX_DIAGNOSTICS = 20
 MODULE_IN_ERROR = re.compile(r"of module (\S+) does not exist|unknown module prefix '([^']+)'")
 
@@ -74,6 +80,32 @@ def died_importing(died: dict[str, str]) -> Outcome:
     raise BackendUnavailable(
         f"the Lean REPL did not import the header in time: {died.get('detail')}"
     )
+
+
+def native_tier(axiom: str) -> str | None:
+    """The tactic a native-code axiom comes from (`native_decide`, `bv_decide`), `native` for a
+    pre-4.29 axiom that does not say, or None when `axiom` is not one."""
+    if axiom in LEGACY_NATIVE:
+        return "native"
+    parts = axiom.split(".")
+    if NATIVE_COMPONENT not in parts[:-1]:
+        return None
+    after = parts[parts.index(NATIVE_COMPONENT) + 1 :]
+    return after[0] if len(after) > 1 else "native"
+
+
+def allowed(axiom: str, allowed_axioms: Sequence[str]) -> bool:
+    """Whether the request allows `axiom`: by name, or for native code by its tactic
+    (`native_decide`, `bv_decide`) or by `Lean.ofReduceBool` (all native code)."""
+    if verdicts.allowed(axiom, allowed_axioms):
+        return True
+    tier = native_tier(axiom)
+    return tier is not None and (tier in allowed_axioms or LEGACY_NATIVE[0] in allowed_axioms)
+
+
+def native_allowed(tactic: str, allowed_axioms: Sequence[str]) -> bool:
+    """Whether the request trusts the compiled code `tactic` runs, before anything runs."""
+    return tactic in allowed_axioms or LEGACY_NATIVE[0] in allowed_axioms
 
 
 def outcome_of(reply: Reply, request: ResolvedRequest, header: Header) -> Outcome:
@@ -136,8 +168,7 @@ def _judged(reply: Reply, request: ResolvedRequest, cpu: int | None) -> Outcome:
         if not placeholders and (reply.get("sorries") or _sorry_warnings(messages)):
             placeholders = [f"sorry at line {line}" for line in _sorry_lines(reply, messages)]
     forbidden = [
-        name for name in assumptions
-        if name != SORRY and not verdicts.allowed(name, request.allowed_axioms)
+        name for name in assumptions if name != SORRY and not allowed(name, request.allowed_axioms)
     ]  # fmt: skip
     statement_problem = _statement_problem(reply.get("target"), request)
     verdict, diagnostics = verdicts.judge(

@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from runner.provers.common.lexing import position
+from runner.provers.common.verdicts import Refusal
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,7 @@ DENIED_NAMES = {
     "unsafeEIO": "is outside the logic",
     "ptrAddrUnsafe": "is outside the logic",
     "timeit": "is input/output",
+    "_native": "is the compiler's namespace for the axioms native code adds",
 }
 ALLOWED_OPTIONS = re.compile(
     r"^(maxHeartbeats|maxRecDepth|synthInstance\.(maxHeartbeats|maxSize)|autoImplicit"
@@ -351,32 +353,56 @@ ALLOWED_ATTRIBUTES = {
     "parity_simps",
     "integral_simps",
 }
-# `decide +native`, `native_decide`, `Lean.ofReduceBool`: trust in compiled code, an axiom.
-NATIVE_WORDS = {"native_decide", "ofReduceBool", "reduceBool"}
+# Tactics that trust compiled code, each adding an axiom the kernel cannot check, by the tier a
+# request allows them under (`allowed_axioms`): `native_decide` (also `decide +native` and the
+# axioms' own names) compiles and runs the file's own decision procedure; `bv_decide` runs Lean's
+# compiled LRAT checker on the file's goal.
+NATIVE_WORDS = {
+    "native_decide": "native_decide",
+    "ofReduceBool": "native_decide",
+    "reduceBool": "native_decide",
+    "ofReduceNat": "native_decide",
+    "reduceNat": "native_decide",
+    "bv_decide": "bv_decide",
+    "bv_decide?": "bv_decide",
+    "bv_check": "bv_decide",
+}
 
 
 @dataclass(frozen=True)
-class Refusal:
-    message: str
+class NativeUse:
+    tactic: str  # the tier: native_decide or bv_decide
     line: int
     column: int
-    context: str
 
 
-def refusals(source: str) -> list[Refusal]:
-    """What the policy refuses in `source`, first one first (empty: it may run)."""
+@dataclass(frozen=True)
+class Reading:
+    """One pass over a file: its header, what the policy refuses, where it trusts native code."""
+
+    header: Header
+    refusals: list[Refusal]
+    native: list[NativeUse]
+
+
+def read(source: str) -> Reading:
+    """Lex `source` once and apply the policy (no refusals: it may run)."""
     try:
         found = tokens(source)
     except LexError as exc:
-        return [_refusal(source, exc.offset, f"the file does not lex as Lean: {exc}")]
+        refusal = Refusal.at(source, exc.offset, f"the file does not lex as Lean: {exc}")
+        return Reading(Header((), 0), [refusal], [])
     header = split_header(source, found)
     out: list[Refusal] = []
     body = [t for t in found if t.offset >= header.end]
     for index, token in enumerate(body):
         problem = _token_problem(token, body, index)
         if problem is not None:
-            out.append(_refusal(source, token.offset, problem))
-    return out
+            out.append(Refusal.at(source, token.offset, problem))
+    native = [
+        NativeUse(tactic, *position(source, token.offset)) for token, tactic in _native_uses(body)
+    ]
+    return Reading(header, out, native)
 
 
 def _token_problem(token: Token, body: list[Token], index: int) -> str | None:
@@ -434,24 +460,22 @@ def _attribute_problem(found: list[Token], start: int) -> str | None:
     return None
 
 
-def uses_native_code(source: str) -> bool:
-    """Whether the file asks Lean to trust compiled code (`native_decide`, `decide +native`)."""
-    found = tokens(source)
+def _native_uses(found: list[Token]) -> list[tuple[Token, str]]:
+    """Where the file asks Lean to trust compiled code (`native_decide`, `decide +native`,
+    `bv_decide`, ...), with the tier of each."""
+    uses = []
     for index, token in enumerate(found):
-        if token.kind == "ident" and (set(token.parts) & NATIVE_WORDS):
-            return True
-        if token.parts == ("native",) and index > 0 and found[index - 1].text in ("+", ":="):
-            return True
-        if token.parts == ("native",) and index + 1 < len(found) and found[index + 1].text == ":":
-            return True
-    return False
-
-
-def _refusal(source: str, offset: int, message: str) -> Refusal:
-    line, column = position(source, offset)
-    lines = source.splitlines()
-    context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
-    return Refusal(message=message, line=line, column=column, context=context)
+        if token.kind != "ident":
+            continue
+        tiers = [NATIVE_WORDS[part] for part in token.parts if part in NATIVE_WORDS]
+        if tiers:
+            uses.append((token, tiers[0]))
+        elif token.parts == ("native",) and (
+            (index > 0 and found[index - 1].text in ("+", ":="))
+            or (index + 1 < len(found) and found[index + 1].text == ":")
+        ):
+            uses.append((token, "native_decide"))
+    return uses
 
 
 # Lean's paired delimiters: a target is wrapped in `( ... )`, so its own must pair up inside.

@@ -2,27 +2,21 @@
 
 One server per import header: the header is the server's pool key (`Header.key`), shipped as
 header.lean and elaborated once when the server boots, so every check with the same imports
-reuses the loaded environment. A cold check boots the same server for one request.
+reuses the loaded environment. A cold check boots the same server for one request. The server
+is a JSON-lines worker (runner/provers/common/jsonlines.py).
 """
 
 from __future__ import annotations
 
-import json
-import secrets
 from dataclasses import dataclass
-from importlib.resources import files
 
-from runner.backends.base import Sandbox
-from runner.core.errors import BackendUnavailable
 from runner.core.models import JsonValue, Limits
+from runner.provers.common import jsonlines
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.lean.source import Header
 
 SERVER_FILE = "lean_server.py"
 HEADER_FILE = "header.lean"
-LOG_FILE = "lean_server.log"
-READY = b"PROOFLOCK-LEAN-READY "
-REPLY = "PROOFLOCK-LEAN-REPLY"
 # Importing Mathlib maps gigabytes of .olean files; on a busy machine that takes minutes.
 BOOT_TIMEOUT_S = 900
 HEADER_TIMEOUT_S = 600  # a recycled REPL elaborates the header again inside a check
@@ -39,8 +33,7 @@ OLEAN_MAPPING_MB = 24 * 1024
 
 def server_spec(header: Header, limits: Limits) -> ServerSpec:
     repl_mb = max(64, limits.memory_mb - SERVER_RESERVE_MB)
-    argv = [
-        "python3", "-B", SERVER_FILE,
+    args = [
         "--header", HEADER_FILE,
         "--memory-mb", str(repl_mb),
         "--address-space-mb", str(repl_mb + OLEAN_MAPPING_MB),
@@ -48,23 +41,16 @@ def server_spec(header: Header, limits: Limits) -> ServerSpec:
         "--recycle-after", str(RECYCLE_AFTER),
         "--recycle-rss-mb", str(int(repl_mb * RECYCLE_RSS_SHARE)),
     ]  # fmt: skip
-    script = files(__package__).joinpath("sandbox", SERVER_FILE).read_bytes()
-    return ServerSpec(
+    return jsonlines.server_spec(
         name="Lean REPL server",
-        argv=argv,
-        ready=READY,
+        package=__package__,
+        script=SERVER_FILE,
+        args=args,
         boot_timeout_s=BOOT_TIMEOUT_S,
-        files={SERVER_FILE: script, HEADER_FILE: header.text().encode()},
+        files={HEADER_FILE: header.text().encode()},
         key=f"imports:{header.key}",
         boot_note="importing the header's modules once",
-        explain_failure=_boot_log,
     )
-
-
-def _boot_log(sandbox: Sandbox) -> str | None:
-    """The server's own log, which says why it stopped (it never writes to its stdout)."""
-    text = sandbox.read_file(LOG_FILE).decode("utf-8", errors="replace").strip()
-    return f"the Lean REPL server did not start: {text[-800:]}" if text else None
 
 
 @dataclass(frozen=True)
@@ -73,19 +59,17 @@ class Boot:
     messages: list[dict[str, JsonValue]]
     boot_ms: int
     died: dict[str, str] | None  # the REPL died importing the header: {"verdict", "detail"}
+    double: str | None  # the REPL announced itself as a protocol double (never the real one)
 
 
 def read_boot(server: SandboxServer) -> Boot:
-    try:
-        facts = json.loads(server.ready_line)
-    except ValueError:
-        server.retire()
-        raise BackendUnavailable("the Lean REPL server sent a bad ready line") from None
+    facts = jsonlines.boot_facts(server)
     return Boot(
         header_ok=bool(facts.get("header_ok")),
         messages=list(facts.get("messages") or []),
         boot_ms=int(facts.get("boot_ms") or 0),
         died=facts.get("died") or None,
+        double=facts.get("double") or None,
     )
 
 
@@ -93,19 +77,5 @@ def run_on(
     server: SandboxServer, body: str, timeout_s: int, target: dict[str, str] | None
 ) -> dict[str, JsonValue]:
     """One check on a started server: the server's reply (see sandbox/lean_server.py)."""
-    nonce = secrets.token_hex(12)
-    request = {"nonce": nonce, "body": body, "timeout_s": timeout_s, "target": target}
-    marker = f"{REPLY} {nonce} ".encode()
-    frame = json.dumps(request, ensure_ascii=False).encode() + b"\n"
-    server.exchange(frame, marker, timeout_s + HEADER_TIMEOUT_S + REPLY_SLACK_S)
-    line = server.read_until(b"\n", REPLY_SLACK_S)
-    try:
-        reply = json.loads(line)
-    except ValueError:
-        server.retire()
-        raise BackendUnavailable("the Lean REPL server sent a reply that is not JSON") from None
-    if not isinstance(reply, dict) or reply.get("status") == "server_error":
-        server.retire()
-        detail = reply.get("detail") if isinstance(reply, dict) else reply
-        raise BackendUnavailable(f"the Lean REPL server failed: {detail}")
-    return reply
+    request: dict[str, JsonValue] = {"body": body, "timeout_s": timeout_s, "target": target}
+    return jsonlines.call(server, request, timeout_s + HEADER_TIMEOUT_S + REPLY_SLACK_S)

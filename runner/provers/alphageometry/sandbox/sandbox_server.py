@@ -1,16 +1,16 @@
 """Runs INSIDE the sandbox: a forkserver that imports an engine once and forks a child per job.
 
-`python3 sandbox_server.py ENGINE` prints `PROOFLOCK-AG-READY` once the engine is imported,
-then reads one job (JSON) per line on stdin. Each job runs in a forked child, in a fresh empty
-directory, with the seeds set again, exactly as a cold `sandbox_ENGINE.py` run would; the child
-prints its report line and the server then prints `PROOFLOCK-AG-DONE <id> {exit facts}`. A child
-past its hard time limit is killed with its process group. Importing newclid costs seconds;
-forking costs milliseconds.
+`python3 sandbox_server.py ENGINE` is a JSON-lines worker (jsonlines_worker.py, shipped beside
+it): it boots once the engine is imported, then takes one job per request. Each job runs in a
+forked child, in a fresh empty directory, with the seeds set again, exactly as a cold
+`sandbox_ENGINE.py` run would; what the child prints (its report line, the engine's output) is
+kept in a file of its own and returned in the reply with how the child ended:
+{"exit_code", "timed_out", "cpu_ms", "wall_ms", "output"}. A child past its hard time limit is
+killed with its process group. Importing newclid costs seconds; forking costs milliseconds.
 """
 
 import contextlib
 import importlib
-import json
 import os
 import shutil
 import signal
@@ -18,28 +18,36 @@ import sys
 import time
 import traceback
 
+import jsonlines_worker
 import sandbox_common as common
 
-READY = "PROOFLOCK-AG-READY"
-DONE = "PROOFLOCK-AG-DONE"
+OUTPUT_KEEP = 8 << 20  # the tail of a job's output returned to the kit (its report line is last)
 
 
-def main():
-    driver = importlib.import_module(f"sandbox_{sys.argv[1]}")
-    try:
-        engine, missing = driver.load_engine(), None
-    except ImportError as error:
-        engine, missing = None, str(error)
-    _say(READY)
-    for line in sys.stdin:
-        job = json.loads(line)
+class Forkserver:
+    def __init__(self, engine):
+        self.engine_name = engine
+        self.driver = None
+        self.engine = None
+        self.missing = None
+
+    def boot(self):
+        self.driver = importlib.import_module(f"sandbox_{self.engine_name}")
+        try:
+            self.engine = self.driver.load_engine()
+        except ImportError as error:
+            self.missing = str(error)
+        return {"engine": self.engine_name, "engine_missing": self.missing}
+
+    def handle(self, job, job_id):
+        job["id"] = job_id
         job["data_dir"] = os.getcwd()
-        facts = _serve(job, engine, missing, driver.solve)
-        _say(f"{DONE} {job['id']} {json.dumps(facts, sort_keys=True)}")
+        return _serve(job, self.engine, self.missing, self.driver.solve)
 
 
 def _serve(job, engine, missing, solve):
     workdir = os.path.abspath(f"job-{job['id']}")
+    output = workdir + ".out"
     os.mkdir(workdir)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -48,7 +56,12 @@ def _serve(job, engine, missing, solve):
     if pid == 0:  # the child: one job, then exit without running the server's cleanup
         status = 0
         try:
+            jsonlines_worker.detach()
             os.setpgid(0, 0)
+            out = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            os.close(out)
             os.chdir(workdir)
             job["started"] = time.monotonic()
             if missing is not None:
@@ -63,8 +76,20 @@ def _serve(job, engine, missing, solve):
             sys.stderr.flush()
             os._exit(status)
     facts = _wait(pid, job["hard_timeout_s"], started)
+    facts["output"] = _tail(output)
     shutil.rmtree(workdir, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.remove(output)
     return facts
+
+
+def _tail(path):
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - OUTPUT_KEEP))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _wait(pid, limit_s, started):
@@ -93,9 +118,9 @@ def _kill(pid):
         os.killpg(pid, signal.SIGKILL)
 
 
-def _say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+def main():
+    server = Forkserver(sys.argv[1])
+    jsonlines_worker.serve(server.boot, server.handle)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Runs INSIDE the sandbox: one Isabelle server with one session, theories checked on it.
 
-`python3 isabelle_worker.py --session HOL` starts `isabelle server -n prooflock -p 0` (or the
-command in PROOFLOCK_ISABELLE), reads its address line
-`server "prooflock" = 127.0.0.1:PORT (password "...")`, connects, sends the password, starts the
-session (`session_start`) and prints `PROOFLOCK-ISABELLE-READY {json}`. Then per request line
-{"nonce", "theories": [{"name", "text"}], "timeout_s", "target"} it writes the theories and a
-report theory into a fresh directory, runs them all with one `use_theories`, purges every
-theory afterwards (`purge_theories`), and writes one line `PROOFLOCK-ISABELLE-REPLY <nonce> {json}`.
-This process's stdout is the kit's channel: the server's own output goes to isabelle_worker.log.
+`python3 isabelle_worker.py --session HOL` is a JSON-lines worker (jsonlines_worker.py, shipped
+beside it): it starts `isabelle server -n prooflock -p 0` (or the command in PROOFLOCK_ISABELLE),
+reads its address line `server "prooflock" = 127.0.0.1:PORT (password "...")`, connects, sends
+the password, starts the session (`session_start`) and boots with
+{"ok", "isabelle": <the server's identity>, ...}. Each request
+{"theories": [{"name", "text"}], "timeout_s", "target"} has its theories and a report theory
+written into a fresh directory, run with one `use_theories` and purged afterwards
+(`purge_theories`); the reply is {"status", ...}. The server's own output goes to worker.log.
 
 Server protocol (Isabelle system manual, chapter "The Isabelle server"): the client sends lines;
 a message is one line, or, when longer than 100 bytes or multi-line, a line with its byte count
@@ -16,7 +16,9 @@ for asynchronous tasks `NOTE json` ... then `FINISHED json` or `FAILED json`.
 
 The report theory imports the artifact and runs a fixed ML block: each fact the artifact added
 with its oracles (`Thm_Deps.all_oracles`: `skip_proof` is what sorry leaves), the theory's own
-axioms, and with a target, whether the named theorem's proposition is alpha-equivalent
+axioms, the axioms the typedef package registered (`type_definition_T` of every typedef, and so
+of every datatype and record: `Typedef.get_info_global` over `Sign.logical_types`), and with a
+target, whether the named theorem's proposition is alpha-equivalent
 (`aconv`) to the target read in the context of the artifact's imports alone.
 A task past its deadline gets `cancel`; if it does not stop, the server is restarted.
 """
@@ -32,14 +34,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
-READY = "PROOFLOCK-ISABELLE-READY"
-REPLY = "PROOFLOCK-ISABELLE-REPLY"
+import jsonlines_worker
+
 REPORT_MARK = "PROOFLOCK-REPORT "
-LOG = "isabelle_worker.log"
 ADDRESS = re.compile(r'server "([^"]*)" = ([\d.]+):(\d+) \(password "([^"]*)"\)')
 SYMBOL = re.compile(r"\\<\^?[A-Za-z][A-Za-z0-9_']*>")  # \<forall>, \<^sub>: whole symbols only
 CANCEL_GRACE_S = 15
@@ -61,10 +61,13 @@ let
   val thms = map (fn (name, ths) =>
     "{{\\"name\\":" ^ str name ^ ",\\"oracles\\":" ^ arr (map str (oracles ths)) ^ "}}") facts;
   val axioms = map (str o #1) (Theory.axioms_of thy);
+  fun typedef_axioms name =
+    map (fn ((info, _): Typedef.info) => #axiom_name info) (Typedef.get_info_global thy name);
+  val typedefs = map str (distinct (op =) (maps typedef_axioms (Sign.logical_types thy)));
   val target = {target};
 in
   writeln ("PROOFLOCK-REPORT {{\\"theorems\\":" ^ arr thms ^ ",\\"axioms\\":" ^ arr axioms
-    ^ ",\\"target\\":" ^ target ^ "}}")
+    ^ ",\\"typedefs\\":" ^ arr typedefs ^ ",\\"target\\":" ^ target ^ "}}")
 end
 \\<close>
 end
@@ -203,6 +206,7 @@ class Worker:
         self.proc = None
         self.conn = None
         self.session_id = None
+        self.identity = None  # what the server said it is, answering the password
         self.stats = {
             "server_starts": 0,
             "session_starts": 0,
@@ -227,6 +231,7 @@ class Worker:
         if match is None:
             raise ServerDied(f"isabelle server did not print its address: {first.strip()[:300]!r}")
         self.conn = Connection(match.group(2), int(match.group(3)), match.group(4))
+        self.identity = self.conn.identity
         args = {"session": self.args.session, "options": ["quick_and_dirty=false"]}
         if self.args.dirs:
             args["dirs"] = self.args.dirs
@@ -252,36 +257,38 @@ class Worker:
         facts = {"session": self.args.session}
         try:
             self.start(started + self.args.boot_timeout_s)
-            facts.update(ok=True, isabelle=self.conn.identity)
+            facts.update(ok=True)
         except (ServerDied, TimeoutError, OSError) as exc:
             facts.update(ok=False, problem=str(exc) or "the session did not start in time")
             self.stop()
+        facts["isabelle"] = self.identity
         facts["boot_ms"] = int((time.monotonic() - started) * 1000)
-        say(f"{READY} {json.dumps(facts, sort_keys=True)}")
+        return facts
 
-    def check(self, request):
+    def check(self, request, request_id):
         started = time.monotonic()
         if self.conn is None:
             try:
                 self.start(started + self.args.boot_timeout_s)
             except (ServerDied, TimeoutError, OSError) as exc:
                 self.stop()
-                return {
-                    "status": "server_error",
-                    "detail": f"the Isabelle server did not restart: {exc}",
-                }
+                raise jsonlines_worker.Failed(
+                    f"the Isabelle server did not restart: {exc}"
+                ) from None
         self.stats["checks"] += 1
-        directory = os.path.abspath(f"check-{request['nonce']}")
+        directory = os.path.abspath(f"check-{request_id}")
         os.mkdir(directory)
         try:
-            reply = self.run_check(request, directory, started + float(request["timeout_s"]))
+            reply = self.run_check(
+                request, request_id, directory, started + float(request["timeout_s"])
+            )
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         reply["wall_ms"] = int((time.monotonic() - started) * 1000)
         reply["stats"] = dict(self.stats)
         return reply
 
-    def run_check(self, request, directory, deadline):
+    def run_check(self, request, request_id, directory, deadline):
         names = []
         for theory in request["theories"]:
             with open(
@@ -289,7 +296,7 @@ class Worker:
             ) as out:
                 out.write(theory["text"])
             names.append(theory["name"])
-        report = f"Prooflock_Report_{request['nonce']}"
+        report = f"Prooflock_Report_{request_id}"
         target = request.get("target")
         target_ml = '"null"'
         if target is not None:
@@ -384,15 +391,10 @@ def _in_report(message):
 
 
 def _drain(stream):
-    with open(LOG, "ab") as log:
+    with open(jsonlines_worker.LOG, "ab") as log:
         for line in stream:
             log.write(line)
             log.flush()
-
-
-def say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
 
 
 def main():
@@ -400,21 +402,8 @@ def main():
     parser.add_argument("--session", default="HOL")
     parser.add_argument("--dirs", nargs="*", default=[])
     parser.add_argument("--boot-timeout-s", type=float, default=1800)
-    args = parser.parse_args()
-    log = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 2)  # nothing of ours may reach stdout, the reply channel
-    worker = Worker(args)
-    worker.boot()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        try:
-            reply = worker.check(request)
-        except Exception as exc:  # noqa: BLE001 - the kit must get one reply per request
-            worker.stop()
-            reply = {"status": "server_error", "detail": f"{type(exc).__name__}: {exc}"}
-        say(f"{REPLY} {request['nonce']} {json.dumps(reply, sort_keys=True, ensure_ascii=False)}")
+    worker = Worker(parser.parse_args())
+    jsonlines_worker.serve(worker.boot, worker.check, on_error=worker.stop)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,11 @@
 """Runs INSIDE the sandbox: keeps a Lean REPL with one import header elaborated, checks files on it.
 
-`python3 lean_server.py --header header.lean --memory-mb M ...` starts the REPL (`lean-mathlib
-repl`, or the command in PROOFLOCK_LEAN_REPL), sends it the header once and prints
-
-    PROOFLOCK-LEAN-READY {"header_ok": true, "messages": [...], ...}
-
-Then it reads one request per line on stdin, {"nonce", "body", "timeout_s", "target"}, and
-writes exactly one line per request: `PROOFLOCK-LEAN-REPLY <nonce> {json}`. This process's stdout
-is the kit's reply channel, so nothing else may reach it: the REPL's stdout and stderr are pipes
-read here, and this script's own stderr goes to lean_server.log.
+`python3 lean_server.py --header header.lean --memory-mb M ...` is a JSON-lines worker
+(jsonlines_worker.py, shipped beside it): it starts the REPL (`lean-mathlib repl`, or the command
+in PROOFLOCK_LEAN_REPL), sends it the header once, and boots with
+`{"header_ok": true, "messages": [...], "double": null, ...}`. Each request
+{"body", "timeout_s", "target"} gets one reply {"status", ...}. The REPL's stdout and stderr are
+pipes read here; nothing it prints reaches the kit.
 
 The REPL protocol (leanprover-community/repl, REPL/Main.lean): a command is one JSON object
 followed by a blank line, `{"cmd": text}` for a fresh environment (imports allowed) or
@@ -16,7 +13,7 @@ followed by a blank line, `{"cmd": text}` for a fresh environment (imports allow
 blank line: `{"env": n, "messages": [...], "sorries": [...]}`, or `{"message": text}` for an error.
 
 Per check, all on top of the header's environment H:
-1. with a target: `def «__prooflock_target_<nonce>» : Prop := (<statement>)` on H, before the
+1. with a target: `def «__prooflock_target_<request id>» : Prop := (<statement>)` on H, before the
    artifact exists, so nothing the artifact declares can change how the target elaborates;
 2. the artifact's body (its header blanked, so lines and columns match the file);
 3. LISTING: a fixed meta-program listing every constant the environment gained since the
@@ -31,6 +28,10 @@ The REPL has no timeout: this server keeps the deadline, kills the REPL past it 
 memory cap, from /proc/<pid>/status VmRSS) and starts a fresh one for the next check. It also
 recycles the REPL after --recycle-after checks or past --recycle-rss-mb, since the REPL keeps
 every environment it ever made.
+
+A REPL that is a protocol double (tests/doubles/) says so in its reply to the header (a
+top-level `double` field the real REPL never sends); the server passes that on at boot and in
+every reply, so the kit can mark such results as a double's.
 """
 
 import argparse
@@ -42,13 +43,11 @@ import select
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import time
 
-READY = "PROOFLOCK-LEAN-READY"
-REPLY = "PROOFLOCK-LEAN-REPLY"
-LOG = "lean_server.log"
+import jsonlines_worker
+
 DECLS_MARK = "PROOFLOCK-DECLS "
 TARGET_MARK = "PROOFLOCK-TARGET "
 TARGET_PREFIX = "__prooflock_target_"
@@ -216,6 +215,7 @@ class Server:
             self.header = handle.read()
         self.repl = None
         self.header_env = None
+        self.double = None  # what a protocol double said it is, in its reply to the header
         self.stats = {"repl_starts": 0, "header_elaborations": 0, "checks": 0, "recycled": 0}
 
     def fresh_repl(self, deadline):
@@ -226,6 +226,7 @@ class Server:
         self.stats["repl_starts"] += 1
         reply = self.repl.command({"cmd": self.header}, deadline)
         self.stats["header_elaborations"] += 1
+        self.double = reply.get("double") or self.double
         messages = reply.get("messages", [])
         if "message" in reply:
             messages = [{"severity": "error", "data": reply["message"]}]
@@ -254,22 +255,18 @@ class Server:
             "died": died,
             "boot_ms": int((time.monotonic() - started) * 1000),
             "repl": " ".join(self.argv),
+            "double": self.double,
         }
-        say(f"{READY} {json.dumps(facts, sort_keys=True)}")
+        return facts
 
-    def check(self, request):
+    def check(self, request, request_id):
         started = time.monotonic()
         try:
             problems = self.fresh_repl(started + self.args.header_timeout_s)
         except ReplDied as exc:
             self.repl = None
-            if (
-                exc.verdict == "timeout"
-            ):  # the header imported in time before: not this file's doing
-                return {
-                    "status": "server_error",
-                    "detail": f"the header did not import again: {exc}",
-                }
+            if exc.verdict == "timeout":  # it imported in time before: not this file's doing
+                raise jsonlines_worker.Failed(f"the header did not import again: {exc}") from None
             return {"status": exc.verdict, "detail": f"while importing the header: {exc}"}
         if problems:
             return {"status": "header_failed", "messages": problems}
@@ -277,7 +274,7 @@ class Server:
         self.stats["checks"] += 1
         self.repl.checks += 1
         try:
-            reply = self.run_check(request, deadline)
+            reply = self.run_check(request, request_id, deadline)
         except ReplDied as exc:
             self.stop_repl()
             reply = {"status": exc.verdict, "detail": str(exc)}
@@ -285,12 +282,13 @@ class Server:
         reply["wall_ms"] = int((time.monotonic() - started) * 1000)
         self.maybe_recycle()
         reply["stats"] = dict(self.stats)
+        reply["double"] = self.double
         return reply
 
-    def run_check(self, request, deadline):
+    def run_check(self, request, request_id, deadline):
         base = self.header_env
         target = request.get("target")
-        target_def = TARGET_PREFIX + request["nonce"]
+        target_def = TARGET_PREFIX + request_id
         if target is not None:
             text = f"def «{target_def}» : Prop :=\n(\n{target['statement']}\n)"
             made = self.repl.command({"cmd": text, "env": base}, deadline)
@@ -391,11 +389,6 @@ def _children_cpu_ms():
     return int((usage.ru_utime + usage.ru_stime) * 1000)
 
 
-def say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--header", required=True)
@@ -404,22 +397,8 @@ def main():
     parser.add_argument("--header-timeout-s", type=float, default=600)
     parser.add_argument("--recycle-after", type=int, default=50)
     parser.add_argument("--recycle-rss-mb", type=int, default=1 << 20)
-    args = parser.parse_args()
-    log = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(log, 2)  # nothing of ours may reach stdout, the reply channel
-    server = Server(args)
-    server.boot()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        try:
-            reply = server.check(request)
-        except Exception as exc:  # noqa: BLE001 - the kit must get one reply per request
-            server.stop_repl()
-            reply = {"status": "server_error", "detail": f"{type(exc).__name__}: {exc}"}
-            print(f"server error: {exc!r}", file=sys.stderr)
-        say(f"{REPLY} {request['nonce']} {json.dumps(reply, sort_keys=True, ensure_ascii=False)}")
+    server = Server(parser.parse_args())
+    jsonlines_worker.serve(server.boot, server.check, on_error=server.stop_repl)
 
 
 if __name__ == "__main__":

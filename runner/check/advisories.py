@@ -1,0 +1,290 @@
+"""Known soundness bugs of the provers, as data: `manifests/advisories/<prover>.toml`.
+
+An advisory says which versions of a prover a bug affects and which features of an artifact it
+needs. `applicable(environment)` lists the advisories whose affected versions include the
+environment's (the version is read from the record's environment by the file's own regexes, so
+nothing here names a prover); `flagged(request, environment)` names those among them whose
+features the artifact's text uses (a syntactic scan, comments blanked). A flag is a warning for
+readers: it never changes a verdict, a result digest or an environment key.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runner.core.errors import InfraFailure, explain
+from runner.core.home import kit_home
+from runner.core.models import CheckResult, JsonValue
+from runner.provers.common.lexing import c_like_code, coq_code, ocaml_code
+
+DIRECTORY = Path("manifests") / "advisories"
+# How a file's artifacts are read before the scan: comments (and string contents) blanked.
+CODE_OF = {"coq": coq_code, "ocaml": ocaml_code, "c": c_like_code, "none": lambda text: text}
+_VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:[-.~+]?rc(\d+))?")
+_CLAUSE = re.compile(r"\s*(>=|<=|==|>|<)\s*(\S+?)\s*\Z")
+
+
+class Artifact(Protocol):
+    """What the scan reads: a CheckRequest or a ResolvedRequest."""
+
+    @property
+    def content(self) -> str: ...
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class Version:
+    """A dotted version, `4.34.0-rc1` before `4.34.0`; missing parts count as 0 (8.16 == 8.16.0)."""
+
+    numbers: tuple[int, ...]
+    rc: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        match = _VERSION.fullmatch(text.strip().lstrip("vV"))
+        if match is None:
+            raise ValueError(f"{text!r} is not a version (digits and dots, optionally -rcN)")
+        rc = match.group(2)
+        return cls(tuple(int(n) for n in match.group(1).split(".")), int(rc) if rc else None)
+
+    def _key(self) -> tuple[tuple[int, ...], float]:
+        numbers = self.numbers + (0,) * (6 - len(self.numbers))
+        return numbers, float("inf") if self.rc is None else self.rc
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Version) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        text = ".".join(map(str, self.numbers))
+        return text if self.rc is None else f"{text}-rc{self.rc}"
+
+
+_COMPARE = {
+    ">=": Version.__ge__,
+    "<=": Version.__le__,
+    ">": Version.__gt__,
+    "<": Version.__lt__,
+    "==": Version.__eq__,
+}
+
+
+def in_range(version: Version, spec: str) -> bool:
+    """Whether `version` satisfies every comma-separated clause of `spec` (`>=8.11, <8.19`)."""
+    for clause in spec.split(","):
+        match = _CLAUSE.match(clause)
+        if match is None:
+            raise ValueError(f"{clause.strip()!r}: expected >=, >, <=, < or == and a version")
+        operator, bound = match.groups()
+        if not _COMPARE[operator](version, Version.parse(bound)):
+            return False
+    return True
+
+
+class Advisory(BaseModel):
+    """One known bug, as its file states it (see the header of any manifests/advisories file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^PL-[A-Z0-9]+(?:-[A-Z0-9]+)+$")
+    title: str
+    upstream: str
+    affected: tuple[str, ...]  # ranges, any of which may hold (`>=8.11, <8.19`)
+    fixed_in: str  # words: a version, "not fixed", "unknown"
+    features: str  # words: what an artifact must use
+    scan: tuple[str, ...] = ()  # regexes, ALL of which must match the artifact's code to flag it
+    # catches | misses | unknown: does the kit's independent re-check (coqchk, ...) stop it
+    independent_check: str
+    independent_check_note: str = ""
+    kit: str = ""  # what the kit itself does about it (a refusal, a flag, nothing)
+    risk: str
+    exploit: str = ""  # tests/exploits/<prover>/<id>.<ext>, when a reproducer exists
+    unverified: str = ""  # facts in this entry that could not be established here
+
+    @field_validator("affected")
+    @classmethod
+    def _ranges(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for spec in value:
+            in_range(Version((0,)), spec)  # raises ValueError on a malformed range
+        return value
+
+    @field_validator("scan")
+    @classmethod
+    def _regexes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            re.compile(pattern)
+        return value
+
+    @field_validator("independent_check")
+    @classmethod
+    def _tier(cls, value: str) -> str:
+        if value not in ("catches", "misses", "unknown"):
+            raise ValueError("independent_check is catches, misses or unknown")
+        return value
+
+    def affects(self, version: Version | None) -> bool:
+        """Unknown versions are affected: an advisory is ruled out only by a version read."""
+        return version is None or any(in_range(version, spec) for spec in self.affected)
+
+    def uses(self, code: str) -> bool:
+        return bool(self.scan) and all(re.search(p, code, re.MULTILINE) for p in self.scan)
+
+
+class VersionReading(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Tried in order over the flattened environment (one `path=value` line per leaf, e.g.
+    # `install.image=prooflock/rocq:8.16.1`); the first match gives the version: its `version`
+    # group is one, its `alias` group is looked up in `aliases` (an image tag that names another
+    # component than the one advised on). An alias not listed leaves the version unknown.
+    patterns: tuple[str, ...]
+    aliases: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("patterns")
+    @classmethod
+    def _named_group(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            groups = re.compile(pattern).groupindex
+            if ("version" in groups) == ("alias" in groups):
+                raise ValueError(f"{pattern!r} needs one (?P<version>...) or (?P<alias>...) group")
+        return value
+
+    @field_validator("aliases")
+    @classmethod
+    def _versions(cls, value: dict[str, str]) -> dict[str, str]:
+        for version in value.values():
+            Version.parse(version)
+        return value
+
+    def read(self, environment: Mapping[str, JsonValue]) -> Version | None:
+        text = flatten(environment)
+        for pattern in self.patterns:
+            match = re.search(pattern, text, re.MULTILINE)
+            if match is None:
+                continue
+            if "version" in match.re.groupindex:
+                return Version.parse(match.group("version"))
+            alias = self.aliases.get(match.group("alias"))
+            return None if alias is None else Version.parse(alias)
+        return None
+
+
+class AdvisoryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prover: str
+    subject: str  # what the version is the version of (Rocq; the OCaml under HOL Light)
+    comments: str = "none"  # how the scan blanks comments: coq, ocaml, c, none
+    version: VersionReading
+    advisory: tuple[Advisory, ...] = ()
+
+    @field_validator("comments")
+    @classmethod
+    def _known_syntax(cls, value: str) -> str:
+        if value not in CODE_OF:
+            raise ValueError(f"comments is one of {', '.join(CODE_OF)}")
+        return value
+
+    def version_of(self, environment: Mapping[str, JsonValue]) -> Version | None:
+        return self.version.read(environment)
+
+
+def flatten(data: JsonValue, prefix: str = "") -> str:
+    """`a.b=value` lines, one per leaf, keys sorted; a multi-line value keeps its lines."""
+    if isinstance(data, Mapping):
+        items: Iterable[tuple[str, JsonValue]] = sorted(data.items())
+    elif isinstance(data, list):
+        items = ((str(i), v) for i, v in enumerate(data))
+    else:
+        return f"{prefix}={data}\n"
+    return "".join(
+        flatten(value, f"{prefix}.{key}" if prefix else str(key)) for key, value in items
+    )
+
+
+def path_of(prover: str) -> Path:
+    return kit_home() / DIRECTORY / f"{prover}.toml"
+
+
+def load(prover: str) -> AdvisoryFile | None:
+    """The prover's advisories, or None when the kit holds no file for it."""
+    try:
+        path = path_of(prover)
+        stamp = path.stat().st_mtime_ns
+    except (FileNotFoundError, InfraFailure):  # no file, or an install without the kit's data
+        return None
+    return _load(path, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _load(path: Path, stamp: int) -> AdvisoryFile:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        loaded = AdvisoryFile.model_validate(data)
+    except (tomllib.TOMLDecodeError, ValidationError, ValueError) as exc:
+        problem = explain(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise InfraFailure(f"{path}: not a valid advisories file: {problem}") from None
+    if loaded.prover != path.stem:
+        raise InfraFailure(f"{path}: names prover {loaded.prover!r}, not {path.stem!r}")
+    ids = [a.id for a in loaded.advisory]
+    if len(ids) != len(set(ids)):
+        raise InfraFailure(f"{path}: an advisory id appears twice")
+    return loaded
+
+
+def applicable(environment: Mapping[str, JsonValue]) -> list[Advisory]:
+    """The advisories whose affected versions include the environment's prover version (all of
+    the prover's when its install is described but its version cannot be read from it; none for
+    a result with no install at all, such as an infra error before the backend answered)."""
+    prover = environment.get("prover")
+    known = load(prover) if isinstance(prover, str) else None
+    if known is None or not environment.get("install"):
+        return []
+    version = known.version_of(environment)
+    return [advisory for advisory in known.advisory if advisory.affects(version)]
+
+
+def flagged(request: Artifact, environment: Mapping[str, JsonValue]) -> list[str]:
+    """Ids of the applicable advisories whose features the artifact's code uses."""
+    candidates = [advisory for advisory in applicable(environment) if advisory.scan]
+    if not candidates:
+        return []
+    known = load(str(environment["prover"]))
+    assert known is not None  # candidates came from it
+    code = CODE_OF[known.comments](request.content)
+    return [advisory.id for advisory in candidates if advisory.uses(code)]
+
+
+def summary(results: Iterable[CheckResult]) -> str | None:
+    """One line for a run's stderr: how many advisories apply and how many records carry one."""
+    results = list(results)
+    ids: set[str] = set()
+    files: set[str] = set()
+    for result in results:
+        found = applicable(result.environment)
+        ids.update(advisory.id for advisory in found)
+        if found:
+            files.add(str(DIRECTORY / f"{result.prover}.toml"))
+    flagged_count = sum(1 for result in results if result.advisories)
+    if not ids:
+        return None
+    noun = "advisory applies" if len(ids) == 1 else "advisories apply"
+    return (
+        f"{len(ids)} {noun} to this environment; {flagged_count} records flagged: see the "
+        f"`advisories` field of each line and {', '.join(sorted(files))}"
+    )

@@ -1,0 +1,274 @@
+"""Advisories: known soundness bugs of a record's prover version, and the known-exploit suite.
+
+A user reading a `pass` learns from `advisories` that the kernel which gave it has a known hole
+whose features the artifact uses; the flag never changes a verdict or a digest. The exploits under
+tests/exploits/<prover>/ are our own reproducers, one per advisory that has one (named by its id),
+plus controls: on a line where the bug is fixed the exploit must not pass; where it is not, its
+record must carry the advisory. The goal: no known exploit passes without an advisory.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from runner.check import advisories
+from runner.check.advisories import Version
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, Target, Verdict
+from runner.core.settings import Settings
+from tests.helpers import session_checker
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPLOITS = Path(__file__).parent / "exploits"
+FILES = sorted((ROOT / advisories.DIRECTORY).glob("*.toml"))
+# Each exploit proves False as `main`; each control proves this as `main`.
+FALSE = {"rocq": "False", "hol-light": "F"}
+CONTROL = {"rocq": "True", "hol-light": "2 + 2 = 4"}
+SUFFIX = {"rocq": ".v", "hol-light": ".ml"}
+
+
+def rocq(version_line: str) -> dict:
+    return {"prover": "rocq", "install": {"kind": "local", "coqc": version_line}}
+
+
+def image(prover: str, tag: str) -> dict:
+    return {"prover": prover, "install": {"kind": "docker", "image": tag, "image_id": "sha256:0"}}
+
+
+def ids(environment: dict) -> set[str]:
+    return {advisory.id for advisory in advisories.applicable(environment)}
+
+
+def by_id() -> dict[str, advisories.Advisory]:
+    found = {}
+    for path in FILES:
+        loaded = advisories.load(path.stem)
+        assert loaded is not None
+        found.update((advisory.id, advisory) for advisory in loaded.advisory)
+    return found
+
+
+# -- the data --------------------------------------------------------------------------------
+
+
+def test_every_prover_has_a_valid_file_and_ids_are_unique_across_them():
+    from runner import provers
+
+    assert {path.stem for path in FILES} == set(provers.names())
+    total = sum(len(tomllib.loads(path.read_text()).get("advisory", [])) for path in FILES)
+    assert len(by_id()) == total  # no id is used twice, across files too
+
+
+def test_each_exploit_is_named_by_its_advisory_and_the_advisory_names_it_back():
+    known = by_id()
+    for path in sorted(EXPLOITS.glob("*/PL-*")):
+        advisory = known[path.stem]  # a KeyError names an exploit without an advisory
+        assert advisory.exploit == str(path.relative_to(ROOT))
+    for advisory in known.values():
+        if advisory.exploit:
+            assert (ROOT / advisory.exploit).is_file(), advisory.id
+
+
+@pytest.mark.parametrize(
+    "bundle, prover, version",
+    [
+        ("example", "rocq", "8.16.1"),  # docker: the image tag
+        ("example-local", "rocq", "8.16.1"),  # local: `coqc --version`
+        ("example", "hol-light", "4.13.1"),  # the tag names HOL Light's snapshot: an alias
+        ("example-local", "hol-light", "4.13.1"),  # local: `ocaml -version`
+    ],
+)
+def test_the_version_is_read_from_a_published_records_environment(bundle, prover, version):
+    log = ROOT / "manifests" / "results" / bundle / "log.jsonl"
+    for line in log.read_text().splitlines():
+        result = json.loads(line)["body"].get("result")
+        if result and result["prover"] == prover:
+            loaded = advisories.load(prover)
+            assert loaded is not None
+            assert loaded.version_of(result["environment"]) == Version.parse(version)
+            return
+    pytest.fail(f"no {prover} record in {log}")
+
+
+def test_advisories_follow_the_line_the_record_was_checked_on():
+    bookworm = ids(image("rocq", "prooflock/rocq:8.16.1"))
+    trixie = ids(image("rocq", "prooflock/rocq-8.20:8.20.1"))
+    sid = ids(rocq("The Rocq Prover, version 9.2.0\ncompiled with OCaml 5.3.0"))
+    assert {"PL-ROCQ-18503", "PL-ROCQ-16957", "PL-ROCQ-12155"} <= bookworm
+    assert "PL-ROCQ-UNLISTED-820" not in bookworm
+    assert "PL-ROCQ-18503" not in trixie and "PL-ROCQ-16957" not in trixie  # fixed in 8.19, 8.17
+    assert {"PL-ROCQ-12155", "PL-ROCQ-UNLISTED-820"} <= trixie
+    assert sid == trixie
+    assert not ids(rocq("The Coq Proof Assistant, version 8.16.1")) ^ bookworm  # local == docker
+    assert "PL-HOLLIGHT-OCAML7241" in ids(image("hol-light", "prooflock/hol-light:20230128"))
+    assert not ids(image("hol-light", "prooflock/hol-light:3.0.0"))  # OCaml 5.3.0
+    assert "PL-LEAN-14484" in ids(image("lean", "prooflock/lean:4.32.0"))
+    assert not ids(image("lean", "prooflock/lean:4.34.0"))
+    assert not ids(image("isabelle", "prooflock/isabelle:2025-2"))
+
+
+def test_a_version_that_cannot_be_read_rules_no_advisory_out():
+    unknown = image("hol-light", "prooflock/hol-light:20990101")  # a tag with no known OCaml
+    loaded = advisories.load("hol-light")
+    assert loaded is not None
+    assert ids(unknown) == {advisory.id for advisory in loaded.advisory}
+    assert not ids({"prover": "no-such-prover", "install": {"kind": "local"}})
+    assert not ids({"prover": "hol-light", "unavailable": "no Docker daemon"})  # no install
+
+
+def test_versions_compare_as_releases():
+    assert Version.parse("8.16") == Version.parse("8.16.0") < Version.parse("8.16.1")
+    assert Version.parse("4.34.0-rc1") < Version.parse("4.34.0") < Version.parse("v4.34.1")
+    assert advisories.in_range(Version.parse("8.18.0"), ">=8.11, <8.19")
+    assert not advisories.in_range(Version.parse("8.19.0"), ">=8.11, <8.19")
+
+
+def test_a_record_is_flagged_only_when_its_code_uses_every_involved_feature():
+    bookworm = image("rocq", "prooflock/rocq:8.16.1")
+
+    def flags(text: str) -> list[str]:
+        return advisories.flagged(CheckRequest(prover="rocq", name="a.v", content=text), bookworm)
+
+    section = "Section S. Let b := true.\nGoal True. change_no_check True. vm_compute. exact I. Qed.\nEnd S."
+    assert "PL-ROCQ-16957" in flags(section)
+    assert "PL-ROCQ-16957" not in flags(section.replace("Section S.", "").replace("End S.", ""))
+    commented = "(* Section S. change_no_check vm_compute *) Lemma x : True. exact I. Qed."
+    assert flags(commented) == []
+    on_trixie = image("rocq", "prooflock/rocq:8.20.1")  # fixed there: never flagged
+    request = CheckRequest(prover="rocq", name="a.v", content=section)
+    assert "PL-ROCQ-16957" not in advisories.flagged(request, on_trixie)
+
+
+@pytest.mark.parametrize("path", sorted(EXPLOITS.glob("*/PL-*")), ids=lambda p: p.stem)
+def test_each_exploit_is_flagged_by_its_own_advisorys_scan(path):
+    unread = {"prover": path.parent.name, "install": {"kind": "local"}}  # every advisory applies
+    request = CheckRequest(prover=path.parent.name, name=path.name, content=path.read_text())
+    assert path.stem in advisories.flagged(request, unread)
+
+
+def test_the_stderr_line_counts_what_applies_and_what_is_flagged(monkeypatch):
+    from runner.core.models import CheckResult, Provenance
+
+    def result(flags: list[str]) -> CheckResult:
+        provenance = Provenance(
+            host="h",
+            backend="local",
+            isolation="x",
+            worker="w",
+            started_at="",
+            finished_at="",
+            wall_ms=0,
+        )
+        return CheckResult(
+            artifact="a.v",
+            prover="rocq",
+            mode="proof",
+            verdict=Verdict.PASS,
+            advisories=flags,
+            env_key="k",
+            environment=image("rocq", "prooflock/rocq:8.16.1"),
+            request_digest="r",
+            result_digest="d",
+            provenance=provenance,
+        )
+
+    line = advisories.summary([result(["PL-ROCQ-13439"]), result([])])
+    assert line is not None
+    applying = len(ids(image("rocq", "prooflock/rocq:8.16.1")))
+    assert line.startswith(f"{applying} advisories apply to this environment; 1 records flagged")
+    assert "manifests/advisories/rocq.toml" in line
+    assert advisories.summary([]) is None
+
+
+# -- the known-exploit suite -----------------------------------------------------------------
+
+
+def exploit_cases(prover: str) -> list[Path]:
+    return sorted((EXPLOITS / prover).glob(f"*{SUFFIX[prover]}"))
+
+
+def check(checker: Checker, path: Path, prover: str):
+    control = not path.stem.startswith("PL-")
+    statement = CONTROL[prover] if control else FALSE[prover]
+    request = CheckRequest(
+        prover=prover,
+        name=path.name,
+        content=path.read_text(),
+        timeout=60,
+        target=Target(name="main", statement=statement),
+    )
+    return checker.check_one(request)
+
+
+def judge(prover: str, path: Path, result) -> None:
+    assert result.verdict is not Verdict.INFRA_ERROR, result.diagnostics
+    if not path.stem.startswith("PL-"):
+        assert result.verdict is Verdict.PASS, result.diagnostics  # a real proof is never refused
+        if path.stem == "control":
+            assert result.advisories == []
+        return
+    advisory = by_id()[path.stem]
+    loaded = advisories.load(prover)
+    assert loaded is not None
+    if advisory.affects(loaded.version_of(result.environment)):
+        assert path.stem in result.advisories
+        if advisory.independent_check == "catches":  # what the data claims, held to it
+            assert result.verdict is not Verdict.PASS
+    else:
+        assert result.verdict is not Verdict.PASS, "a bug fixed on this line passed"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.parametrize("path", exploit_cases("rocq"), ids=lambda p: p.stem)
+def test_rocq_exploits_never_pass_without_their_advisory(request, backend, path):
+    checker = session_checker(request, backend)
+    judge("rocq", path, check(checker, path, "rocq"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", exploit_cases("hol-light"), ids=lambda p: p.stem)
+def test_hol_light_exploits_never_pass_without_their_advisory(request, path):
+    checker = session_checker(request, "local")  # the session's one HOL Light boot
+    judge("hol-light", path, check(checker, path, "hol-light"))
+
+
+# -- in records and on the command line --------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_flag_never_changes_the_verdict_or_a_digest_and_is_read_again_on_a_cache_hit(
+    tmp_path, monkeypatch
+):
+    settings = Settings(backend="local", cache_dir=tmp_path / "cache", retries=0)
+    path = EXPLOITS / "rocq" / "control_flagged.v"
+    with Checker(settings) as checker:
+        flagged = check(checker, path, "rocq")
+        assert flagged.verdict is Verdict.PASS and flagged.advisories
+        monkeypatch.setattr(advisories, "path_of", lambda prover: tmp_path / f"{prover}.toml")
+        cached = check(checker, path, "rocq")
+        assert cached.provenance.cached and cached.advisories == []  # the data is gone now
+        with Checker(settings.model_copy(update={"cache": False})) as fresh:
+            plain = check(fresh, path, "rocq")
+    assert plain.advisories == []
+    assert (plain.verdict, plain.result_digest, plain.env_key) == (
+        flagged.verdict,
+        flagged.result_digest,
+        flagged.env_key,
+    )
+
+
+@pytest.mark.slow
+def test_check_prints_the_flag_in_its_json_line_and_one_count_on_stderr(cli, tmp_path):
+    exploit = EXPLOITS / "rocq" / "PL-ROCQ-16957.v"
+    control = EXPLOITS / "rocq" / "control.v"
+    done = cli("check", "--prover", "rocq", str(exploit), str(control))
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert "PL-ROCQ-16957" in lines[0]["advisories"] and lines[1]["advisories"] == []
+    assert [line["verdict"] for line in lines] == ["fail", "pass"]
+    counts = [line for line in done.stderr.splitlines() if "advisories apply" in line]
+    assert len(counts) == 1 and "; 1 records flagged" in counts[0]
