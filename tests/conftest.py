@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,13 @@ import pytest
 
 from runner.core.settings import Settings
 
-# Fixtures shared by several test modules: a real S3 endpoint (moto's HTTP server on loopback)
-# and a local Ray cluster.
-pytest_plugins = ["tests.support.s3_endpoint", "tests.support.ray_cluster"]
+# Fixtures shared by several test modules: a real S3 endpoint (moto's HTTP server on loopback),
+# a local Ray cluster, and a finished real Rocq run.
+pytest_plugins = [
+    "tests.support.s3_endpoint",
+    "tests.support.ray_cluster",
+    "tests.support.finished_run",
+]
 
 
 @pytest.fixture
@@ -54,5 +59,31 @@ def cli(tmp_path: Path):
             expected = 0 if check is True else check
             assert done.returncode == expected, done.stderr
         return done
+
+    return run
+
+
+@pytest.fixture
+def prooflock(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """`prooflock ...` run in this process, in tmp_path: the same commands as `cli` without an
+    interpreter's start-up, for tests that run many quick ones (audit, verify-log, publish)."""
+    from runner.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PROOFLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROOFLOCK_BACKEND", "local")
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, value)
+            capsys.readouterr()
+            sigterm = signal.getsignal(signal.SIGTERM)  # main() installs its own
+            try:
+                code = main(list(args))
+            finally:
+                signal.signal(signal.SIGTERM, sigterm)
+            out = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out.out, out.err)
 
     return run

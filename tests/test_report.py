@@ -26,11 +26,15 @@ from runner.check.checker import Checker
 from runner.core.errors import UserError
 from runner.core.models import CheckRequest
 from runner.core.settings import Settings
+from runner.records.attest import ReproductionSummary, attach, write_reproduction
 from runner.records.checkpoint import CheckpointLog, inspect_chain, recorded_runs
+from runner.records.signing import load_public, load_signer
+from runner.records.verify import TrustPolicy
 from runner.report import write_report
 from runner.report.text import visible
 from runner.runs.resumable import run_requests
 from tests.support.browser import chromium, require_browser
+from tests.support.signed import make_key, published
 
 CORPUS = Path(__file__).parent / "artifacts"
 LOCK = Path(__file__).parents[1] / "manifests" / "images.lock.json"
@@ -471,6 +475,51 @@ def test_bundle_without_blobs_lock_or_statement_still_reports(real_log, tmp_path
     assert "no blobs/sha256/ directory" in joined
     assert "no images.lock.json" in joined and "no statement.intoto.json" in joined
     assert "png render: render not kept: 2 diagrams" in joined
+
+
+def test_the_page_says_who_signed_the_bundle_what_the_audit_found_and_who_reproduced_it(
+    tmp_path,
+):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    publisher, replayer = make_key(keys, "publisher"), make_key(keys, "replayer")
+    trust = TrustPolicy((load_public(publisher.public), load_public(replayer.public)))
+    bundle = published(tmp_path, "example-local", publisher)
+    report = tmp_path / "repro.json"
+    chain = inspect_chain(bundle / "log.jsonl")
+    write_reproduction(
+        ReproductionSummary(
+            verifier="alice@lab",
+            resource=str(bundle),
+            log_sha256=sha256((bundle / "log.jsonl").read_bytes()),
+            head=chain.head,
+            records=len(chain.records),
+            statement_sha256=None,
+            environment={"backend": "local", "host": "lab"},
+            outcomes=[],
+        ),
+        report,
+        load_signer(replayer.private),
+    )
+    attach(bundle, report)
+
+    write_report(bundle, tmp_path / "signed", trust=trust)
+    html = page_of(tmp_path / "signed")
+    assert 'class="integrity signed"' in html
+    assert f"signed by {publisher.id} (publisher.key.pub)" in html
+    assert "audit: clean: 14 results, 15 records, every check passed" in html
+    assert f"independently reproduced by {replayer.id} (replayer.key.pub)" in html
+
+    write_report(bundle, tmp_path / "untrusted")  # no --trust: the signature is not checked
+    assert 'class="integrity integrity-only"' in page_of(tmp_path / "untrusted")
+
+    statement = orjson.loads((bundle / "statement.intoto.json").read_bytes())
+    statement["predicate"]["runDetails"]["byproducts"][0]["annotations"]["hosts"] = ["ci"]
+    (bundle / "statement.intoto.json").write_bytes(orjson.dumps(statement))
+    write_report(bundle, tmp_path / "forged", trust=trust)
+    html = page_of(tmp_path / "forged")
+    assert 'class="integrity not-trusted"' in html and "audit: 2 problems" in html
+    assert "hosts: the statement says" in html
 
 
 def test_a_directory_without_a_log_is_not_a_bundle(tmp_path):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 import runner.storage.s3 as s3_module
 from runner.core.errors import UserError
@@ -186,6 +187,63 @@ def test_every_write_is_conditional_and_carries_its_sha256(
             Bucket=s3_bucket, Key=put["Key"], ChecksumMode="ENABLED"
         )
         assert head["ChecksumSHA256"] == put["ChecksumSHA256"]
+
+
+def test_the_server_itself_refuses_to_replace_a_key_written_with_if_none_match(
+    s3_endpoint: str, s3_bucket: str
+) -> None:
+    """moto 5.2.1 honours `If-None-Match: *` over HTTP, on a put and on a multipart complete."""
+    client = raw_client(s3_endpoint)
+    client.put_object(Bucket=s3_bucket, Key="k", Body=b"first")
+    with pytest.raises(ClientError) as refused:
+        client.put_object(Bucket=s3_bucket, Key="k", Body=b"second", IfNoneMatch="*")
+    assert refused.value.response["Error"]["Code"] == "PreconditionFailed"
+    upload = client.create_multipart_upload(Bucket=s3_bucket, Key="k")["UploadId"]
+    etag = client.upload_part(
+        Bucket=s3_bucket, Key="k", UploadId=upload, PartNumber=1, Body=b"third"
+    )["ETag"]
+    with pytest.raises(ClientError) as refused:
+        client.complete_multipart_upload(
+            Bucket=s3_bucket,
+            Key="k",
+            UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]},
+            IfNoneMatch="*",
+        )
+    assert refused.value.response["Error"]["Code"] == "PreconditionFailed"
+    assert client.get_object(Bucket=s3_bucket, Key="k")["Body"].read() == b"first"
+
+
+@pytest.mark.parametrize("big", [0, 12 * MiB], ids=["put", "multipart"])
+def test_a_writer_racing_between_the_check_and_the_write_is_stopped_by_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    s3_endpoint: str,
+    s3_bucket: str,
+    settings: S3Settings,
+    big: int,
+) -> None:
+    """The client's HEAD sees a free key; someone else writes it before our PUT (or before our
+    multipart upload completes): only the conditional write keeps their object from being
+    replaced, and the upload stops with a refusal instead of overwriting."""
+    bundle = make_bundle(tmp_path, big=big)
+    name = "big.bin" if big else "log.jsonl"
+    key = f"b/blobs/sha256/{sha256((bundle / name).read_bytes())}"
+    real_check = s3_module._Publisher._already_there
+
+    def racer_writes_after_the_check(self: Any, checked: str, *args: Any) -> bool:
+        if checked == key and not getattr(self, "raced", False):
+            self.raced = True
+            raw_client(s3_endpoint).put_object(Bucket=s3_bucket, Key=key, Body=b"racer's bytes")
+            return False  # what the HEAD saw a moment ago
+        return real_check(self, checked, *args)
+
+    monkeypatch.setattr(s3_module._Publisher, "_already_there", racer_writes_after_the_check)
+    with pytest.raises(StorageRefused, match=f"already holds other bytes than {name}"):
+        upload_bundle(bundle, f"s3://{s3_bucket}/b", settings=settings)
+    stored = raw_client(s3_endpoint).get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+    assert stored == b"racer's bytes"
+    assert "b/bundle-index.json" not in stored_keys(s3_endpoint, s3_bucket)
 
 
 def test_publishing_the_same_bundle_again_sends_nothing(

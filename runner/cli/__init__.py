@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner.cli import checking, records
-from runner.cli.common import EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
-from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.cli.common import EXIT_FAILED, EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
+from runner.core.errors import BackendUnavailable, InfraFailure, NotTrusted, UserError
 from runner.core.provenance import kit_version
 from runner.images.commands import add_image_commands, cmd_images
 
@@ -24,8 +24,8 @@ EPILOG = """start here:
   prooflock check --prover rocq proof.v          check files now
   prooflock run requests.jsonl                   a resumable run into a checkpoint log
   prooflock replay LOG|BUNDLE|s3://...           re-check a published result here
-  prooflock publish LOG --out BUNDLE             a self-contained, content-addressed bundle
-  prooflock audit BUNDLE                         check a result's environment without re-running
+  prooflock publish LOG --out BUNDLE --sign KEY  a self-contained, content-addressed, signed bundle
+  prooflock audit BUNDLE --trust KEY.pub         check a result and who signed it, without re-running
   prooflock images build rocq                    build a pinned prover image
 
 exit codes: 0 ok; 1 not passed / differs; 2 bad input; 3 the machine failed (re-run to resume)
@@ -39,6 +39,8 @@ COMMANDS: dict[str, Command] = {
     "verify-log": records.cmd_verify_log,
     "publish": records.cmd_publish,
     "audit": records.cmd_audit,
+    "keygen": records.cmd_keygen,
+    "attach": records.cmd_attach,
     "report": records.cmd_report,
     "upload": records.cmd_upload,
     "download": records.cmd_download,
@@ -87,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"prooflock: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except NotTrusted as exc:
+        print(f"prooflock: not verified: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except _infra_errors() as exc:
         print(f"prooflock: infra error: {exc}", file=sys.stderr)
         return EXIT_INFRA

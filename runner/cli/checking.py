@@ -15,6 +15,7 @@ from rich.table import Table
 
 from runner import provers
 from runner.check.advisories import summary as advisory_summary
+from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -65,6 +66,7 @@ REPLAY_EPILOG = """examples:
   prooflock replay manifests/results/example/log.jsonl
   prooflock replay BUNDLE_DIR --json > replay.json
   prooflock replay s3://bucket/results/run-1 --workers 2
+  prooflock replay BUNDLE_DIR --attest repro.json --sign me.key   # a signed reproduction report
 exit: 0 reproduced bit-for-bit (same verdicts, results and environment keys); 4 reproduced on
 a drifted environment (same verdicts and results, the environment differs: listed); 1 a verdict
 or result differs, or the log is incomplete; 3 records could not be re-checked (infra: what was
@@ -175,6 +177,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="re-check PROVER's records on another pinned version (e.g. rocq=rocq-8.20) and "
         "show, per record, whether the verdict drifts (repeatable)",
     )
+    attest_flags(again)
     executor_flags(again)
     backend_flags(again)
 
@@ -383,6 +386,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = load_settings(args)
+    check_attest_flags(args)
     with open_source(args.log) as source:
         _, runs = load_recorded(source.log)
         if args.backend is None and (recorded := recorded_backend(runs)) in ("local", "docker"):
@@ -406,6 +410,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         finally:
             if executor is not None:
                 executor.close()
+        write_attestation(args, settings, source, report)
     code = report.exit_code()
     if canary and code in (EXIT_OK, EXIT_DRIFTED):
         code = EXIT_FAILED

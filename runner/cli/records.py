@@ -1,16 +1,19 @@
-"""Commands on records: `verify-log`, `report`, `upload`, `download` (thin layers)."""
+"""Commands on records: `verify-log`, `publish`, `keygen`, `audit`, `attach`, `report`, `upload`,
+`download` (thin layers)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from runner.cli.common import EXIT_FAILED, EXIT_OK, console, load_settings, note, plain, print_json
-from runner.core.errors import UserError
 from runner.records.bundles import open_source
-from runner.records.checkpoint import inspect_chain
+
+if TYPE_CHECKING:
+    from runner.records.verify import TrustPolicy
 
 VERIFY_SCHEMA = "prooflock.verify-log/1"
 PUBLISH_SCHEMA = "prooflock.publish/1"
@@ -42,9 +45,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     verify = commands.add_parser(
         "verify-log",
         help="check a log's hash chain and whether every request has a result",
-        description="Verify a checkpoint log's hash chain without changing it, and say how many "
-        "of its requests have results. Exit 0 intact and complete, 1 intact but incomplete, "
-        "2 tampered or not a log.",
+        description="Verify a checkpoint log without changing it: its hash chain, that every "
+        "request has a result, that every record's digests and the header's requests digest "
+        "recompute (in a bundle, also that its statement names this log). Exit 0 intact and "
+        "complete, 1 damaged or incomplete (as `audit` says), 2 not a log.",
         epilog="example:\n  prooflock verify-log checkpoints/requests.jsonl --json",
     )
     verify.add_argument("log", metavar="LOG|BUNDLE")
@@ -55,24 +59,38 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         help="write a finished run as a self-contained, content-addressed bundle",
         description="Write LOG as a bundle: the log, every artifact under its sha256, the lock\n"
         "entries of the images used, and statement.intoto.json (an in-toto Statement v1 with an\n"
-        "SLSA Provenance v1 predicate). OUT ending in .tar writes one reproducible tar file.",
-        epilog="example:\n  prooflock publish checkpoints/requests.jsonl --out results/run-1\n"
-        "  prooflock audit results/run-1",
+        "SLSA Provenance v1 predicate); with --sign (or PROOFLOCK_SIGNING_KEY), also\n"
+        "statement.intoto.dsse.json, a DSSE envelope of it. OUT ending in .tar writes one\n"
+        "reproducible tar file.",
+        epilog="example:\n  prooflock keygen --out publisher.key\n"
+        "  prooflock publish checkpoints/requests.jsonl --out results/run-1 --sign publisher.key\n"
+        "  prooflock audit results/run-1 --trust publisher.key.pub",
     )
     publish.add_argument("log", type=Path, metavar="LOG")
     publish.add_argument("--out", type=Path, required=True, metavar="DIR|FILE.tar")
+    publish.add_argument(
+        "--sign",
+        type=Path,
+        metavar="KEY",
+        help="sign the statement with this Ed25519 private key (default: PROOFLOCK_SIGNING_KEY)",
+    )
     publish.add_argument("--json", action="store_true", help="print what was written as JSON")
 
     audit = commands.add_parser(
         "audit",
         help="check a published result's integrity and environment without re-running it",
-        description="Check, in seconds and without re-running any check: the chain and its\n"
-        "statement, every record's digests, the artifact blobs, every image against the lock and\n"
-        "this machine, and version drift. Exit 0 clean, 1 drift or mismatch, 2 bad input.",
-        epilog="example:\n  prooflock audit results/run-1 --json\n"
-        "  prooflock audit s3://results/run-1 --rebuild",
+        description="Check, in seconds and without re-running any check: the chain, every\n"
+        "record's digests and the requests digest; every claim of the statement, recomputed from\n"
+        "the log and lock (a disagreement names the field); the signature against --trust keys;\n"
+        "attached reproduction reports; the artifact blobs; every image against the lock and this\n"
+        "machine; and version drift. Without a trusted signature a bundle has integrity only:\n"
+        "anyone can re-hash it. Exit 0 clean, 1 damage, drift, mismatch or not trusted, 2 bad\n"
+        "input.",
+        epilog="example:\n  prooflock audit results/run-1 --trust publisher.key.pub --require-signature\n"
+        "  prooflock audit s3://results/run-1 --rebuild --json",
     )
     audit.add_argument("source", metavar="BUNDLE|LOG|s3://...")
+    trust_flags(audit)
     audit.add_argument(
         "--rebuild", action="store_true", help="also rebuild each image to check its locked ID"
     )
@@ -89,7 +107,31 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     report.add_argument("source", metavar="LOG|BUNDLE|s3://...")
     report.add_argument("--out", type=Path, required=True, metavar="DIR")
     report.add_argument("--replay", type=Path, metavar="REPLAY.json", help="from `replay --json`")
+    trust_flags(report)
     report.add_argument("--json", action="store_true", help="print what was written as JSON")
+
+    keygen = commands.add_parser(
+        "keygen",
+        help="make an Ed25519 key pair for signing bundles and reproduction reports",
+        description="Write a new Ed25519 private key to KEY (mode 0600) and its public half to\n"
+        "KEY.pub. Sign with `publish --sign KEY` or `replay --attest OUT --sign KEY`; readers\n"
+        "pass KEY.pub to `audit --trust`. Neither file is ever overwritten.",
+        epilog="example:\n  prooflock keygen --out ~/.config/prooflock/publisher.key",
+    )
+    keygen.add_argument("--out", type=Path, required=True, metavar="KEY")
+    keygen.add_argument("--json", action="store_true", help="print the key id as JSON")
+
+    attach = commands.add_parser(
+        "attach",
+        help="attach a reproduction report (`replay --attest`) to a bundle",
+        description="Copy a reproduction report into BUNDLE/attestations/<sha256>.json, after\n"
+        "checking it reports on this bundle's log. `audit` then lists it with who signed it.\n"
+        "Attach before `upload`: a stored bundle's index is write-once.",
+        epilog="example:\n  prooflock replay results/run-1 --attest repro.json --sign me.key\n"
+        "  prooflock attach results/run-1 repro.json",
+    )
+    attach.add_argument("bundle", type=Path, metavar="BUNDLE")
+    attach.add_argument("report", type=Path, metavar="REPORT.json")
 
     upload = commands.add_parser(
         "upload",
@@ -108,11 +150,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "download",
         help="download a bundle from S3-compatible storage, verifying every byte",
         description="Download a bundle into DIR (which must not exist); every object is checked "
-        "against its sha256, and nothing is left behind when one does not match.",
-        epilog="example:\n  prooflock download s3://results/run-1 bundle/",
+        "against its sha256, then the bundle is verified as `audit` does (its statement, and "
+        "its signature against --trust keys); nothing is left behind when any of it fails (exit "
+        "1).",
+        epilog="example:\n  prooflock download s3://results/run-1 bundle/ --trust publisher.key.pub",
     )
     download.add_argument("url", metavar="s3://BUCKET/PREFIX")
     download.add_argument("dest", type=Path, metavar="DIR")
+    trust_flags(download)
     download.add_argument("--endpoint-url", metavar="URL", help="an S3-compatible endpoint")
     download.add_argument("--json", action="store_true", help="print what was received as JSON")
 
@@ -147,27 +192,61 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def trust_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("whose signature counts")
+    group.add_argument(
+        "--trust",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="KEY.pub",
+        help="a public key whose signature you trust (repeatable)",
+    )
+    group.add_argument(
+        "--require-signature",
+        action="store_true",
+        help="fail (exit 1) unless a --trust key signed the bundle",
+    )
+
+
+def trust_from(args: argparse.Namespace) -> TrustPolicy:
+    from runner.records.signing import load_public  # noqa: PLC0415
+    from runner.records.verify import TrustPolicy  # noqa: PLC0415
+
+    return TrustPolicy(tuple(load_public(path) for path in args.trust), args.require_signature)
+
+
 def cmd_verify_log(args: argparse.Namespace) -> int:
+    from runner.records.verify import verify_bundle, verify_log  # noqa: PLC0415
+
     with open_source(args.log) as source:
-        report = inspect_chain(source.log)
-    if not report.ok:
-        if args.json:
-            print_json({"schema": VERIFY_SCHEMA, **report.summary()})
-        raise UserError(report.describe())
-    if not report.records:
-        raise UserError(f"{source.log}: an empty file is not a checkpoint log")
-    code = EXIT_OK if report.complete else EXIT_FAILED
+        # A bundle's log is checked against its statement too: the same damage, the same answer
+        # as `audit`.
+        found = verify_bundle(source.bundle) if source.bundle else verify_log(source.log)
+    code = EXIT_FAILED if found.problems else EXIT_OK
     if args.json:
-        print_json({"schema": VERIFY_SCHEMA, **report.summary(), "exit_code": code})
-    else:
-        print(plain(report.describe()))
+        problems = [vars(f) for f in found.problems]
+        print_json(
+            {
+                "schema": VERIFY_SCHEMA,
+                **found.chain.summary(),
+                "problems": problems,
+                "exit_code": code,
+            }
+        )
+        return code
+    print(plain(found.chain.describe()))
+    for finding in found.problems:
+        if finding.check not in ("chain", "complete"):  # the line above says those
+            print(plain(f"PROBLEM {finding.check}: {finding.detail}"))
     return code
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from runner.records.publish import publish  # noqa: PLC0415
+    from runner.records.signing import UNSIGNED, load_signer  # noqa: PLC0415
 
-    bundle = publish(args.log, args.out)
+    bundle = publish(args.log, args.out, signer=load_signer(args.sign))
     if args.json:
         print_json(
             {
@@ -178,13 +257,30 @@ def cmd_publish(args: argparse.Namespace) -> int:
                 "subjects": bundle.subjects,
                 "blobs": bundle.blobs,
                 "images": bundle.images,
+                "signed_by": bundle.signed_by,
             }
         )
     else:
+        signed = f"signed by key id {bundle.signed_by}" if bundle.signed_by else UNSIGNED
         print(
             f"published {bundle.path}: {bundle.records} records (head {bundle.head[:16]}), "
             f"{bundle.subjects} subjects, {bundle.blobs} blobs, images: "
-            f"{', '.join(bundle.images) or 'none (local backend)'}"
+            f"{', '.join(bundle.images) or 'none (local backend)'}; {signed}"
+        )
+    return EXIT_OK
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    from runner.records.signing import generate_key, public_path  # noqa: PLC0415
+
+    key = generate_key(args.out)
+    if args.json:
+        print_json(
+            {"private": str(args.out), "public": str(public_path(args.out)), "keyid": key.keyid}
+        )
+    else:
+        print(
+            f"wrote {args.out} (private, mode 0600) and {public_path(args.out)}: key id {key.keyid}"
         )
     return EXIT_OK
 
@@ -192,13 +288,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     from runner.records.audit import audit  # noqa: PLC0415
 
+    trust = trust_from(args)
     rebuild = None
     if args.rebuild:
         from runner.images.api import rebuilt_id  # noqa: PLC0415
 
         rebuild = rebuilt_id
     with open_source(args.source) as source:
-        found = audit(source, rebuild=rebuild)
+        found = audit(source, rebuild=rebuild, trust=trust)
     if args.json:
         data = found.to_json()
         data["source"] = args.source
@@ -216,15 +313,29 @@ def cmd_audit(args: argparse.Namespace) -> int:
         pins = ", ".join(f"{k}={v}" for k, v in sorted(image.pins.items()))
         out.print(f"{plain(image.tag)} pins: {plain(pins) or '(none recorded)'}")
     verdict = "clean" if not found.problems else f"{len(found.problems)} problems"
-    out.print(f"{found.results} results, {found.records} records: {verdict}")
+    out.print(
+        f"{found.results} results, {found.records} records: {verdict}; "
+        f"{plain(found.verification.trust)}"
+    )
     return found.exit_code()
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from runner.records.attest import attach  # noqa: PLC0415
+
+    target = attach(args.bundle, args.report)
+    print(f"attached {args.report} as {target.relative_to(args.bundle)}")
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from runner.report import write_report  # noqa: PLC0415 - jinja2 and matplotlib on demand
 
+    trust = trust_from(args)
     with open_source(args.source) as source:
-        summary = write_report(source.bundle or source.log, args.out, replay=args.replay)
+        summary = write_report(
+            source.bundle or source.log, args.out, replay=args.replay, trust=trust
+        )
     if args.json:
         print_json({"schema": REPORT_SCHEMA, **summary.as_json()})
     else:
@@ -264,11 +375,16 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    from runner.storage import download_bundle  # noqa: PLC0415
+    from runner.records.verify import download_verified  # noqa: PLC0415
 
-    dest = download_bundle(args.url, args.dest, settings=_s3_settings(args), progress=note)
+    trust = trust_from(args)
+    found = download_verified(
+        args.url, args.dest, trust, settings=_s3_settings(args), progress=note
+    )
     if args.json:
-        print_json({"schema": STORAGE_SCHEMA, "url": args.url, "dest": str(dest)})
+        print_json(
+            {"schema": STORAGE_SCHEMA, "url": args.url, "dest": str(args.dest), **found.to_json()}
+        )
     else:
-        print(f"downloaded {args.url} into {dest}")
+        print(f"downloaded {args.url} into {args.dest}: verified, {found.trust}")
     return EXIT_OK

@@ -3,6 +3,8 @@
 `UserError` is bad input (exit 2): a missing file, an unknown prover, a malformed line, a bad log.
 `InfraFailure` is a machine problem no retry will fix (exit 3): no images lock, an image that is
 not built, a daemon that is gone. Transient trouble is `BackendUnavailable` (retried per check).
+`NotTrusted` is a result that does not verify (exit 1): damaged, forged, or not signed by a key
+the user trusts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ class BadRequest(UserError):
 
 class BackendUnavailable(RuntimeError):
     """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
+
+
+class NotTrusted(Exception):
+    """A published result that does not verify: damaged, forged, or not signed by a trusted key."""
 
 
 class InfraFailure(Exception):

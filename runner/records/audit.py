@@ -1,10 +1,11 @@
-"""`prooflock audit`: check a published result's integrity and environment without re-running it.
+"""`prooflock audit`: check a published result's integrity, signature and environment without
+re-running it.
 
-In seconds: the chain is intact and its head and count are the statement's; every record's
-environment key and result digest recompute from its content; every artifact blob has the bytes
-its name says; every image is in the lock (shown with its pins) and present on this machine (with
-`rebuild`, rebuilt to the same ID); and the prover adapters and the kit here are the versions the
-results were made with.
+In seconds: everything `runner.records.verify` checks (the chain, each record's digests, the
+requests digest, every claim of the statement recomputed, the signature against `--trust` keys,
+attached reproduction reports); then every artifact blob has the bytes its name says; every image
+is in the lock (shown with its pins) and present on this machine (with `rebuild`, rebuilt to the
+same ID); and the prover adapters and the kit here are the versions the results were made with.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from runner import provers
@@ -25,19 +25,11 @@ from runner.core.models import CheckResult
 from runner.core.provenance import kit_version
 from runner.images.lock import ImageEntry, ImagesLock, load_lock
 from runner.records.bundles import Source
-from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
-from runner.records.layout import BLOBS, BUNDLE_LOCK, STATEMENT
-from runner.records.publish import PROVENANCE_TYPE, STATEMENT_TYPE
+from runner.records.checkpoint import ChainReport
+from runner.records.layout import BLOBS, BUNDLE_LOCK
+from runner.records.verify import INTEGRITY_ONLY, Finding, TrustPolicy, Verification, verify_source
 
 SCHEMA = "prooflock.audit/1"
-OK, PROBLEM, NOTE = "ok", "problem", "note"
-
-
-@dataclass
-class Finding:
-    check: str
-    status: str  # ok, problem (drift or mismatch: exit 1), note (said, not counted)
-    detail: str
 
 
 @dataclass
@@ -55,21 +47,34 @@ class ImageAudit:
 @dataclass
 class AuditReport:
     source: str
-    findings: list[Finding] = field(default_factory=list)
+    verification: Verification
     images: list[ImageAudit] = field(default_factory=list)
-    records: int = 0
-    results: int = 0
-    head: str = ""
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.verification.findings
+
+    @property
+    def records(self) -> int:
+        return len(self.verification.chain.records)
+
+    @property
+    def results(self) -> int:
+        return len(self.verification.runs or [])
+
+    @property
+    def head(self) -> str:
+        return self.verification.chain.head
 
     def add(self, check: str, ok: bool, detail: str) -> None:
-        self.findings.append(Finding(check, OK if ok else PROBLEM, detail))
+        self.verification.add(check, ok, detail)
 
     def note(self, check: str, detail: str) -> None:
-        self.findings.append(Finding(check, NOTE, detail))
+        self.verification.note(check, detail)
 
     @property
     def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.status == PROBLEM]
+        return self.verification.problems
 
     def exit_code(self) -> int:
         return 1 if self.problems else 0
@@ -83,120 +88,29 @@ class AuditReport:
             "head": self.head,
             "clean": not self.problems,
             "exit_code": self.exit_code(),
+            **self.verification.to_json(),
             "findings": [vars(f) for f in self.findings],
             "images": [vars(i) for i in self.images],
         }
 
 
-def audit(source: Source, *, rebuild: Callable[[str], str] | None = None) -> AuditReport:
+def audit(
+    source: Source,
+    *,
+    rebuild: Callable[[str], str] | None = None,
+    trust: TrustPolicy = INTEGRITY_ONLY,
+) -> AuditReport:
     """Audit the log (and bundle) of `source`; `rebuild(image name) -> rebuilt image ID`."""
-    report = AuditReport(source.origin)
-    chain = inspect_chain(source.log)
-    report.records, report.head = len(chain.records), chain.head
-    if not chain.records:
-        raise UserError(f"{source.log}: an empty file is not a checkpoint log")
-    report.add("chain", chain.ok, chain.describe())
-    if not chain.ok:
+    verified = verify_source(source.log, source.bundle, trust, source.origin)
+    report = AuditReport(source.origin, verified)
+    if verified.runs is None:
         return report
-    report.add("complete", chain.complete, _completeness(chain))
-    try:
-        runs = list(recorded_runs(chain.records))
-    except UserError as exc:
-        report.add("records", False, str(exc))
-        return report
-    report.results = len(runs)
-    results = [result for _, result in runs]
-    _audit_digests(report, runs)
+    results = [result for _, result in verified.runs]
     if source.bundle is not None:
-        _audit_statement(report, source, chain, runs)
-        _audit_blobs(report, source.bundle, runs)
-    else:
-        report.note(
-            "statement",
-            "a bare log has no statement: only its header's request count guards against a cut "
-            "log (publish it to anchor its head digest)",
-        )
+        _audit_blobs(report, source.bundle, verified.runs)
     _audit_images(report, source, results, rebuild)
-    _audit_versions(report, chain, results)
+    _audit_versions(report, verified.chain, results)
     return report
-
-
-def _completeness(chain: ChainReport) -> str:
-    answered, infra = chain.answered()
-    expected = chain.expected
-    text = f"{answered} of {expected if expected is not None else '?'} requests have results"
-    return text + (f", {infra} of them infra errors" if infra else "")
-
-
-def _audit_digests(report: AuditReport, runs: list) -> None:
-    bad = [
-        f"#{index} {result.artifact!r}"
-        for index, (request, result) in enumerate(runs)
-        if not result.self_consistent() or request.digest() != result.request_digest
-    ]
-    detail = (
-        f"every record's environment key, request and result digests recompute ({len(runs)})"
-        if not bad
-        else f"{len(bad)} records do not match their own digests: {', '.join(bad[:5])}"
-    )
-    report.add("digests", not bad, detail)
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        return exc
-
-
-def statement_problems(bundle: Path, log: Path, chain: ChainReport, runs: list) -> list[str]:
-    """Why the bundle's statement does not anchor this log and these artifacts (empty: it does)."""
-    made = _read_json(bundle / STATEMENT)
-    if made is None:
-        return [f"the bundle has no {STATEMENT}"]
-    if isinstance(made, Exception) or not isinstance(made, dict):
-        return [f"{STATEMENT} is not JSON: {made}"]
-    problems = []
-    if made.get("_type") != STATEMENT_TYPE or made.get("predicateType") != PROVENANCE_TYPE:
-        problems.append("not an in-toto Statement v1 with an SLSA Provenance v1 predicate")
-    subjects = [s for s in made.get("subject") or [] if isinstance(s, dict)]
-    log_subject = next((s for s in subjects if s.get("name") == "log.jsonl"), None)
-    log_sha = hashlib.sha256(log.read_bytes()).hexdigest()
-    if log_subject is None:
-        problems.append("no subject for log.jsonl")
-    else:
-        notes = log_subject.get("annotations") or {}
-        if (log_subject.get("digest") or {}).get("sha256") != log_sha:
-            problems.append("log.jsonl is not the log the statement names (its sha256 differs)")
-        if notes.get("head") != chain.head:
-            problems.append("the log's head digest is not the statement's (cut or re-hashed)")
-        if notes.get("records") != len(chain.records):
-            problems.append(
-                f"the log has {len(chain.records)} records, the statement says {notes.get('records')}"
-            )
-    artifacts = [s for s in subjects if str(s.get("name", "")).startswith("artifact/")]
-    if len(artifacts) != len(runs):
-        problems.append(f"{len(artifacts)} artifact subjects for {len(runs)} results")
-    for index, (request, _) in enumerate(runs):
-        want = hashlib.sha256(request.content.encode()).hexdigest()
-        subject = artifacts[index] if index < len(artifacts) else {}
-        if (subject.get("digest") or {}).get("sha256") != want:
-            problems.append(f"artifact #{index} {request.name!r} is not the statement's subject")
-            break
-    return problems
-
-
-def _audit_statement(report: AuditReport, source: Source, chain: ChainReport, runs: list) -> None:
-    assert source.bundle is not None
-    problems = statement_problems(source.bundle, source.log, chain, runs)
-    log_sha = hashlib.sha256(source.log.read_bytes()).hexdigest()
-    detail = "; ".join(problems) or (
-        f"statement names this log (sha256 {log_sha[:16]}, {len(chain.records)} records, head "
-        f"{chain.head[:16]}) and its {len(runs)} artifacts"
-    )
-    report.add("statement", not problems, detail)
 
 
 def _audit_blobs(report: AuditReport, bundle: Path, runs: list) -> None:

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.errors import UserError
+from runner.records.verify import INTEGRITY_ONLY, TrustPolicy
 from runner.report.assets import AssetWriter
 from runner.report.blobs import sha256_of
 from runner.report.diagrams import diagram_views
 from runner.report.environment import environment_view
 from runner.report.geometry import geometry_view
+from runner.report.integrity import integrity_view
 from runner.report.load import LoadedRun, load_run
 from runner.report.page import render_page, static_files
 from runner.report.plots import percentile_seconds, time_distribution
@@ -49,10 +51,14 @@ class ReportSummary:
         }
 
 
-def write_report(source: Path, out: Path, *, replay: Path | None = None) -> ReportSummary:
-    """Write `out/index.html` (and its plots, renders, CSS and JS) for the run in `source`."""
+def write_report(
+    source: Path, out: Path, *, replay: Path | None = None, trust: TrustPolicy = INTEGRITY_ONLY
+) -> ReportSummary:
+    """Write `out/index.html` (and its plots, renders, CSS and JS) for the run in `source`; its
+    integrity section checks signatures against `trust`."""
     started = time.monotonic()
     loaded = load_run(source)
+    integrity = integrity_view(loaded, trust)
     problems = loaded.problems
     replay_view = load_replay(replay, loaded.runs, problems) if replay is not None else None
     if out.exists() and not out.is_dir():
@@ -84,6 +90,7 @@ def write_report(source: Path, out: Path, *, replay: Path | None = None) -> Repo
         geometry=geometry_view(loaded.runs),
         environment=environment_view(loaded.runs, loaded.lock),
         statement=statement,
+        integrity=integrity,
     )
     assets.write("index.html", page)  # last: the page never links what is not yet written
     return ReportSummary(

@@ -20,8 +20,8 @@ from typing import Any
 from runner.check.checker import Checker
 from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult, Verdict
-from runner.records.audit import statement_problems
 from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
+from runner.records.verify import statement_problems
 from runner.runs.resumable import Executor
 
 MATCH = "match"

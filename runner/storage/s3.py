@@ -30,7 +30,7 @@ from botocore.exceptions import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runner.core.canonical import canonical_bytes
-from runner.core.errors import UserError, explain
+from runner.core.errors import NotTrusted, UserError, explain
 from runner.storage.s3_settings import MiB, S3Settings, load_s3_settings, make_client
 from runner.storage.s3_url import INDEX_NAME, S3Location, parse_s3_url
 
@@ -59,8 +59,9 @@ class StorageRefused(UserError):
     that already holds other bytes."""
 
 
-class DamagedBundle(UserError):
-    """A stored bundle whose bytes are missing or do not hash to what its index records."""
+class DamagedBundle(NotTrusted):
+    """A stored bundle whose bytes are missing or do not hash to what its index records (exit 1,
+    like any other damage)."""
 
 
 class StorageUnavailable(RuntimeError):
