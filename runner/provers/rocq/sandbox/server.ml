@@ -56,10 +56,18 @@ let rec remove_tree path =
 
 (* What the work dir held once the worker was up: everything else a check left (a micromega
    cache, say) is removed before the next check, so no check sees another's files. *)
+(* The same for the other places a check can write (the sandbox keeps them per worker). *)
+let scratch = ["."; "/tmp"; "/dev/shm"]
 let kept = ref []
-let remember_work_dir () = kept := Array.to_list (Sys.readdir ".")
+let entries dir = try Array.to_list (Sys.readdir dir) with Sys_error _ -> []
+let remember_work_dir () = kept := List.map (fun d -> (d, entries d)) scratch
 let clean_work_dir () =
-  Array.iter (fun name -> if not (List.mem name !kept) then remove_tree name) (Sys.readdir ".")
+  List.iter
+    (fun (dir, names) ->
+       List.iter
+         (fun name -> if not (List.mem name names) then remove_tree (Filename.concat dir name))
+         (entries dir))
+    !kept
 
 let flush_everything () =
   Format.pp_print_flush !Topfmt.std_ft ();
@@ -267,51 +275,23 @@ let write_fd fd s =
 
 exception Refused of string
 
-let refused_extension = [
-  "Extraction"; "RecursiveExtraction"; "SeparateExtraction"; "ExtractionLibrary";
-  "RecursiveExtractionLibrary"; "ExtractionTestCompile"; "ExtractionLanguage";
-  "ExtractionInline"; "ExtractionNoInline"; "ExtractionImplicit"; "ExtractionBlacklist";
-  "ExtractionConstant"; "ExtractionInlinedConstant"; "ExtractionInductive";
-  "ExtractionResetBlacklist"; "ExtractionResetInline"; "PrintExtractionInline";
-  "ResetExtractionInline"; "PrintExtractionBlacklist"; "ExtractionDisplay"; "Drop"
-]
-
+(* The kit's refusals (runner/provers/rocq/source.py says why each remains): what changes the
+   kernel's theory in a way no re-check verifies, and `Load`, which would hide it. *)
 let check_sentence (cmd : Vernacexpr.vernac_control) =
   let open Vernacexpr in
   let v = cmd.CAst.v in
-  List.iter (function
-      | ControlRedirect _ -> raise (Refused "Redirect")
-      | _ -> ()) v.control;
-  let option_name n = String.concat " " n in
-  let bad_option n =
-    let s = option_name n in
-    List.exists (fun w -> CString.string_contains ~where:s ~what:w)
-      ["NativeCompute"; "Native Compiler"; "Extraction"; "Definitional UIP"; "Template"]
-  in
-  (* `Global`/`Export` options outlive the file (a later `Require` of it re-runs them). *)
-  let outlives =
-    List.exists (fun f -> match f.CAst.v with
-        | ("global" | "export"), _ -> true
-        | _ -> false) v.attrs
+  let theory n =
+    match n with
+    | ["Definitional"; "UIP"] | ["Cumulative"; "StrictProp"] -> true
+    | _ -> false
   in
   match v.expr with
   | VernacLoad _ -> raise (Refused "Load")
-  | VernacChdir _ -> raise (Refused "Cd")
-  | VernacDeclareMLModule _ -> raise (Refused "Declare ML Module")
-  | VernacAddLoadPath _ -> raise (Refused "Add LoadPath")
-  | VernacRemoveLoadPath _ -> raise (Refused "Remove LoadPath")
-  | VernacAddMLPath _ -> raise (Refused "Add ML Path")
   | VernacRegister (_, RegisterCoqlib q)
     when Names.DirPath.equal (Libnames.qualid_path q) (Libnames.dirpath_of_string "kernel") ->
     raise (Refused "Register ... as kernel")
-  | VernacPrimitive _ -> raise (Refused "Primitive")
-  | VernacBack _ | VernacResetName _ | VernacResetInitial -> raise (Refused "Reset")
-  | VernacSetOption (export, name, _) when export || outlives || bad_option name ->
-    raise (Refused ("Set " ^ option_name name))
-  | (VernacAddOption (name, _) | VernacRemoveOption (name, _)) when outlives || bad_option name ->
-    raise (Refused ("Add " ^ option_name name))
-  | VernacExtend ((name, _), _) when List.mem name refused_extension ->
-    raise (Refused name)
+  | VernacSetOption (_, name, OptionSetTrue) when theory name ->
+    raise (Refused ("Set " ^ String.concat " " name))
   | _ -> ()
 
 (* ------------------------------------------------------------------------------------------ *)
@@ -550,6 +530,9 @@ let audit ~env ~ldir ~own_opaque roots =
          else Some (fst (Global.force_proof Library.indirect_accessor o))
        with _ -> None)
   in
+  let is_primitive kn =
+    match (lookup_constant kn).const_body with Primitive _ -> true | _ -> false
+  in
   let is_own = function
     | Cst c -> own_mp (Constant.modpath c)
     | Mind m -> own_mp (MutInd.modpath m)
@@ -571,6 +554,7 @@ let audit ~env ~ldir ~own_opaque roots =
         match obj with
         | Cst kn ->
           (match get_constant_body kn with
+           | None when not (is_own obj) && is_primitive kn -> SS.empty
            | None -> SS.singleton ("AXIOM " ^ Constant.to_string kn)
            | Some body -> refs Context.Rel.empty SS.empty body)
         | Mind mind -> inductive_refs mind
@@ -772,20 +756,43 @@ let parse_and_run ~state text =
   in
   loop state
 
-(* The target, elaborated as the cold driver does (`Definition __prooflock_target : Prop :=
-   <statement>.`) in the parent's state: after the file's prefix, before anything of the file. *)
-let elaborate_target ~state ~lib statement =
+(* The interpreter's state once the Prelude was loaded, before any prefix: the pristine session
+   a target statement is elaborated in (saved at boot, inherited by every fork). *)
+let pristine : Vernacstate.t option ref = ref None
+
+(* Sentences run outside the document, from interpreter state [st]. *)
+let interp_text ~st text =
+  let pa = Pcoq.Parsable.make (Stream.of_string text) in
+  let rec loop st =
+    let entry = Pvernac.main_entry (Some (Vernacinterp.get_default_proof_mode ())) in
+    match Pcoq.Entry.parse entry pa with
+    | None -> st
+    | Some ast -> loop (Vernacinterp.interp ~st ast)
+  in
+  loop st
+
+(* The target, elaborated as the cold driver does: in the pristine session, after the target's
+   own `requires` alone (`Require Import`), as `Definition __prooflock_target : Prop := <s>.`,
+   before anything of the file is loaded. *)
+let elaborate_target ~lib ~requires statement =
   skip_universe_ids
     (Univ.ContextSet.union (Safe_typing.univs_of_library lib.md.md_compiled) lib.extra_univs);
-  match parse_and_run ~state ("Definition __prooflock_target : Prop := " ^ statement ^ ".") with
-  | exception e when CErrors.noncritical e -> (state, None)
-  | state ->
-    let cst =
-      Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
-    in
-    (match (Environ.lookup_constant cst (Global.env ())).Declarations.const_body with
-     | Declarations.Def c -> (state, Some c)
-     | _ -> (state, None))
+  let st = Option.get !pristine in
+  Vernacstate.unfreeze_interp_state st;
+  let run st text = try Ok (interp_text ~st text) with e when CErrors.noncritical e -> Error () in
+  let imports = String.concat "" (List.map (fun r -> "Require Import " ^ r ^ ".\n") requires) in
+  match run st imports with
+  | Error () -> Error "REQUIRES"
+  | Ok st ->
+    (match run st ("Definition __prooflock_target : Prop := " ^ statement ^ ".") with
+     | Error () -> Error "ELABORATE"
+     | Ok _ ->
+       let cst =
+         Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
+       in
+       (match (Environ.lookup_constant cst (Global.env ())).Declarations.const_body with
+        | Declarations.Def c -> Ok c
+        | _ -> Error "ELABORATE"))
 
 (* MATCH when the named theorem's type is the target's body as Ltac's `constr_eq` sees it
    (syntactic, up to alpha-conversion and a consistent unification of universe levels). *)
@@ -817,22 +824,30 @@ let checker_child ~state ~target w =
       let lib = load_vo artifact_vo in
       mark "k2-loaded";
       let ldir = lib.sd.md_name in
+      if not (Names.DirPath.equal ldir (Names.DirPath.make [Names.Id.of_string "Artifact"])) then
+        CErrors.user_err Pp.(str "The compiled file is not library Artifact.");
       let state, target =
         match target with
         | None -> (state, None)
-        | Some (name, statement) ->
-          let state, body = elaborate_target ~state ~lib statement in
+        | Some (name, requires, statement) ->
+          (* The pristine session from here on: the file's prefix is not loaded in it. *)
+          let body = elaborate_target ~lib ~requires statement in
           (state, Some (name, body))
       in
-      (* Libraries the file required after its prefix: load them as coqchk would (trusted
-         Debian libraries, not checked again), after the target was read. *)
+      (* Libraries the file required that are not loaded here: load them as coqchk would
+         (trusted Debian libraries, not checked again), after the target was read. *)
       let missing =
         List.filter (fun dep -> not (Library.library_is_loaded dep))
           (List.map fst (Array.to_list lib.sd.md_deps))
       in
-      if missing <> [] then
-        ignore (parse_and_run ~state
-                  ("Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."));
+      if missing <> [] then begin
+        let text =
+          "Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."
+        in
+        match target with
+        | None -> ignore (parse_and_run ~state text)
+        | Some _ -> ignore (interp_text ~st:(Vernacstate.freeze_interp_state ~marshallable:false) text)
+      end;
       Mod_checking.set_indirect_accessor (opaque_accessor lib);
       let clib = lib.md.md_compiled in
       let mb = Safe_typing.module_of_library clib in
@@ -862,12 +877,16 @@ let checker_child ~state ~target w =
       mark "k2-summary";
       Flags.quiet := true;
       flush_everything ();
-      let roots =
+      let own c = Names.DirPath.equal (Names.ModPath.dp (Names.Constant.modpath c)) ldir in
+      let roots, primitives =
         Environ.fold_constants
-          (fun c _ acc ->
-             if Names.DirPath.equal (Names.ModPath.dp (Names.Constant.modpath c)) ldir
-             then c :: acc else acc)
-          env_full []
+          (fun c cb (roots, prims) ->
+             if own c then (c :: roots, prims)
+             else
+               match cb.Declarations.const_body with
+               | Declarations.Primitive _ -> (roots, c :: prims)
+               | _ -> (roots, prims))
+          env_full ([], [])
       in
       let found =
         audit ~env:env_full ~ldir ~own_opaque:(fun o -> fst (opaque_accessor lib o)) roots
@@ -875,14 +894,15 @@ let checker_child ~state ~target w =
       mark "k2-audited";
       let lines =
         List.map (fun c -> "ROOT " ^ Names.Constant.to_string c) roots @ SS.elements found
+        @ List.map (fun c -> "PRIMITIVE " ^ Names.Constant.to_string c) primitives
         @ List.map (fun (o, s) -> String.concat "\t" (("MEMO " ^ obj_key o) :: SS.elements s))
           !fresh_memo
       in
       write_fd w (String.concat "\n" lines ^ "\n");
       (match target with
        | None -> ()
-       | Some (_, None) -> write_fd w "TARGET ELABORATE\n"
-       | Some (name, Some body) ->
+       | Some (_, Error why) -> write_fd w ("TARGET " ^ why ^ "\n")
+       | Some (name, Ok body) ->
          let env = Modops.add_module mb (with_library (Global.env ())) in
          write_fd w ("TARGET " ^ compare_target ~ldir ~env name body ^ "\n"));
       0
@@ -958,7 +978,9 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
   let audit = field req "mode" <> Some "statement" in
   let target =
     match field req "target_name", field req "target_statement" with
-    | Some n, Some s -> Some (n, s)
+    | Some n, Some s ->
+      let requires = match field req "target_requires" with Some r -> r | None -> "" in
+      Some (n, List.filter (( <> ) "") (String.split_on_char ' ' requires), s)
     | _ -> None
   in
   clean_work_dir ();
@@ -971,7 +993,9 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
       "AUDIT", k1.report;
     ]
   in
-  if k1.ended = Exited 0 && (audit || target <> None) && Sys.file_exists artifact_vo then begin
+  if k1.ended = Exited 0 && not (Sys.file_exists artifact_vo) then
+    replies := !replies @ [ "NOLIBRARY", "" ]
+  else if k1.ended = Exited 0 && (audit || target <> None) then begin
     let deadline = now_ms () +. float_of_int req.timeout_ms in
     let k2 = run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target) in
     let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
@@ -1203,6 +1227,7 @@ let run ((_copts, _color), stm_options) ~opts injections =
              let state = Vernac.State.{ doc; sid; proof = None; time = false } in
              let state = Ccompile.load_init_vernaculars opts ~state in
              let ldir = Stm.get_ldir ~doc:state.Vernac.State.doc in
+             pristine := Some (Vernacstate.freeze_interp_state ~marshallable:false);
              Dumpglob.push_output Dumpglob.NoGlob;
              let state = load_file ~state ~ldir artifact_v in
              booted := Some (state, ldir);
