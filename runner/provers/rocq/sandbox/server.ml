@@ -435,6 +435,16 @@ let adopt_pending () =
       pending_memo
   end
 
+(* A kernel primitive: an operation (`Primitive add := #int63_add`) or one of the primitive
+   types the kernel's retroknowledge names (`Primitive int := #int63_type`, which has no body). *)
+let primitive env kn cb =
+  match cb.Declarations.const_body with
+  | Declarations.Primitive _ -> true
+  | _ ->
+    let rk = env.Environ.retroknowledge in
+    List.exists (Option.cata (Names.Constant.CanOrd.equal kn) false)
+      Retroknowledge.[rk.retro_int63; rk.retro_float64; rk.retro_array]
+
 let audit ~env ~ldir ~own_opaque roots =
   let open Names in
   let open Declarations in
@@ -530,9 +540,7 @@ let audit ~env ~ldir ~own_opaque roots =
          else Some (fst (Global.force_proof Library.indirect_accessor o))
        with _ -> None)
   in
-  let is_primitive kn =
-    match (lookup_constant kn).const_body with Primitive _ -> true | _ -> false
-  in
+  let is_primitive kn = primitive env kn (lookup_constant kn) in
   let is_own = function
     | Cst c -> own_mp (Constant.modpath c)
     | Mind m -> own_mp (MutInd.modpath m)
@@ -882,10 +890,8 @@ let checker_child ~state ~target w =
         Environ.fold_constants
           (fun c cb (roots, prims) ->
              if own c then (c :: roots, prims)
-             else
-               match cb.Declarations.const_body with
-               | Declarations.Primitive _ -> (roots, c :: prims)
-               | _ -> (roots, prims))
+             else if primitive env_full c cb then (roots, c :: prims)
+             else (roots, prims))
           env_full ([], [])
       in
       let found =
