@@ -29,6 +29,7 @@ from runner.core.models import Outcome
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common import verdicts
 from runner.provers.rocq import cold, control, source, verdict, worker
+from runner.provers.rocq.source import Prefix
 
 # 4: the target elaborated after its own `requires` only; coqchk re-checks in a fresh sandbox and
 # decides (trust `replayed`), its rejection is `fail` whatever its exit code; what the file
@@ -74,9 +75,8 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
     prefix = source.prefix(request.content)
     warm = not sandboxes.cold and request.limits.memory_mb >= WARM_MEMORY_MB
     if warm and worker.available(request.image):
-        chosen = worker.choose_prefix(prefix)
         try:
-            server = worker.start(sandboxes, chosen)
+            server = worker.start(sandboxes, Prefix(end=0, code=""))
         except BackendUnavailable as exc:  # no worker here: check cold (and stop trying if it
             if worker.BUILD_FAILED in str(exc):  # cannot be built, e.g. no OCaml toolchain)
                 worker.unavailable(request.image, str(exc))

@@ -4,10 +4,10 @@ The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, link
 Debian's coq-core); once this process has built one, later workers are shipped it and use it
 if they have the same coq-core, compiler and libc (start.sh compares). It boots as coqc boots,
 runs the prefix it was started with, then forks per check (see server.ml). A worker serves only
-files whose prefix is exactly its own (the prefix, digested, is its pool key). The most frequent
-prefix gets a worker of its own; the base worker, whose prefix is empty, serves every other
-file through a sub-parent that loaded exactly that file's prefix (it keeps the few most recently
-used), so a batch mixing headers never has workers evict each other from the pool.
+files whose prefix is exactly its own. The kit starts only the base worker, whose prefix is
+empty: it serves every file through a sub-parent that loaded exactly that file's prefix (it
+keeps the few most recently used), so one boot serves a batch mixing headers, and no second
+worker boots to load a prefix a sub-parent already holds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import functools
 import hashlib
 import secrets
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -42,13 +41,7 @@ BOOT_TIMEOUT_S = 900
 # Beyond the check's own limits (the compile and the audit each get the timeout, and a
 # sub-parent may first load the file's prefix): the reply's way back.
 REPLY_SLACK_S = 90
-# The most frequent prefix is given its own worker once it has been seen this often in this
-# process; every other file goes to the base worker's sub-parents. One prefix worker beside the
-# base one fits the pool's default of two idle servers.
-OWN_WORKER_AFTER = 2
 
-_seen: Counter[str] = Counter()
-_leader = ""  # the prefix that has a worker of its own
 _unavailable: dict[str, str] = {}  # image → why no worker starts there (this process stops trying)
 # Built workers (binary, build id) by build id, read from and kept in the user's cache dir, so a
 # new process never builds again what another built (start.sh picks the one built for its
@@ -117,23 +110,6 @@ def available(image: str) -> bool:
 
 def unavailable(image: str, why: str) -> None:
     _unavailable[image] = why
-
-
-def choose_prefix(prefix: Prefix) -> Prefix:
-    """The prefix of the worker to use: the file's own if it is the most frequent so far and
-    recurs, else the base worker's (empty)."""
-    global _leader
-    if not prefix.end:
-        return prefix
-    with _lock:
-        _seen[prefix.code] += 1
-        count = _seen[prefix.code]
-        # A new leader must be seen twice as often: two headers of equal frequency would
-        # otherwise take turns and start a worker at each turn.
-        if count >= OWN_WORKER_AFTER and count > 2 * _seen[_leader]:
-            _leader = prefix.code
-        own = _leader == prefix.code
-    return prefix if own else Prefix(end=0, code="")
 
 
 def start(sandboxes: Sandboxes, prefix: Prefix, key: str | None = None) -> SandboxServer:

@@ -320,6 +320,10 @@ let load_file ~state ~ldir file =
     match Stm.parse_sentence ~doc:state.doc ~entry:Pvernac.main_entry state.sid in_pa with
     | None -> close_in in_chan; state
     | Some ast ->
+      (* Vernac.checknav, as coqc's own loop does it *)
+      if Vernacprop.is_navigation_vernac ast.CAst.v.Vernacexpr.expr
+      && not (Vernacprop.is_reset ast.CAst.v.Vernacexpr.expr) then
+        CErrors.user_err ?loc:ast.CAst.loc (Pp.str "Navigation commands forbidden in files.");
       (try check_sentence ast
        with Refused what ->
          CErrors.user_err ?loc:ast.CAst.loc
@@ -1123,6 +1127,8 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     (match loaded with
      | Ok state ->
        adopt_pending ();
+       (* Loading left garbage: a compact heap is what every fork of this process copies. *)
+       Gc.compact ();
        serve_loop ~state ~prefix ~prefix_out:out ~prefix_err:err
      | Error code ->
        (* Answer the request it was started for as coqc would (the prefix failed), then go. *)
