@@ -829,9 +829,10 @@ let compare_target ~ldir ~env name body =
         | _ -> "MATCH"
         | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
 
-let checker_child ~state ~target w =
-  let code =
+(* The re-check of Artifact.vo; its report goes to [w]; the exit code it would have. *)
+let check_library ~state ~target w =
     try
+      fresh_memo := [];
       mark "k2-start";
       let lib = load_vo artifact_vo in
       mark "k2-loaded";
@@ -856,9 +857,8 @@ let checker_child ~state ~target w =
         let text =
           "Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."
         in
-        match target with
-        | None -> ignore (parse_and_run ~state text)
-        | Some _ -> ignore (interp_text ~st:(Vernacstate.freeze_interp_state ~marshallable:false) text)
+        ignore state;
+        ignore (interp_text ~st:(Vernacstate.freeze_interp_state ~marshallable:false) text)
       end;
       Mod_checking.set_indirect_accessor (opaque_accessor lib);
       let clib = lib.md.md_compiled in
@@ -921,8 +921,140 @@ let checker_child ~state ~target w =
       Topfmt.print_err_exn exn;
       flush_everything ();
       if CErrors.is_anomaly exn then 129 else 1
+
+let checker_child ~state ~target w = child_exit w (check_library ~state ~target w)
+
+(* The checker: a process forked from a parent that never ran a file's code, which re-checks
+   one compiled library after another (as one coqchk would check many), so a check without a
+   target costs no second fork. Libraries it loads for a file's dependencies stay loaded (they
+   are Debian's, as coqchk would load them); a checker that fails or overruns is killed and the
+   next check forks a new one. *)
+type checker = { cpid : int; creq : Unix.file_descr; crep : Unix.file_descr }
+
+let checker = ref None
+
+let stop_checker () =
+  Option.iter
+    (fun c ->
+       (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
+       List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
+       (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ()))
+    !checker;
+  checker := None
+
+let start_checker ~state =
+  let req_r, req_w = Unix.pipe ~cloexec:true () in
+  let rep_r, rep_w = Unix.pipe ~cloexec:true () in
+  flush_everything ();
+  match Unix.fork () with
+  | 0 ->
+    (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
+    Unix.close req_w;
+    Unix.close rep_r;
+    let null = devnull () in
+    Unix.dup2 null Unix.stdin;
+    Unix.close null;
+    let requests = Unix.in_channel_of_descr req_r in
+    let rec loop () =
+      match input_line requests with
+      | exception End_of_file -> ()
+      | nonce ->
+        let before = Unix.times () in
+        write_fd rep_w (Printf.sprintf "\n@@BEGIN %s\n" nonce);
+        let code =
+          with_redirect ~out:"k2.out" ~err:"k2.err" (fun () ->
+              check_library ~state ~target:None rep_w)
+        in
+        flush_everything ();
+        let after = Unix.times () in
+        let cpu =
+          (after.Unix.tms_utime +. after.Unix.tms_stime)
+          -. (before.Unix.tms_utime +. before.Unix.tms_stime)
+        in
+        write_fd rep_w
+          (Printf.sprintf "\n@@END %s %d %d\n" nonce code (int_of_float (cpu *. 1000.)));
+        loop ()
+    in
+    (try loop () with _ -> ());
+    Unix._exit 0
+  | pid ->
+    Unix.close req_r;
+    Unix.close rep_w;
+    let c = { cpid = pid; creq = req_w; crep = rep_r } in
+    checker := Some c;
+    c
+
+(* One re-check by the checker, reported as a forked child's would be. *)
+(* The request carries a fresh nonce the reply must echo: a request some other process wrote
+   to the checker's pipe (a file's code reaching it through /proc) is answered, but never read
+   as the answer to the kit's. *)
+let run_in_checker ~state ~deadline =
+  let c = match !checker with Some c -> c | None -> start_checker ~state in
+  let started = now_ms () in
+  let kills_before = oom_kills () in
+  let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
+  let nonce = Printf.sprintf "%08x%08x" (Random.bits ()) (Random.bits ()) in
+  let begin_ = "\n@@BEGIN " ^ nonce ^ "\n" in
+  let end_ = Str.regexp ("\n@@END " ^ nonce ^ " \\([0-9]+\\) \\([0-9]+\\)\n") in
+  let ended_well () =
+    let report = Buffer.contents buf in
+    match Str.search_forward end_ report 0 with
+    | at ->
+      let code = int_of_string (Str.matched_group 1 report) in
+      let cpu = int_of_string (Str.matched_group 2 report) in
+      (match Str.search_backward (Str.regexp_string begin_) report at with
+       | b ->
+         let from = b + String.length begin_ in
+         Some (String.sub report from (at - from), code, cpu)
+       | exception Not_found -> None)
+    | exception Not_found -> None
   in
-  child_exit w code
+  let rec pump () =
+    match ended_well () with
+    | Some r -> `Done r
+    | None ->
+      let left = (deadline -. now_ms ()) /. 1000. in
+      if left <= 0. then `Late
+      else
+        match Unix.select [c.crep] [] [] left with
+        | [], _, _ -> `Late
+        | _ ->
+          (match Unix.read c.crep chunk 0 (Bytes.length chunk) with
+           | 0 -> `Died
+           | n -> Buffer.add_subbytes buf chunk 0 n; pump ())
+        | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
+  in
+  let outcome =
+    match write_fd c.creq (nonce ^ "\n") with
+    | exception Unix.Unix_error _ -> `Died
+    | () -> pump ()
+  in
+  let wall_ms = int_of_float (now_ms () -. started) in
+  match outcome with
+  | `Done (report, code, cpu_ms) -> { ended = Exited code; report; cpu_ms; wall_ms }
+  | (`Late | `Died) as why ->
+    let status =
+      match why with
+      | `Late -> None
+      | `Died ->
+        (try Some (snd (Unix.waitpid [] c.cpid)) with Unix.Unix_error _ -> None)
+    in
+    (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
+    List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
+    (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ());
+    checker := None;
+    let memory () =
+      match kills_before, oom_kills () with Some a, Some b -> b > a | _ -> false
+    in
+    let ended =
+      match why, status with
+      | `Late, _ -> Timed_out
+      | _, Some (Unix.WSIGNALED s) when s = Sys.sigkill && memory () -> Memory
+      | _, Some (Unix.WSIGNALED s | Unix.WSTOPPED s) -> Signaled s
+      | _, Some (Unix.WEXITED n) -> Exited (if n = 0 then 120 else n)
+      | _, None -> Signaled Sys.sigkill
+    in
+    { ended; report = Buffer.contents buf; cpu_ms = 0; wall_ms }
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Requests *)
@@ -1007,7 +1139,11 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
     replies := !replies @ [ "NOLIBRARY", "" ]
   else if k1.ended = Exited 0 && (audit || target <> None) then begin
     let deadline = now_ms () +. float_of_int req.timeout_ms in
-    let k2 = run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target) in
+    let k2 =
+      match target with
+      | None -> run_in_checker ~state ~deadline
+      | Some _ -> run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target)
+    in
     let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
     replies := !replies @ [
         "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
@@ -1118,6 +1254,10 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     Hashtbl.iter (fun _ s -> List.iter (fun fd -> try Unix.close fd with _ -> ())
                      [s.requests; s.replies]) held;
     Hashtbl.reset held;
+    Option.iter (fun c -> List.iter (fun fd -> try Unix.close fd with _ -> ()) [c.creq; c.crep])
+      !checker;
+    checker := None;
+    Random.self_init ();
     Unix.dup2 req_r Unix.stdin;
     Unix.dup2 rep_w Unix.stdout;
     let null = devnull () in
@@ -1223,6 +1363,7 @@ let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefi
 (* Boot: coqc's start, up to the end of the prefix. *)
 
 let run ((_copts, _color), stm_options) ~opts injections =
+  Random.self_init ();
   let _feeder = Feedback.add_feeder Coqloop.coqloop_feed in
   let started = now_ms () in
   let prefix = read_all artifact_v in
