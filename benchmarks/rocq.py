@@ -1,7 +1,16 @@
-"""Rocq: per-check latency of a fresh coqc per file against the kit (warm worker, local/docker).
+"""Rocq: a fresh coqc per file against the kit, end to end and steady state (local/docker).
 
+    python -m benchmarks [--quick] rocq        # the bench table's rows (`rows()`)
     python benchmarks/rocq.py [--quick] [--sets small,stdlib] [--backends local,docker]
     python benchmarks/rocq.py --write-small     # regenerate tests/artifacts/rocq-small/
+
+`rows()` measures, on each set, side by side in one run: bare `coqc` per file in a fresh
+directory (the naive baseline, sequential as evaluation scripts run it); one `prooflock check`
+CLI call over the whole set (boot included: the worker's start and every Require prefix it
+loads; a worker binary an earlier call built is reused from the cache dir, as on any machine
+that checked once); the first check alone (one CLI call on one file); the steady state per
+check (a second pass through a warm Checker); checks per second on the one core the CLI call's
+single worker uses. Verdicts are compared with the cold path (`--quick` compares a sample).
 
 Two sets: `small`, 100 files shaped like model output (a header of Requires from Arith, Lia and
 Lists, one to three restated standard-library lemmas with 1-20 line proofs, a few failing or
@@ -16,7 +25,11 @@ Nothing here is asserted: these are measurements, printed as a markdown table.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.table import Row
 from runner import Checker
 from runner.core.models import CheckRequest, CheckResult
 from runner.core.settings import Settings
@@ -305,3 +319,184 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- the bench table ---------------------------------------------------------------------------
+
+
+def naive_set(files: dict[str, str], timeout: float) -> tuple[float, list[float], dict[str, bool]]:
+    """Bare coqc per file, one after the other: (total seconds, per file, compiled)."""
+    started = time.perf_counter()
+    per_file, compiled = [], {}
+    for name, text in files.items():
+        seconds, ok = naive_coqc(text, timeout)
+        per_file.append(seconds)
+        compiled[name] = ok
+    return time.perf_counter() - started, per_file, compiled
+
+
+def cli_call(
+    files: dict[str, str], backend: str, cache_dir: Path, timeout: int
+) -> tuple[float, float, dict[str, str]]:
+    """One `prooflock check` over every file: (wall seconds, CPU seconds of it and the processes
+    it reaped (a sandbox's killed tree is not among them), verdict by file name)."""
+    with tempfile.TemporaryDirectory() as work:
+        paths = []
+        for name, text in files.items():
+            path = Path(work, name.replace("/", "_"))
+            path.write_text(text)
+            paths.append(str(path))
+        argv = [sys.executable, "-m", "runner.cli", "check", "--prover", "rocq"]
+        argv += ["--backend", backend, "--no-cache", "--daemon", "off", "--timeout", str(timeout)]
+        if backend == "docker":
+            argv += ["--isolation", "warm"]
+        env = {**os.environ, "PROOFLOCK_CACHE_DIR": str(cache_dir)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(argv + paths, capture_output=True, env=env, cwd=work)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    verdicts = {}
+    for line in done.stdout.decode().splitlines():
+        record = json.loads(line)
+        verdicts[Path(record["artifact"]).name] = record["verdict"]
+    by_name = {name: verdicts.get(name.replace("/", "_"), "missing") for name in files}
+    return wall, cpu, by_name
+
+
+def _worker_cache(cache_dir: Path) -> None:
+    """The worker binary an earlier call built (the user's cache dir), so the measured calls
+    pay the boot but not the one-time build."""
+    from runner.core.settings import Settings
+
+    built = Settings().cache_dir / "rocq-worker"
+    if built.is_dir():
+        shutil.copytree(built, cache_dir / "rocq-worker", dirs_exist_ok=True)
+
+
+def _docker_ready() -> bool:
+    try:
+        import docker
+
+        docker.from_env().ping()
+        return True
+    except Exception:  # noqa: BLE001 - no daemon here: the docker column says "-"
+        return False
+
+
+def rows(quick: bool) -> list[Row]:
+    timeout = 300
+    sets = {
+        "small": small_files(20 if quick else 100),
+        "stdlib": stdlib_files(5 if quick else 40),
+    }
+    backends = ["local"] + (["docker"] if _docker_ready() else [])
+    for backend in backends:  # the one-time build of the worker, in the user's cache dir
+        from runner.core.settings import Settings as UserSettings
+
+        cli_call(
+            {"build.v": "Lemma t : True.\nProof. exact I. Qed.\n"},
+            backend,
+            UserSettings().cache_dir,
+            timeout,
+        )
+    found: list[Row] = []
+    for set_name, files in sets.items():
+        naive_total, naive_each, compiled = naive_set(files, timeout)
+        totals: dict[str, float | None] = {}
+        firsts: dict[str, float | None] = {}
+        per_core = ""
+        agree_compile = True
+        for backend in backends:
+            with tempfile.TemporaryDirectory() as cache:
+                _worker_cache(Path(cache))
+                first_name = next(iter(files))
+                first, _, _ = cli_call(
+                    {first_name: files[first_name]}, backend, Path(cache), timeout
+                )
+                wall, cpu, verdicts = cli_call(files, backend, Path(cache), timeout)
+            totals[f"{backend} warm"] = wall * 1000
+            firsts[f"{backend} warm"] = first * 1000
+            agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
+            if backend == "local":  # one worker: the checks run one at a time on one core
+                per_core = f"{len(files) / wall:.1f} checks/s on one core (local, boot included)"
+        steady, warm_verdicts, cold_same = _steady_and_cold(files, timeout, quick)
+        label = f"{set_name} ({len(files)} files)"
+        found.append(
+            Row(
+                prover="rocq",
+                corpus=f"{label}: end to end, one CLI call, boot included (total ms)",
+                checks=len(files),
+                baseline="coqc per file, total",
+                baseline_ms=round(naive_total * 1000, 1),
+                kit_ms=totals,
+                identical=cold_same,
+                note=(
+                    f"{per_core}; a kit `fail` exactly where bare coqc failed: "
+                    f"{'yes' if agree_compile else 'NO'}"
+                ),
+            )
+        )
+        found.append(
+            Row(
+                prover="rocq",
+                corpus=f"{label}: first check, one CLI call on one file (ms)",
+                checks=1,
+                baseline="coqc on that file",
+                baseline_ms=round(naive_each[0] * 1000, 1),
+                kit_ms=firsts,
+                note="worker boot included; its one-time build (about 10 s) is not",
+            )
+        )
+        found.append(
+            Row(
+                prover="rocq",
+                corpus=f"{label}: steady state per check (median ms)",
+                checks=len(files),
+                baseline="coqc per file, median",
+                baseline_ms=median_ms(naive_each),
+                kit_ms={"local warm": median_ms(steady)},
+                identical=cold_same,
+                note=f"{sum(v == 'pass' for v in warm_verdicts.values())} pass",
+            )
+        )
+    return found
+
+
+def median_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 1)
+
+
+def _steady_and_cold(
+    files: dict[str, str], timeout: int, quick: bool
+) -> tuple[list[float], dict[str, str], bool]:
+    """Per-check seconds of a second pass through a warm Checker, its verdicts, and whether the
+    cold path gives the same verdicts (on a sample of 5 with --quick)."""
+    with tempfile.TemporaryDirectory() as base:
+        settings = Settings(
+            backend="local",
+            cache=False,
+            retries=0,
+            timeout=timeout,
+            cache_dir=Path(base) / "cache",
+            checkpoint_dir=Path(base) / "checkpoints",
+        )
+        _worker_cache(Path(base) / "cache")
+        with Checker(settings) as checker:
+            requests = [
+                CheckRequest(prover="rocq", name=n, content=c, timeout=timeout)
+                for n, c in files.items()
+            ]
+            for request in requests:
+                checker.check_one(request)
+            times, verdicts = [], {}
+            for request in requests:
+                started = time.perf_counter()
+                verdicts[request.name] = checker.check_one(request).verdict.value
+                times.append(time.perf_counter() - started)
+            sample = requests[:5] if quick else requests
+            same = all(
+                checker.check_one(r, cold=True).verdict.value == verdicts[r.name] for r in sample
+            )
+    return times, verdicts, same

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from runner import run_itp
+from runner.backends.base import Completed
 from runner.core.errors import InfraFailure
-from runner.core.models import Verdict
-from runner.provers.rocq import report, source
-from tests.helpers import ROCQ_EXPECTED, artifact
+from runner.core.models import CheckRequest, Trust, Verdict
+from runner.provers.common.server import ServerFailed
+from runner.provers.rocq import control, report, source, verdict, worker
+from tests.helpers import ROCQ_EXPECTED, artifact, resolved
 
 EXPECTED = ROCQ_EXPECTED
 
@@ -236,17 +238,44 @@ def test_print_assumptions_names_map_to_coqchk_names_or_the_audit_is_inconsisten
         report.read_assumptions("Search Output Name Only is on\n", checker)
 
 
-def test_an_own_axiom_print_assumptions_missed_is_an_inconsistency():
+def test_coqchks_own_axioms_count_whatever_print_assumptions_says():
     checker = report.read_checker(CHECKER_OUTPUT)
     audit = report.Audit(checker, roots=["Artifact.magic"], used=set())
-    with pytest.raises(report.Inconsistent, match="Artifact.magic"):
-        report.assumptions(audit, declares=True)
+    assert report.assumptions(audit) == ["Artifact.magic", "Artifact.spin (assumed guarded)"]
+    unread = report.Audit(checker, roots=["Artifact.magic"], used=None)
+    assert report.assumptions(unread) == [
+        "Artifact.magic",
+        "Coq.Logic.Classical_Prop.classic",
+        "Artifact.spin (assumed guarded)",
+    ]
+    unknown = report.Audit(checker, roots=["Artifact.magic"], used={"Coq.Init.Logic.cheat"})
+    assert report.assumptions(unknown) == report.assumptions(unread)
 
 
-def test_a_file_that_declares_constants_but_whose_audit_lists_none_is_inconsistent():
+def test_a_sealed_field_the_traversal_resolves_is_not_an_axiom_a_top_level_one_always_is():
+    summary = CHECKER_OUTPUT.replace(
+        "    Artifact.magic\n", "    Artifact.magic\n    Artifact.N.y\n"
+    )
+    checker = report.read_checker(summary)
+    audit = report.Audit(checker, roots=["Artifact.magic", "Artifact.N.y"], used=set())
+    assert report.assumptions(audit) == ["Artifact.magic", "Artifact.spin (assumed guarded)"]
+
+
+def test_a_library_that_declares_nothing_has_no_assumptions_but_coqchks_summary_is_required():
     checker = report.read_checker(CHECKER_OUTPUT.replace("checking cst:", "checked: "))
-    with pytest.raises(report.Inconsistent, match="lists none"):
-        report.assumptions(report.Audit(checker, roots=[], used=set()), declares=True)
+    assert checker.roots() == []
+    incomplete = report.read_checker(CHECKER_OUTPUT.split("CONTEXT SUMMARY")[0])
+    with pytest.raises(report.Inconsistent, match="no context summary"):
+        report.assumptions(report.Audit(incomplete, roots=[], used=set()))
+
+
+def test_standard_library_primitives_are_read_from_debians_sources_not_comments():
+    text = (
+        "(* Primitive get_make *)\nPrimitive get : forall A, array A -> int -> A := #array_get.\n"
+    )
+    assert report.declared_primitives("Coq.Array.PArray", text) == {"Coq.Array.PArray.get"}
+    axioms = {"Coq.Array.PArray.get", "Coq.Array.PArray.get_make", "Artifact.get"}
+    assert report.primitive_candidates(axioms) == {"Coq.Array.PArray": {"get", "get_make"}}
 
 
 def test_the_require_prefix_is_read_from_code_and_blanked_in_the_body():
@@ -257,3 +286,49 @@ def test_the_require_prefix_is_read_from_code_and_blanked_in_the_body():
     body = prefix.body(text)
     assert body.splitlines()[3] == "Lemma t : True." and "Require" not in body
     assert len(body) == len(text)
+
+
+# -- verdicts that rest on the re-check, and a worker that dies ---------------------------------
+
+
+def _compiled(**fields) -> Completed:
+    return Completed(**{"argv": ["x"], "exit_code": 0, "stdout": b"", "stderr": b"", **fields})
+
+
+def test_coqchk_exiting_129_on_a_type_error_is_a_rejection_not_a_signal():
+    request = resolved(CheckRequest(prover="rocq", name="t.v", content="Lemma t : True.\n"))
+    refused = _compiled(exit_code=129, signal=1, stderr=b"Fatal Error: type error")
+    evidence = verdict.Evidence(_compiled(), checked=refused)
+    outcome = verdict.outcome(request, evidence)
+    assert (outcome.verdict, outcome.trust) == (Verdict.FAIL, Trust.REPLAYED)
+    assert verdict.REJECTED in outcome.diagnostics[-1].message
+    killed = verdict.Evidence(_compiled(), checked=_compiled(exit_code=137, signal=9))
+    assert verdict.outcome(request, killed).verdict is Verdict.CRASH
+
+
+def test_a_compile_that_writes_no_library_is_a_fail():
+    request = resolved(CheckRequest(prover="rocq", name="t.v", content='Cd "/tmp".\n'))
+    outcome = verdict.outcome(request, verdict.Evidence(_compiled(), library=False))
+    assert outcome.verdict is Verdict.FAIL
+    assert outcome.diagnostics[-1].message == verdict.NO_LIBRARY
+
+
+def _dies(*args, **kwargs):
+    raise ServerFailed("the Rocq worker exited during the check: EOF")
+
+
+def test_a_worker_that_dies_with_the_file_in_it_is_the_files_crash_when_a_control_passes(
+    settings, monkeypatch
+):
+    monkeypatch.setattr(worker, "exchange", _dies)
+    text = "Lemma t : True.\nProof. exact I. Qed.\n"
+    result = run_itp("rocq", text, settings=settings)
+    assert result.verdict is Verdict.CRASH
+    assert "a control check passed" in result.diagnostics[-1].message
+
+
+def test_a_worker_that_dies_and_a_control_that_fails_is_an_infra_error(settings, monkeypatch):
+    monkeypatch.setattr(worker, "exchange", _dies)
+    monkeypatch.setattr(control, "control_passes", lambda sandboxes: False)
+    result = run_itp("rocq", "Lemma t : True.\nProof. exact I. Qed.\n", settings=settings)
+    assert result.verdict is Verdict.INFRA_ERROR

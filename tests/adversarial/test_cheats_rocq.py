@@ -20,34 +20,38 @@ from runner.core.models import CheckRequest, Verdict
 from runner.core.settings import Settings
 
 FAIL, AXIOM, PLACEHOLDER = {Verdict.FAIL}, {Verdict.AXIOM}, {Verdict.PLACEHOLDER}
+WRONG, CRASH = {Verdict.WRONG_STATEMENT}, {Verdict.CRASH}
+# Contained, not refused: coqc's own error where the sandbox stops the write, else the axiom.
+ESCAPE = FAIL | AXIOM
 OUT = "{outside}"  # replaced with a host directory no check may write to
 
 CHEAT = "Axiom cheat : False.\n"
 ONE_IS_TWO = "Theorem one_is_two : 1 = 2.\nProof. destruct cheat. Qed.\n"
 NEEDS_CHEAT = CHEAT + ONE_IS_TWO
+ONE_IS_TWO_TARGET = {"target": {"name": "one_is_two", "statement": "1 = 2"}}
 
 # name → (file, the verdicts it may get, request fields)
 CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     # -- printing and search options: the audit reads none of them ---------------------------
     "search-output-name-only-global": (
         "Global Set Search Output Name Only.\n" + NEEDS_CHEAT,
-        FAIL,
+        ESCAPE,
         {},
     ),
     "search-output-name-only-local": ("Set Search Output Name Only.\n" + NEEDS_CHEAT, AXIOM, {}),
     "search-blacklist": ('Add Search Blacklist "cheat" "one_is_two".\n' + NEEDS_CHEAT, AXIOM, {}),
     "search-blacklist-global": (
         'Global Add Search Blacklist "Artifact".\n' + NEEDS_CHEAT,
-        FAIL,
+        ESCAPE,
         {},
     ),
     "printing-width-global-attribute": (
         "#[global] Set Printing Width 3.\n" + NEEDS_CHEAT,
-        FAIL,
+        ESCAPE,
         {},
     ),
-    "printing-all-export-attribute": ("#[ export ] Set Printing All.\n" + NEEDS_CHEAT, FAIL, {}),
-    "export-set": ("Export Set Printing Depth 1.\n" + NEEDS_CHEAT, FAIL, {}),
+    "printing-all-export-attribute": ("#[ export ] Set Printing All.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "export-set": ("Export Set Printing Depth 1.\n" + NEEDS_CHEAT, ESCAPE, {}),
     "printing-options-local": (
         "Set Printing Width 1.\nSet Printing Depth 0.\nUnset Printing Notations.\n" + NEEDS_CHEAT,
         AXIOM,
@@ -91,9 +95,13 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     # -- options that would outlive the file (a later Require re-runs them) --------------------
-    "global-unset-universe-checking": ("Global Unset Universe Checking.\n" + NEEDS_CHEAT, FAIL, {}),
-    "global-set-warnings": ('Global Set Warnings "-all".\n' + NEEDS_CHEAT, FAIL, {}),
-    "export-unset-positivity": ("#[export] Unset Positivity Checking.\n" + NEEDS_CHEAT, FAIL, {}),
+    "global-unset-universe-checking": (
+        "Global Unset Universe Checking.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "global-set-warnings": ('Global Set Warnings "-all".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "export-unset-positivity": ("#[export] Unset Positivity Checking.\n" + NEEDS_CHEAT, ESCAPE, {}),
     "local-unset-guard-checking": (
         "Local Unset Guard Checking.\nFixpoint f (n : nat) : False := f n.\n"
         "Theorem one_is_two : 1 = 2.\nProof. destruct (f 0). Qed.\n",
@@ -227,56 +235,105 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     "quit-before-the-end": ("Theorem one_is_two : 1 = 2.\nProof.\nQuit.\n", FAIL, {}),
-    "reset-initial": (NEEDS_CHEAT + "Reset Initial.\n", FAIL, {}),
-    "back": (NEEDS_CHEAT + "Back 2.\n", FAIL, {}),
+    # Rewinding is accepted: the library is what is judged, and it then declares nothing.
+    "reset-initial": (NEEDS_CHEAT + "Reset Initial.\n", FAIL | WRONG | AXIOM, ONE_IS_TWO_TARGET),
+    "back": (NEEDS_CHEAT + "Back 2.\n", FAIL | WRONG | AXIOM, ONE_IS_TWO_TARGET),
     # -- the file system and code ---------------------------------------------------------------
-    "redirect-absolute": (f'Redirect "{OUT}/redirected" Print nat.\n', FAIL, {}),
-    "redirect-relative-escape": ('Redirect "../../../escape" Print nat.\n', FAIL, {}),
-    "redirect-behind-time": ('Time Redirect "out" Check nat.\n', FAIL, {}),
-    "extraction-to-a-file": (
-        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n',
-        FAIL,
+    # Writes, plugins and load paths are contained by the sandbox, not refused: each escape
+    # below also carries an axiom, which is what must stop it (or coqc's own error).
+    "redirect-absolute": (f'Redirect "{OUT}/redirected" Print nat.\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "redirect-relative-escape": (
+        'Redirect "../../../escape" Print nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
         {},
     ),
-    "separate-extraction": ("Require Extraction.\nSeparate Extraction nat.\n", FAIL, {}),
-    "cd": (f'Cd "{OUT}".\nLemma t : True.\nProof. exact I. Qed.\n', FAIL, {}),
+    "redirect-behind-time": ('Time Redirect "out" Check nat.\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "extraction-to-a-file": (
+        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "separate-extraction": (
+        "Require Extraction.\nSeparate Extraction nat.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "cd": (f'Cd "{OUT}".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "cd-into-tmp": ('Cd "/tmp".\n' + NEEDS_CHEAT, ESCAPE, {}),
     "load": ('Load "/etc/hostname".\n', FAIL, {}),
-    "add-loadpath": (f'Add LoadPath "{OUT}" as Evil.\n', FAIL, {}),
+    "add-loadpath": (f'Add LoadPath "{OUT}" as Evil.\n' + NEEDS_CHEAT, ESCAPE, {}),
     "native-compute-profile-file": (
         "Set NativeCompute Profiling.\n"
         f'Set NativeCompute Profile Filename "{OUT}/profile".\n'
-        "Eval native_compute in 1 + 1.\n",
-        FAIL,
+        "Eval native_compute in 1 + 1.\n" + NEEDS_CHEAT,
+        ESCAPE | CRASH,
         {},
     ),
     "native-compute-tactic": (
-        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n",
-        FAIL,
+        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n" + NEEDS_CHEAT,
+        ESCAPE | CRASH,
         {},
     ),
-    "locate-file": ('Locate File "hostname".\n', FAIL, {}),
-    "drop": ("Drop.\n", FAIL, {}),
-    "declare-ml-module": ('Declare ML Module "evil_plugin".\n', FAIL, {}),
+    "locate-file": ('Locate File "hostname".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "drop": ("Drop.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "declare-ml-module": ('Declare ML Module "evil_plugin".\n' + NEEDS_CHEAT, ESCAPE, {}),
     "declare-ml-module-of-a-real-plugin": (
-        'Declare ML Module "coq-core.plugins.extraction".\n',
-        FAIL,
-        {},
-    ),
-    "declare-ml-module-behind-an-attribute": (
-        '#[local] Declare ML Module "evil_plugin".\n',
-        FAIL,
+        'Declare ML Module "coq-core.plugins.extraction".\n' + NEEDS_CHEAT,
+        ESCAPE,
         {},
     ),
     "extract-constant": (
         'Require Extraction.\nExtract Constant False => "unit".\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    # -- round 3: what the re-check and the pristine target session must stop ------------------
+    # The file's own Require opens Q_scope: read after it, the target would mean rationals.
+    "target-read-in-the-files-scope": (
+        "Require Import QArith.\n"
+        "Theorem between : exists x, 0 < x /\\ x < 1.\n"
+        "Proof. exists (1#2). split; reflexivity. Qed.\n",
+        WRONG,
+        {"target": {"name": "between", "statement": "exists x, 0 < x /\\ x < 1"}},
+    ),
+    "target-read-in-a-scope-the-file-opens": (
+        "Require Import ZArith.\nOpen Scope Z_scope.\n"
+        "Theorem neg : exists x, x + 1 = 0.\nProof. exists (-1). reflexivity. Qed.\n",
+        WRONG,
+        {"target": {"name": "neg", "statement": "exists x, x + 1 = 0"}},
+    ),
+    "declaration-only-under-succeed": (
+        "Succeed Axiom cheat : False.\nTheorem one_is_two : 1 = 2.\nProof. Fail exact cheat.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "own-primitive-operation": (
+        "From Coq Require Import PrimInt63.\n"
+        "Primitive my_add : int -> int -> int := #int63_add.\n"
+        "Definition two := my_add 1 1.\n",
+        AXIOM,
+        {},
+    ),
+    "print-universes-outside": (f'Print Universes "{OUT}/u.txt".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    # Written to the kit's frame channel, the worker's stdout (pid 1 or 2 in the sandbox).
+    "print-universes-into-the-frames": (
+        'Universe u.\nPrint Universes "/proc/1/fd/1".\nPrint Universes "/proc/2/fd/1".\n'
+        'Print Universes "/proc/3/fd/1".\n' + NEEDS_CHEAT,
+        FAIL | AXIOM,
+        {},
+    ),
+    "a-scratch-file-for-the-next-check": (
+        'Redirect "/tmp/left" Print nat.\nRedirect "left" Print nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "flipped-bool-for-primitives": (
+        "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
         FAIL,
         {},
     ),
-    "extract-inlined-constant": (
-        'Require Extraction.\nExtract Inlined Constant Nat.add => "(-)".\n',
-        FAIL,
-        {},
-    ),
+    "definitional-uip": ("Set Definitional UIP.\n" + NEEDS_CHEAT, FAIL, {}),
+    "load-hides-a-refused-sentence": ('Load "Artifact.v".\n', FAIL, {}),
     "register-a-kernel-primitive": (
         "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
         FAIL,
@@ -350,8 +407,9 @@ def test_no_cheat_passes_and_nothing_escapes(name, warm, checker, outside):
 
 
 def test_refusals_point_at_the_refused_sentence(checker, outside):
-    text = "Lemma t : True.\nProof. exact I. Qed.\n" + f'Redirect "{outside}/r" Print nat.\n'
+    text = "Inductive flipped := F | T.\nLemma t : True.\nProof. exact I. Qed.\n"
+    text += "#[local] Register flipped as kernel.ind_bool.\n"
     result = checker.check_one(CheckRequest(prover="rocq", name="r.v", content=text))
     [diagnostic] = result.diagnostics
-    assert (result.verdict, diagnostic.line) == (Verdict.FAIL, 3)
-    assert "`Redirect` is not allowed" in diagnostic.message
+    assert (result.verdict, diagnostic.line) == (Verdict.FAIL, 4)
+    assert "`Register ... as kernel.*` is not allowed" in diagnostic.message

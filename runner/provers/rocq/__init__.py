@@ -1,35 +1,41 @@
-"""Rocq (Coq) adapter: compile as library `Artifact`, audit the compiled library with coqchk.
+"""Rocq (Coq) adapter: compile as library `Artifact`, re-check the compiled library with coqchk.
 
 Every check, warm or cold:
-1. Sentences that reach the file system, load code or rewire the kernel (`Redirect`, `Load`,
-   `Cd`, `Declare ML Module`, `Extraction`, `Global Set`, ...) are refused before the file
-   runs (source.refusals; the worker refuses them again on Coq's own parse).
+1. The few sentences that change the kernel's theory in ways no re-check verifies
+   (`Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`, and
+   `Load`, which could hide them) are refused before the file runs (source.refusals; the worker
+   refuses them again on Coq's own parse). Everything else is contained by the sandbox.
 2. The file is compiled exactly as `coqc -q -noglob -Q . "" Artifact.v` compiles it.
-3. The compiled library is re-checked by coqchk's code, whose context summary is the authority
-   on what the library itself assumes (axioms, type-in-type, unsafe fixpoints, assumed
-   positivity); `Print Assumptions`, over every constant coqchk checked, adds the library
-   axioms they reach. The two are cross-checked (report.assumptions).
-4. With a target, its statement is elaborated after the file's own `Require`s, in a state the
-   file never touched, and compared with the named theorem's type as Ltac's `constr_eq` does:
-   syntactically, up to alpha-conversion and a consistent renaming of universe levels.
+3. The compiled library is re-checked by coqchk's code in a process the file never ran in; its
+   context summary is the authority on what the library declares and assumes (axioms,
+   type-in-type, unsafe fixpoints, assumed positivity). The library axioms the file's constants
+   reach are added from Print Assumptions' traversal (report.assumptions).
+4. With a target, its statement is elaborated after the target's own `requires` alone, before
+   anything of the file is loaded, and compared with the named theorem's type, read from the
+   compiled library, as Ltac's `constr_eq` does: syntactically, up to alpha-conversion and a
+   consistent renaming of universe levels (never by conversion, which would accept a theorem
+   that only computes to the target and lets a file spend the check's time reducing).
 
 The cold path runs Debian's coqc and coqchk and two drivers (cold.py); the warm path runs the
 same steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
-sandbox/server.ml). Both hand their evidence to verdict.outcome.
+sandbox/server.ml). Both hand their evidence to verdict.outcome. A worker that dies or garbles
+its reply once the file ran is followed by a control check on a fresh worker (control.py).
 """
 
 from __future__ import annotations
 
 from runner.core.errors import BackendUnavailable
-from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Outcome
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
-from runner.provers.rocq import cold, source, verdict, worker
+from runner.provers.common import verdicts
+from runner.provers.rocq import cold, control, source, verdict, worker
+from runner.provers.rocq.source import Prefix
 
-# 3: coqchk's summary is the authority on assumptions (full names); Print Assumptions runs over
-# the constants coqchk checked, in a driver with no artifact options; file-system commands and
-# `Global` options refused; anomalies read from coqc's exit code only; target statements;
-# messages read from stderr only.
-VERSION = "3"
+# 4: the target elaborated after its own `requires` only; coqchk re-checks in a fresh sandbox and
+# decides (trust `replayed`), its rejection is `fail` whatever its exit code; what the file
+# declared read from the library only; standard-library primitives are not assumptions; the
+# refusals cut to what the kernel cannot re-check; a dead worker is judged by a control check.
+VERSION = "4"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
 
@@ -44,14 +50,24 @@ def probe(image: str) -> dict[str, list[str]]:
 
 
 def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
-    refused = refusal(request)
-    if refused is not None:
+    refusals = source.refusals(request.content)
+    if refusals:
+        refused = verdicts.refused(refusals)
         refused.worker = {"rocq_path": "refused"}
         return refused
-    evidence, path = gather(request, sandboxes)
+    try:
+        evidence, path = gather(request, sandboxes)
+    except WorkerDied as died:
+        return control.judge(sandboxes, died.why, died.path)
     outcome = verdict.outcome(request, evidence)
     outcome.worker = {"rocq_path": path}  # provenance only: which path gathered the evidence
     return outcome
+
+
+class WorkerDied(Exception):
+    def __init__(self, why: str, path: str):
+        super().__init__(why)
+        self.why, self.path = why, path
 
 
 def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
@@ -59,38 +75,21 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
     prefix = source.prefix(request.content)
     warm = not sandboxes.cold and request.limits.memory_mb >= WARM_MEMORY_MB
     if warm and worker.available(request.image):
-        chosen = worker.choose_prefix(prefix)
         try:
-            server = worker.start(sandboxes, chosen)
+            server = worker.start(sandboxes, Prefix(end=0, code=""))
         except BackendUnavailable as exc:  # no worker here: check cold (and stop trying if it
             if worker.BUILD_FAILED in str(exc):  # cannot be built, e.g. no OCaml toolchain)
                 worker.unavailable(request.image, str(exc))
         else:
+            path = f"worker:{server.spec.key}"
             try:
-                found = worker.evidence(worker.exchange(server, request, prefix), request)
+                return worker.evidence(worker.exchange(server, request, prefix), request), path
             except worker.CannotServe:
                 pass
-            except BackendUnavailable:  # the worker died or stalled (the pool drops it)
-                server.retire()
-            else:
-                return found, f"worker:{server.spec.key}"
-    return cold.run(request, sandboxes.sandbox()), "cold"
-
-
-def refusal(request: ResolvedRequest) -> Outcome | None:
-    """A FAIL for a file that uses a refused command, before anything runs."""
-    found = source.refusals(request.content)
-    if not found:
-        return None
-    first = found[0]
-    message = (
-        f"`{first.word}` is not allowed in a checked file: it reaches outside the check or "
-        "around the kernel"
-    )
-    diagnostic = Diagnostic(
-        message=message, line=first.line, column=first.column, context=first.context or None
-    )
-    return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic])
+            except BackendUnavailable as exc:  # it died, stalled or garbled its reply while
+                server.retire()  # the file was in it: a control check says whose fault
+                raise WorkerDied(str(exc), path) from None
+    return cold.run(request, sandboxes), "cold"
 
 
 ADAPTER = ProverAdapter(

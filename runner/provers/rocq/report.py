@@ -13,9 +13,20 @@ import re
 from dataclasses import dataclass, field
 
 from runner.core.models import Diagnostic
+from runner.provers.common.lexing import coq_code
 
 MODULE = "Artifact"
 SOURCE = f"{MODULE}.v"
+LIBRARY = f"{MODULE}.vo"
+# The standard library's kernel primitives (`Primitive add := #int63_add.`) are declared in these
+# libraries alone; coqchk lists them as axioms, as it lists every constant without a body. A
+# primitive the standard library binds is the kernel's own operation, so not an assumption; one
+# the file binds itself stays an assumption (its types are the file's to choose).
+PRIMITIVE_LIBRARIES = (
+    "Coq.Numbers.Cyclic.Int63.PrimInt63",
+    "Coq.Floats.PrimFloat",
+    "Coq.Array.PArray",
+)
 LOCATION = re.compile(r'^File "[^"]*", line (\d+), characters (\d+)-(\d+):$')
 MESSAGE = re.compile(r"^(Error|Warning|Anomaly)\b:?\s*(.*)$", re.DOTALL)
 MESSAGE_LIMIT = 2000
@@ -92,6 +103,7 @@ class CheckerReport:
     nonpositive: set[str] = field(default_factory=set)
     impredicative_set: bool = False
     complete: bool = False  # the summary was printed (every module was checked)
+    primitives: set[str] = field(default_factory=set)  # axioms that are library primitives
 
     def roots(self) -> list[str]:
         """The checked constants a term can name: none inside a module type or a functor."""
@@ -201,20 +213,20 @@ def _full_name(printed: str, axioms: set[str]) -> str:
 
 @dataclass
 class Audit:
-    """What the kernel-side audit found about one compiled library."""
+    """What the independent re-check found about one compiled library."""
 
     checker: CheckerReport
     roots: list[str]  # the constants whose assumptions were collected
-    used: set[str]  # the axioms they reach (full names)
+    used: set[str] | None  # the axioms they reach (full names); None: unreadable
 
 
-def assumptions(audit: Audit, declares: bool) -> list[str]:
-    """The file's assumptions, cross-checked; raises Inconsistent when the reports disagree.
+def assumptions(audit: Audit) -> list[str]:
+    """The file's assumptions; raises Inconsistent when coqchk's own report is unusable.
 
     coqchk is the authority: every axiom it finds in the library itself, and every declaration
     it found accepted without a kernel check, is an assumption whatever Print Assumptions says.
-    Print Assumptions adds the library axioms the file's constants reach. A file that declares
-    constants but whose audit lists none is never a pass.
+    Print Assumptions adds the library axioms the file's constants reach; when its report is
+    unreadable or names what coqchk does not, every axiom coqchk found counts instead.
     """
     checker = audit.checker
     if not checker.complete:
@@ -222,12 +234,31 @@ def assumptions(audit: Audit, declares: bool) -> list[str]:
     if checker.impredicative_set:
         raise Inconsistent("coqchk checked with an impredicative Set")
     own = {a for a in checker.axioms if a.startswith(MODULE + ".")}
-    if declares and not checker.checked:
-        raise Inconsistent("the file declares constants but the audit lists none")
-    if missing := sorted(own - audit.used):
-        raise Inconsistent(
-            f"Print Assumptions did not reach {', '.join(missing)}, which coqchk lists"
-        )
-    if unknown := sorted(a for a in audit.used if a not in checker.axioms):
-        raise Inconsistent(f"Print Assumptions lists {', '.join(unknown)}, which coqchk does not")
-    return sorted(audit.used | own) + checker.flagged()
+    used = audit.used
+    if used is None or not used <= checker.axioms:
+        used = set(checker.axioms)
+    else:
+        # coqchk 8.16 lists a field of a sealed module or functor application (`Module N :=
+        # F M` with `F (X : T) : T`) as an axiom: it has no body of its own. The traversal looks
+        # into the implementation; a field it resolves there is not an axiom. A top-level
+        # declaration is never sealed: coqchk's word stands for it.
+        own -= {a for a in own if a.count(".") >= 2 and a in audit.roots and a not in used}
+    return sorted((used - checker.primitives) | own) + checker.flagged()
+
+
+def primitive_candidates(axioms: set[str]) -> dict[str, set[str]]:
+    """The axioms that may be standard-library primitives, by the library declaring them."""
+    found: dict[str, set[str]] = {}
+    for name in axioms:
+        library, _, short = name.rpartition(".")
+        if library in PRIMITIVE_LIBRARIES:
+            found.setdefault(library, set()).add(short)
+    return found
+
+
+_PRIMITIVE = re.compile(r"(?<![\w'.])Primitive\s+([A-Za-z_][A-Za-z0-9_']*)")
+
+
+def declared_primitives(library: str, text: str) -> set[str]:
+    """The full names a standard-library source (Debian's, never the file's) binds to primitives."""
+    return {f"{library}.{name}" for name in _PRIMITIVE.findall(coq_code(text))}

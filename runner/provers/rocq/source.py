@@ -1,10 +1,10 @@
 """What a Rocq file's text says before it runs: its sentences, its `Require` prefix, refusals.
 
 The text is read with comments and string contents blanked (lexing.coq_code), so offsets are the
-file's own. These readings decide three things, all conservatively: which sentences are refused
-before anything runs (the worker refuses them again on Coq's own parse), which leading
-`Require`s a warm parent may have loaded already, and how a message quotes the file. Whether a
-proof holds is never read from here.
+file's own. These readings decide three things: which sentences are refused before anything runs
+(the worker refuses them again on Coq's own parse), which leading `Require`s a warm parent may
+have loaded already, and how a message quotes the file or names an unfinished proof. What the
+file declared, and whether a proof holds, is never read from here: the compiled library says.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from runner.provers.common.lexing import coq_code
+from runner.provers.common.verdicts import Refusal
 
 IDENT = r"[A-Za-z_\u00C0-\uFFFF][A-Za-z0-9_'\u00C0-\uFFFF]*"
 QUALID = rf"{IDENT}(?:\.{IDENT})*"
@@ -33,50 +34,23 @@ _LOCALITY = re.compile(
     r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
     r"Private|Program)\s+"
 )
-# Commands that reach the file system, load code, rewind, or rewire the kernel.
-REFUSED_COMMANDS = (
-    "Load",
-    "Cd",
-    "Declare ML Module",
-    "Add LoadPath",
-    "Add Rec LoadPath",
-    "Remove LoadPath",
-    "Add ML Path",
-    "Add Rec ML Path",
-    "Drop",
-    "Quit",
-    "Primitive",
-    "Reset",
-    "Back",
-    "BackTo",
-    "Extraction",
-    "Recursive Extraction",
-    "Separate Extraction",
-    "Extract",
-    "Locate File",
-    "Locate Library",
-)
-_REFUSED = re.compile(
-    r"(" + "|".join(re.escape(c).replace(r"\ ", r"\s+") for c in REFUSED_COMMANDS) + r")(?![\w'])"
-)
-# Options whose effect reaches outside the checked file or around the kernel's checks.
-_REFUSED_OPTIONS = re.compile(
-    r"NativeCompute|Native\s+Compiler|Extraction|Definitional\s+UIP|"
-    r"Template"
-)
-# `Register ... as kernel.ind_bool` tells the kernel which inductive its primitives return.
+# What is still refused, and why containment cannot replace it: both backends confine a check
+# to its own sandbox (read-only system, private /work and /tmp, no network), and coqchk re-checks
+# the compiled library in a fresh process, so file writes (`Redirect`, `Extraction "f"`,
+# `Print Universes "f"`), plugins and load paths (`Declare ML Module`, `Add LoadPath`), `Cd`,
+# rewinding (`Reset`, `Back`) and every harmless option (`Global Set Implicit Arguments`,
+# printing) are accepted. Left: what changes the theory the kernel checks against in a way
+# coqchk takes on trust and does not report, so no re-check and no sandbox can see it.
+# - `Register ... as kernel.*`: tells the kernel which inductives its primitive operations
+#   compute with; coqchk installs a library's registrations as they are (Modops.
+#   add_retroknowledge), unchecked, so a flipped `bool` would make primitives lie to it too.
+# - `Definitional UIP`, `Cumulative StrictProp`: extend the theory per declaration; coqchk
+#   re-checks under the declaration's own flag and lists neither in its summary.
+# - `Load`: runs sentences read from another file, which neither this reading nor the worker's
+#   second wall sees, so it would carry the two above past both.
 _KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
-_OPTION_COMMAND = re.compile(r"(Set|Unset|Add|Remove)(?![\w'])")
-# Refused wherever they stand in code: native compilation writes and runs OCaml, and commands
-# no identifier spells.
-_REFUSED_WORDS = re.compile(
-    r"(?<![\w'.])(native_compute|native_cast_no_check|Redirect|Extraction|Declare\s+ML\s+Module|"
-    r"Add\s+(?:Rec\s+)?LoadPath|Add\s+(?:Rec\s+)?ML\s+Path|Locate\s+(?:File|Library))(?![\w'])"
-)
-DECLARATION = re.compile(
-    r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Fixpoint|"
-    r"CoFixpoint|Instance|Axiom|Axioms|Parameter|Parameters|Conjecture|Function|Goal)(?![\w'])"
-)
+_THEORY_OPTIONS = re.compile(r"Set\s+(Definitional\s+UIP|Cumulative\s+StrictProp)(?![\w'])")
+_LOAD = re.compile(r"Load(?:\s+Verbose)?(?![\w'])")
 _THEOREM = (
     r"(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Axiom|"
     r"Parameter|Conjecture)"
@@ -147,59 +121,44 @@ def _attribute_end(text: str) -> int:
     return len(text)
 
 
-@dataclass(frozen=True)
-class Refusal:
-    word: str
-    line: int
-    column: int
-    context: str
-
-
 def refusals(content: str) -> list[Refusal]:
-    """Sentences refused before the file runs (conservative: the worker checks Coq's parse too)."""
+    """Sentences refused before the file runs (the worker refuses them again on Coq's parse)."""
     found = []
     code = coq_code(content)
     lines = content.splitlines()
-    for match in _REFUSED_WORDS.finditer(code):
-        found.append(_refusal(" ".join(match.group(1).split()), match.start(), code, lines))
     for sentence in sentences(content):
-        text, before = command_of(sentence.code)
+        text, _ = command_of(sentence.code)
         offset = sentence.start + sentence.code.find(text) if text else sentence.start
         if _KERNEL_REGISTER.match(text):
-            found.append(_refusal("Register ... as kernel", offset, code, lines))
-            continue
-        refused = _REFUSED.match(text)
-        if refused:
-            found.append(_refusal(" ".join(refused.group(1).split()), offset, code, lines))
-            continue
-        option = _OPTION_COMMAND.match(text)
-        if option is None:
-            continue
-        outlives = any(w in ("Global", "Export") or _global_attribute(w) for w in before)
-        if outlives:
-            word = " ".join(
-                [
-                    *(w for w in before if w in ("Global", "Export") or _global_attribute(w)),
-                    option.group(1),
-                ]
-            )
-            found.append(_refusal(word, offset, code, lines))
-        elif _REFUSED_OPTIONS.search(text):
-            found.append(_refusal(" ".join(text.split()[:3]), offset, code, lines))
+            found.append(_refusal(REGISTER_REFUSED, offset, code, lines))
+        elif option := _THEORY_OPTIONS.match(text):
+            name = "Set " + " ".join(option.group(1).split())
+            found.append(_refusal(THEORY_REFUSED.format(option=name), offset, code, lines))
+        elif _LOAD.match(text):
+            found.append(_refusal(LOAD_REFUSED, offset, code, lines))
     return sorted(found, key=lambda r: (r.line, r.column))
 
 
-def _global_attribute(word: str) -> bool:
-    return (
-        word.startswith("#[") and re.search(r"(?<![\w'])(global|export)(?![\w'])", word) is not None
-    )
+REGISTER_REFUSED = (
+    "`Register ... as kernel.*` is not allowed in a checked file: the kernel's primitive "
+    "operations would compute with the file's own types, which no re-check verifies"
+)
+THEORY_REFUSED = (
+    "`{option}` is not allowed in a checked file: it extends the kernel's theory, and the "
+    "independent checker neither verifies nor reports that"
+)
+
+LOAD_REFUSED = (
+    "`Load` is not allowed in a checked file: the sentences it reads from another file would "
+    "escape the kit's reading of the file"
+)
 
 
-def _refusal(word: str, offset: int, code: str, lines: list[str]) -> Refusal:
+def _refusal(message: str, offset: int, code: str, lines: list[str]) -> Refusal:
     line = code.count("\n", 0, offset) + 1
     column = offset - (code.rfind("\n", 0, offset) + 1)
     context = " ".join(lines[line - 1].split()) if line <= len(lines) else ""
-    return Refusal(word=word, line=line, column=column, context=context[:300])
+    return Refusal(message=message, line=line, column=column, context=context[:300])
 
 
 @dataclass(frozen=True)
@@ -227,11 +186,6 @@ def prefix(content: str) -> Prefix:
 def placeholders(content: str) -> list[str]:
     match = PLACEHOLDER.search(coq_code(content))
     return [f"`{match[0]}`"] if match else []
-
-
-def declares(content: str) -> bool:
-    """Whether some sentence declares a constant (then an audit that lists none is broken)."""
-    return any(DECLARATION.match(s.command) for s in sentences(content))
 
 
 def stated(content: str, name: str) -> str | None:

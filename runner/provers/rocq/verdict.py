@@ -1,17 +1,26 @@
 """From what the tools reported to a verdict: one function for the warm and the cold path.
 
-Each path gathers `Evidence` (how the compile ended, what the kernel-side audit found, how the
+Each path gathers `Evidence` (how the compile ended, what the independent re-check found, how the
 target compared); `outcome` alone turns it into an Outcome, so the same evidence gives the same
 verdict, diagnostics and assumptions whichever path gathered it.
+
+What a verdict rests on: the compile (coqc's exit status and located messages), then coqchk's
+re-check of the compiled library in a fresh process that never ran the file (trust `replayed`):
+coqchk's verdict on the library, its list of what the library declared and what it assumes. A
+check that never reached coqchk (statement mode, a failed compile) rests on coqc's own kernel in
+the file's process (trust `kernel`). Everything the file could influence only ever makes the
+verdict stricter: an unreadable Print Assumptions counts every axiom coqchk found as used, a
+rejected or unreadable re-check is a `fail`, and nothing after the file ran is an infra_error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 from runner.backends.base import Completed
-from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.core.models import Diagnostic, Outcome, Trust, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.rocq import report, source
@@ -22,37 +31,49 @@ TARGET_NAME = re.compile(rf"{source.QUALID}\Z")
 TARGET_REASONS = {
     "MISSING": "the file has no theorem named `{name}`",
     "DIFFERS": "`{name}` is not stated as the target",
-    "ELABORATE": "the target statement does not elaborate after the file's Requires",
+    "ELABORATE": "the target statement does not elaborate after the target's own requires",
+    "REQUIRES": "the target's own requires do not load",
     "INVALID": "the target is not a theorem name and a single Coq term",
 }
+NO_LIBRARY = "coqc ended without writing the compiled library"
+REJECTED = "the independent checker (coqchk) rejected the compiled file"
 
 
 @dataclass
 class Evidence:
     compiled: Completed
-    checked: Completed | None = None  # the kernel-side audit: coqchk, or the worker's
+    library: bool = True  # the compile wrote Artifact.vo where the kit reads it
+    checked: Completed | None = None  # the independent re-check: coqchk, or the worker's
     checker: CheckerReport | None = None
     roots: list[str] | None = None
     used: set[str] | None = None  # axioms the library's constants reach
-    problem: str | None = None  # why the audit's reports cannot be trusted: an infra error
-    target: str | None = None  # MATCH, MISSING, DIFFERS, ELABORATE, INVALID
+    unread: str | None = None  # why `used` could not be read (then every coqchk axiom counts)
+    target: str | None = None  # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT
     cpu_ms: int = 0  # beyond the compile
 
 
 def target_valid(request: ResolvedRequest) -> bool:
-    """A target the drivers can splice: a qualified name and one term (no sentence end, no
-    comment delimiter), so it can never add a command of its own."""
+    """A target the drivers can splice: a qualified name, one term (no sentence end, no comment
+    delimiter) and qualified library names to require, so it can never add a command of its own."""
     target = request.target
     if target is None:
         return False
     code = source.coq_code(target.statement)
     ends = re.search(r"\.(\s|\Z)", code) or "(*" in target.statement or "*)" in target.statement
-    return bool(TARGET_NAME.match(target.name)) and not ends and bool(code.strip())
+    requires = all(TARGET_NAME.match(r) for r in target.requires)
+    return bool(TARGET_NAME.match(target.name)) and not ends and bool(code.strip()) and requires
+
+
+def as_exit(done: Completed) -> Completed:
+    """Coq's own exit 129 (an anomaly), which the backends cannot tell from a SIGHUP (128 + 1)."""
+    if done.exit_code == ANOMALY_EXIT and done.signal == ANOMALY_EXIT - 128:
+        return dataclasses.replace(done, signal=None)
+    return done
 
 
 def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
     content = request.content
-    compiled = evidence.compiled
+    compiled = as_exit(evidence.compiled)
     cpu = (compiled.cpu_ms or 0) + evidence.cpu_ms
     diagnostics = report.parse_messages(compiled.stderr.decode("utf-8", "replace"), content)
     stopped = verdicts.stopped(
@@ -60,53 +81,62 @@ def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
     )
     if stopped is not None:
         return stopped.model_copy(update={"cpu_ms": cpu})
-    unread_target = request.target is not None and evidence.target is None
+    if not evidence.library:
+        return Outcome(
+            verdict=Verdict.FAIL, diagnostics=[*diagnostics, Diagnostic(message=NO_LIBRARY)]
+        )
+    if evidence.target in ("TIMEOUT", "MEMORY"):
+        verdict = Verdict.TIMEOUT if evidence.target == "TIMEOUT" else Verdict.MEMORY
+        why = Diagnostic(message="the target comparison ran out of time or memory")
+        return Outcome(verdict=verdict, diagnostics=[*diagnostics, why], cpu_ms=cpu)
     statement_problem = _statement_problem(request, evidence)
     if request.mode == "statement":
-        if unread_target:
-            return _infra(diagnostics, "the target comparison did not run", cpu)
         verdict, explained = verdicts.judge(
             placeholders=[], forbidden=[], statement_problem=statement_problem
         )
         return Outcome(verdict=verdict, diagnostics=diagnostics + explained, cpu_ms=cpu)
 
     checked = evidence.checked
-    if checked is None:
-        return _infra(diagnostics, "the kernel-side audit did not run", cpu)
-    stopped = verdicts.stopped(checked, [], "coqchk", crashed=checked.exit_code == ANOMALY_EXIT)
-    if stopped is not None:
-        if stopped.verdict is Verdict.FAIL:
-            message = "the independent checker (coqchk) rejected the compiled file"
-            return Outcome(
-                verdict=Verdict.FAIL,
-                diagnostics=[*diagnostics, Diagnostic(message=message)],
-                cpu_ms=cpu,
-            )
+    if checked is None:  # never: a compiled library in proof mode is always re-checked
+        return _rejected(diagnostics, "the independent re-check did not run", cpu)
+    checked = as_exit(checked)
+    if checked.timed_out or checked.out_of_memory or checked.signal is not None:
+        stopped = verdicts.stopped(checked, [], "coqchk")
+        assert stopped is not None
         return stopped.model_copy(
             update={"diagnostics": diagnostics + stopped.diagnostics, "cpu_ms": cpu}
         )
-    if evidence.problem is not None:
-        return _infra(diagnostics, evidence.problem, cpu)
-    if unread_target:
-        return _infra(diagnostics, "the target comparison did not run", cpu)
-    if evidence.checker is None or evidence.roots is None or evidence.used is None:
-        return _infra(diagnostics, "the kernel-side audit sent no report", cpu)
-    placeholders = source.placeholders(content)
+    if not checked.ok:  # coqchk refused the library, whatever exit code it chose to say so
+        return _rejected(diagnostics, REJECTED, cpu)
+    checker = evidence.checker
+    if checker is None or evidence.roots is None:
+        return _rejected(diagnostics, "the independent checker sent no report", cpu)
     try:
-        assumptions = report.assumptions(
-            Audit(evidence.checker, evidence.roots, evidence.used), source.declares(content)
-        )
+        assumptions = report.assumptions(Audit(checker, evidence.roots, _used(evidence)))
     except Inconsistent as exc:
-        if not placeholders:  # an unfinished proof (`Abort`) may leave nothing to audit
-            return _infra(diagnostics, f"the audit's reports disagree: {exc}", cpu)
-        assumptions = []
+        return _rejected(diagnostics, f"the independent checker's report is unusable: {exc}", cpu)
+    own = [a for a in assumptions if a.startswith(MODULE + ".")]
+    # An unfinished proof leaves an axiom of the file's own (`Admitted`) or no theorem (`Abort`):
+    # the words in the text only name it, the library decides whether there is one.
+    placeholders = [
+        p for p in source.placeholders(content) if own or p in ("`Abort`", "`Admit Obligations`")
+    ]
     forbidden = [a for a in assumptions if not verdicts.allowed(a, request.allowed_axioms, MODULE)]
     verdict, explained = verdicts.judge(
         placeholders=placeholders, forbidden=forbidden, statement_problem=statement_problem
     )
     return Outcome(
-        verdict=verdict, diagnostics=diagnostics + explained, assumptions=assumptions, cpu_ms=cpu
+        verdict=verdict,
+        trust=Trust.REPLAYED,
+        diagnostics=diagnostics + explained,
+        assumptions=assumptions,
+        cpu_ms=cpu,
     )
+
+
+def _used(evidence: Evidence) -> set[str] | None:
+    """The library axioms the file's constants reach (None: unreadable, all of coqchk's count)."""
+    return None if evidence.unread is not None else evidence.used
 
 
 def _statement_problem(request: ResolvedRequest, evidence: Evidence) -> str | None:
@@ -120,9 +150,11 @@ def _statement_problem(request: ResolvedRequest, evidence: Evidence) -> str | No
     return f"{reason.format(name=target.name)}: the target states `{wanted}`, the file {written}"
 
 
-def _infra(diagnostics: list[Diagnostic], message: str, cpu: int) -> Outcome:
+def _rejected(diagnostics: list[Diagnostic], message: str, cpu: int) -> Outcome:
+    """The re-check, in a process the file never ran in, did not accept the library."""
     return Outcome(
-        verdict=Verdict.INFRA_ERROR,
+        verdict=Verdict.FAIL,
+        trust=Trust.REPLAYED,
         diagnostics=[*diagnostics, Diagnostic(message=message)],
         cpu_ms=cpu,
     )

@@ -4,28 +4,30 @@ The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, link
 Debian's coq-core); once this process has built one, later workers are shipped it and use it
 if they have the same coq-core, compiler and libc (start.sh compares). It boots as coqc boots,
 runs the prefix it was started with, then forks per check (see server.ml). A worker serves only
-files whose prefix is exactly its own (the prefix, digested, is its pool key). The most frequent
-prefix gets a worker of its own; the base worker, whose prefix is empty, serves every other
-file through a sub-parent that loaded exactly that file's prefix (it keeps the few most recently
-used), so a batch mixing headers never has workers evict each other from the pool.
+files whose prefix is exactly its own. The kit starts only the base worker, whose prefix is
+empty: it serves every file through a sub-parent that loaded exactly that file's prefix (it
+keeps the few most recently used), so one boot serves a batch mixing headers, and no second
+worker boots to load a prefix a sub-parent already holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import secrets
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 
 from runner.backends.base import Completed, Sandbox
 from runner.core.errors import BackendUnavailable
+from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
-from runner.provers.rocq.report import SOURCE, Inconsistent
+from runner.provers.rocq.report import SOURCE
 from runner.provers.rocq.source import Prefix
 from runner.provers.rocq.verdict import Evidence, target_valid
 
@@ -39,15 +41,13 @@ BOOT_TIMEOUT_S = 900
 # Beyond the check's own limits (the compile and the audit each get the timeout, and a
 # sub-parent may first load the file's prefix): the reply's way back.
 REPLY_SLACK_S = 90
-# The most frequent prefix is given its own worker once it has been seen this often in this
-# process; every other file goes to the base worker's sub-parents. One prefix worker beside the
-# base one fits the pool's default of two idle servers.
-OWN_WORKER_AFTER = 2
 
-_seen: Counter[str] = Counter()
-_leader = ""  # the prefix that has a worker of its own
 _unavailable: dict[str, str] = {}  # image → why no worker starts there (this process stops trying)
-_built: dict[str, dict[str, bytes]] = {}  # sources digest → the files of a built worker
+# Built workers (binary, build id) by build id, read from and kept in the user's cache dir, so a
+# new process never builds again what another built (start.sh picks the one built for its
+# sandbox: the host's coq-core for the local backend, the image's in Docker).
+_built: dict[str, tuple[bytes, bytes]] | None = None
+KEEP_BUILDS = 2
 _lock = threading.Lock()
 
 
@@ -69,9 +69,13 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-def server_spec(prefix: Prefix, built: dict[str, bytes] | None = None) -> ServerSpec:
+def server_spec(
+    prefix: Prefix, built: dict[str, bytes] | None = None, key: str | None = None
+) -> ServerSpec:
     boot_files = {**sandbox_sources(), **(built or {}), SOURCE: prefix.code.encode()}
-    key = hashlib.sha256(prefix.code.encode()).hexdigest()[:24] if prefix.end else "base"
+    # (`built`: the candidates' files, srv/cand/<n>/...)
+    if key is None:
+        key = hashlib.sha256(prefix.code.encode()).hexdigest()[:24] if prefix.end else "base"
     return ServerSpec(
         name="Rocq worker",
         argv=["sh", START],
@@ -108,45 +112,74 @@ def unavailable(image: str, why: str) -> None:
     _unavailable[image] = why
 
 
-def choose_prefix(prefix: Prefix) -> Prefix:
-    """The prefix of the worker to use: the file's own if it is the most frequent so far and
-    recurs, else the base worker's (empty)."""
-    global _leader
-    if not prefix.end:
-        return prefix
-    with _lock:
-        _seen[prefix.code] += 1
-        count = _seen[prefix.code]
-        # A new leader must be seen twice as often: two headers of equal frequency would
-        # otherwise take turns and start a worker at each turn.
-        if count >= OWN_WORKER_AFTER and count > 2 * _seen[_leader]:
-            _leader = prefix.code
-        own = _leader == prefix.code
-    return prefix if own else Prefix(end=0, code="")
-
-
-def start(sandboxes: Sandboxes, prefix: Prefix) -> SandboxServer:
-    """A started worker for `prefix` (from the pool when one is idle)."""
-    digest = sources_digest()
-    with _lock:
-        built = _built.get(digest)
-    server = sandboxes.server(server_spec(prefix, built))
-    if built is None:
-        _remember_build(server, digest)
+def start(sandboxes: Sandboxes, prefix: Prefix, key: str | None = None) -> SandboxServer:
+    """A started worker for `prefix` (from the pool when one is idle; a fresh one for a new
+    `key`)."""
+    server = sandboxes.server(server_spec(prefix, _candidates(), key))
+    _remember_build(server)
     return server
 
 
-def _remember_build(server: SandboxServer, digest: str) -> None:
-    """Keep the worker a server built: the next server in this process is shipped it, and uses
-    it if it was built against the same coq-core, compiler and libc (else it builds again)."""
+def _builds_dir() -> Path:
+    return Settings().cache_dir / "rocq-worker" / sources_digest()[:24]
+
+
+def _known_builds() -> dict[str, tuple[bytes, bytes]]:
+    global _built
+    with _lock:
+        if _built is None:
+            _built = {}
+            try:
+                for entry in sorted(_builds_dir().iterdir()):
+                    if entry.name.startswith("."):
+                        continue
+                    with contextlib.suppress(OSError):
+                        _built[entry.name] = (
+                            (entry / "prooflock-rocq-server").read_bytes(),
+                            (entry / "build.id").read_bytes(),
+                        )
+            except OSError:
+                pass
+        return dict(_built)
+
+
+def _candidates() -> dict[str, bytes]:
+    files = {}
+    for index, (binary, build_id) in enumerate(list(_known_builds().values())[:KEEP_BUILDS]):
+        files[f"srv/cand/{index}/prooflock-rocq-server"] = binary
+        files[f"srv/cand/{index}/build.id"] = build_id
+    return files
+
+
+def _remember_build(server: SandboxServer) -> None:
+    """Keep the worker a server built (in this process and in the cache dir), unless known."""
     if server.sandbox is None:
         return
     try:
-        files = {name: server.sandbox.read_file(name) for name in (BINARY, BUILD_ID)}
+        build_id = server.sandbox.read_file(BUILD_ID)
+    except (OSError, BackendUnavailable):
+        return
+    name = hashlib.sha256(build_id).hexdigest()[:16]
+    if name in _known_builds():
+        return
+    try:
+        binary = server.sandbox.read_file(BINARY)
     except (OSError, BackendUnavailable):
         return
     with _lock:
-        _built.setdefault(digest, files)
+        assert _built is not None
+        _built[name] = (binary, build_id)
+    with contextlib.suppress(OSError):  # a cache that cannot be written only costs a build
+        target = _builds_dir() / name
+        staging = target.with_name(f".{name}.{secrets.token_hex(4)}")
+        staging.mkdir(parents=True)
+        (staging / "prooflock-rocq-server").write_bytes(binary)
+        (staging / "build.id").write_bytes(build_id)
+        staging.rename(target)
+
+
+class Garbled(BackendUnavailable):
+    """The worker answered, but not in its own format: treated as a worker that died."""
 
 
 class CannotServe(Exception):
@@ -162,21 +195,34 @@ class Reply:
         return self.fields.get(tag, b"").decode("utf-8", "replace")
 
 
+def request_fields(prefix: Prefix, content: str, mode: str) -> dict[str, str]:
+    return {"prefix": prefix.code, "body": prefix.body(content), "mode": mode}
+
+
 def exchange(server: SandboxServer, request: ResolvedRequest, prefix: Prefix) -> Reply:
-    if server.ready_line.split()[:1] != [b"ok"]:
-        raise CannotServe("the worker's prefix did not load")
-    nonce = secrets.token_hex(16)
-    fields = {"prefix": prefix.code, "body": prefix.body(request.content), "mode": request.mode}
+    fields = request_fields(prefix, request.content, request.mode)
     if request.target is not None and target_valid(request):
         fields["target_name"] = request.target.name
         fields["target_statement"] = request.target.statement
-    frame = f"CHECK {nonce} {request.timeout_s * 1000} {len(fields)}\n".encode()
+        fields["target_requires"] = " ".join(request.target.requires)
+    return exchange_fields(server, fields, request.timeout_s)
+
+
+def exchange_fields(server: SandboxServer, fields: dict[str, str], timeout_s: int) -> Reply:
+    """One check: a frame of length-prefixed fields out, the fields of the reply back."""
+    if server.ready_line.split()[:1] != [b"ok"]:
+        raise CannotServe("the worker's prefix did not load")
+    nonce = secrets.token_hex(16)
+    frame = f"CHECK {nonce} {timeout_s * 1000} {len(fields)}\n".encode()
     for name, value in fields.items():
         data = value.encode()
         frame += f"{name} {len(data)}\n".encode() + data
     marker = f"\n@@{nonce} DONE\n".encode()
-    raw = server.exchange(frame, marker, 3 * request.timeout_s + REPLY_SLACK_S)
-    return Reply(parse_reply(raw[: -len(marker)], nonce))
+    raw = server.exchange(frame, marker, 3 * timeout_s + REPLY_SLACK_S)
+    try:
+        return Reply(parse_reply(raw[: -len(marker)], nonce))
+    except (ValueError, IndexError) as exc:  # the worker's own frame is broken: it is suspect
+        raise Garbled(f"the Rocq worker's reply could not be read: {exc}") from None
 
 
 def parse_reply(raw: bytes, nonce: str) -> dict[str, bytes]:
@@ -214,30 +260,44 @@ def _completed(status: str, stdout: bytes, stderr: bytes) -> Completed:
 def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
     if "BOOTFAILED" in reply.fields or "MISMATCH" in reply.fields:
         raise CannotServe("the worker does not hold this file's prefix")
-    compiled = _completed(
-        reply.text("COMPILE"),
-        reply.fields.get("COMPILE_OUT", b""),
-        reply.fields.get("COMPILE_ERR", b""),
-    )
-    found = Evidence(compiled)
+    try:
+        compiled = _completed(
+            reply.text("COMPILE"),
+            reply.fields.get("COMPILE_OUT", b""),
+            reply.fields.get("COMPILE_ERR", b""),
+        )
+        checked = (
+            _completed(reply.text("CHECK"), reply.fields.get("CHECK_OUT", b""), b"")
+            if "CHECK" in reply.fields
+            else None
+        )
+    except ValueError as exc:
+        raise Garbled(f"the Rocq worker's report could not be read: {exc}") from None
+    found = Evidence(compiled, library="NOLIBRARY" not in reply.fields)
     if request.target is not None and not target_valid(request):
         found.target = "INVALID"
-    if "CHECK" not in reply.fields:
+    if checked is None:
         return found
-    output = reply.fields.get("CHECK_OUT", b"")
-    checked = _completed(reply.text("CHECK"), output, b"")
+    output = checked.stdout
     found.checked = checked
     found.cpu_ms = checked.cpu_ms or 0
     lines = reply.text("CHECK_REPORT").splitlines()
     for line in lines:
         if line.startswith("TARGET ") and found.target is None:
             found.target = line.split()[1]
+    if request.target is not None and found.target is None and checked.timed_out:
+        found.target = "TIMEOUT"
+    elif request.target is not None and found.target is None and checked.out_of_memory:
+        found.target = "MEMORY"
     if not checked.ok:
         return found
     found.checker = report.read_checker(output.decode("utf-8", "replace"))
+    found.checker.primitives = {
+        line.removeprefix("PRIMITIVE ") for line in lines if line.startswith("PRIMITIVE ")
+    }
     found.roots = [line.removeprefix("ROOT ") for line in lines if line.startswith("ROOT ")]
     found.used = {line.removeprefix("AXIOM ") for line in lines if line.startswith("AXIOM ")}
     variables = [line for line in lines if line.startswith("VARIABLE ")]
     if variables:
-        found.problem = str(Inconsistent(f"the audit found section variables: {variables}"))
+        found.unread = f"the audit found section variables: {variables}"
     return found

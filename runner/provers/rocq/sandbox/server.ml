@@ -56,10 +56,18 @@ let rec remove_tree path =
 
 (* What the work dir held once the worker was up: everything else a check left (a micromega
    cache, say) is removed before the next check, so no check sees another's files. *)
+(* The same for the other places a check can write (the sandbox keeps them per worker). *)
+let scratch = ["."; "/tmp"; "/dev/shm"]
 let kept = ref []
-let remember_work_dir () = kept := Array.to_list (Sys.readdir ".")
+let entries dir = try Array.to_list (Sys.readdir dir) with Sys_error _ -> []
+let remember_work_dir () = kept := List.map (fun d -> (d, entries d)) scratch
 let clean_work_dir () =
-  Array.iter (fun name -> if not (List.mem name !kept) then remove_tree name) (Sys.readdir ".")
+  List.iter
+    (fun (dir, names) ->
+       List.iter
+         (fun name -> if not (List.mem name names) then remove_tree (Filename.concat dir name))
+         (entries dir))
+    !kept
 
 let flush_everything () =
   Format.pp_print_flush !Topfmt.std_ft ();
@@ -267,51 +275,23 @@ let write_fd fd s =
 
 exception Refused of string
 
-let refused_extension = [
-  "Extraction"; "RecursiveExtraction"; "SeparateExtraction"; "ExtractionLibrary";
-  "RecursiveExtractionLibrary"; "ExtractionTestCompile"; "ExtractionLanguage";
-  "ExtractionInline"; "ExtractionNoInline"; "ExtractionImplicit"; "ExtractionBlacklist";
-  "ExtractionConstant"; "ExtractionInlinedConstant"; "ExtractionInductive";
-  "ExtractionResetBlacklist"; "ExtractionResetInline"; "PrintExtractionInline";
-  "ResetExtractionInline"; "PrintExtractionBlacklist"; "ExtractionDisplay"; "Drop"
-]
-
+(* The kit's refusals (runner/provers/rocq/source.py says why each remains): what changes the
+   kernel's theory in a way no re-check verifies, and `Load`, which would hide it. *)
 let check_sentence (cmd : Vernacexpr.vernac_control) =
   let open Vernacexpr in
   let v = cmd.CAst.v in
-  List.iter (function
-      | ControlRedirect _ -> raise (Refused "Redirect")
-      | _ -> ()) v.control;
-  let option_name n = String.concat " " n in
-  let bad_option n =
-    let s = option_name n in
-    List.exists (fun w -> CString.string_contains ~where:s ~what:w)
-      ["NativeCompute"; "Native Compiler"; "Extraction"; "Definitional UIP"; "Template"]
-  in
-  (* `Global`/`Export` options outlive the file (a later `Require` of it re-runs them). *)
-  let outlives =
-    List.exists (fun f -> match f.CAst.v with
-        | ("global" | "export"), _ -> true
-        | _ -> false) v.attrs
+  let theory n =
+    match n with
+    | ["Definitional"; "UIP"] | ["Cumulative"; "StrictProp"] -> true
+    | _ -> false
   in
   match v.expr with
   | VernacLoad _ -> raise (Refused "Load")
-  | VernacChdir _ -> raise (Refused "Cd")
-  | VernacDeclareMLModule _ -> raise (Refused "Declare ML Module")
-  | VernacAddLoadPath _ -> raise (Refused "Add LoadPath")
-  | VernacRemoveLoadPath _ -> raise (Refused "Remove LoadPath")
-  | VernacAddMLPath _ -> raise (Refused "Add ML Path")
   | VernacRegister (_, RegisterCoqlib q)
     when Names.DirPath.equal (Libnames.qualid_path q) (Libnames.dirpath_of_string "kernel") ->
     raise (Refused "Register ... as kernel")
-  | VernacPrimitive _ -> raise (Refused "Primitive")
-  | VernacBack _ | VernacResetName _ | VernacResetInitial -> raise (Refused "Reset")
-  | VernacSetOption (export, name, _) when export || outlives || bad_option name ->
-    raise (Refused ("Set " ^ option_name name))
-  | (VernacAddOption (name, _) | VernacRemoveOption (name, _)) when outlives || bad_option name ->
-    raise (Refused ("Add " ^ option_name name))
-  | VernacExtend ((name, _), _) when List.mem name refused_extension ->
-    raise (Refused name)
+  | VernacSetOption (_, name, OptionSetTrue) when theory name ->
+    raise (Refused ("Set " ^ String.concat " " name))
   | _ -> ()
 
 (* ------------------------------------------------------------------------------------------ *)
@@ -340,6 +320,10 @@ let load_file ~state ~ldir file =
     match Stm.parse_sentence ~doc:state.doc ~entry:Pvernac.main_entry state.sid in_pa with
     | None -> close_in in_chan; state
     | Some ast ->
+      (* Vernac.checknav, as coqc's own loop does it *)
+      if Vernacprop.is_navigation_vernac ast.CAst.v.Vernacexpr.expr
+      && not (Vernacprop.is_reset ast.CAst.v.Vernacexpr.expr) then
+        CErrors.user_err ?loc:ast.CAst.loc (Pp.str "Navigation commands forbidden in files.");
       (try check_sentence ast
        with Refused what ->
          CErrors.user_err ?loc:ast.CAst.loc
@@ -455,6 +439,16 @@ let adopt_pending () =
       pending_memo
   end
 
+(* A kernel primitive: an operation (`Primitive add := #int63_add`) or one of the primitive
+   types the kernel's retroknowledge names (`Primitive int := #int63_type`, which has no body). *)
+let primitive env kn cb =
+  match cb.Declarations.const_body with
+  | Declarations.Primitive _ -> true
+  | _ ->
+    let rk = env.Environ.retroknowledge in
+    List.exists (Option.cata (Names.Constant.CanOrd.equal kn) false)
+      Retroknowledge.[rk.retro_int63; rk.retro_float64; rk.retro_array]
+
 let audit ~env ~ldir ~own_opaque roots =
   let open Names in
   let open Declarations in
@@ -550,6 +544,7 @@ let audit ~env ~ldir ~own_opaque roots =
          else Some (fst (Global.force_proof Library.indirect_accessor o))
        with _ -> None)
   in
+  let is_primitive kn = primitive env kn (lookup_constant kn) in
   let is_own = function
     | Cst c -> own_mp (Constant.modpath c)
     | Mind m -> own_mp (MutInd.modpath m)
@@ -571,6 +566,7 @@ let audit ~env ~ldir ~own_opaque roots =
         match obj with
         | Cst kn ->
           (match get_constant_body kn with
+           | None when not (is_own obj) && is_primitive kn -> SS.empty
            | None -> SS.singleton ("AXIOM " ^ Constant.to_string kn)
            | Some body -> refs Context.Rel.empty SS.empty body)
         | Mind mind -> inductive_refs mind
@@ -772,20 +768,43 @@ let parse_and_run ~state text =
   in
   loop state
 
-(* The target, elaborated as the cold driver does (`Definition __prooflock_target : Prop :=
-   <statement>.`) in the parent's state: after the file's prefix, before anything of the file. *)
-let elaborate_target ~state ~lib statement =
+(* The interpreter's state once the Prelude was loaded, before any prefix: the pristine session
+   a target statement is elaborated in (saved at boot, inherited by every fork). *)
+let pristine : Vernacstate.t option ref = ref None
+
+(* Sentences run outside the document, from interpreter state [st]. *)
+let interp_text ~st text =
+  let pa = Pcoq.Parsable.make (Stream.of_string text) in
+  let rec loop st =
+    let entry = Pvernac.main_entry (Some (Vernacinterp.get_default_proof_mode ())) in
+    match Pcoq.Entry.parse entry pa with
+    | None -> st
+    | Some ast -> loop (Vernacinterp.interp ~st ast)
+  in
+  loop st
+
+(* The target, elaborated as the cold driver does: in the pristine session, after the target's
+   own `requires` alone (`Require Import`), as `Definition __prooflock_target : Prop := <s>.`,
+   before anything of the file is loaded. *)
+let elaborate_target ~lib ~requires statement =
   skip_universe_ids
     (Univ.ContextSet.union (Safe_typing.univs_of_library lib.md.md_compiled) lib.extra_univs);
-  match parse_and_run ~state ("Definition __prooflock_target : Prop := " ^ statement ^ ".") with
-  | exception e when CErrors.noncritical e -> (state, None)
-  | state ->
-    let cst =
-      Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
-    in
-    (match (Environ.lookup_constant cst (Global.env ())).Declarations.const_body with
-     | Declarations.Def c -> (state, Some c)
-     | _ -> (state, None))
+  let st = Option.get !pristine in
+  Vernacstate.unfreeze_interp_state st;
+  let run st text = try Ok (interp_text ~st text) with e when CErrors.noncritical e -> Error () in
+  let imports = String.concat "" (List.map (fun r -> "Require Import " ^ r ^ ".\n") requires) in
+  match run st imports with
+  | Error () -> Error "REQUIRES"
+  | Ok st ->
+    (match run st ("Definition __prooflock_target : Prop := " ^ statement ^ ".") with
+     | Error () -> Error "ELABORATE"
+     | Ok _ ->
+       let cst =
+         Names.Constant.make2 (Global.current_modpath ()) (Names.Label.make "__prooflock_target")
+       in
+       (match (Environ.lookup_constant cst (Global.env ())).Declarations.const_body with
+        | Declarations.Def c -> Ok c
+        | _ -> Error "ELABORATE"))
 
 (* MATCH when the named theorem's type is the target's body as Ltac's `constr_eq` sees it
    (syntactic, up to alpha-conversion and a consistent unification of universe levels). *)
@@ -810,29 +829,37 @@ let compare_target ~ldir ~env name body =
         | _ -> "MATCH"
         | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
 
-let checker_child ~state ~target w =
-  let code =
+(* The re-check of Artifact.vo; its report goes to [w]; the exit code it would have. *)
+let check_library ~state ~target w =
     try
+      fresh_memo := [];
       mark "k2-start";
       let lib = load_vo artifact_vo in
       mark "k2-loaded";
       let ldir = lib.sd.md_name in
+      if not (Names.DirPath.equal ldir (Names.DirPath.make [Names.Id.of_string "Artifact"])) then
+        CErrors.user_err Pp.(str "The compiled file is not library Artifact.");
       let state, target =
         match target with
         | None -> (state, None)
-        | Some (name, statement) ->
-          let state, body = elaborate_target ~state ~lib statement in
+        | Some (name, requires, statement) ->
+          (* The pristine session from here on: the file's prefix is not loaded in it. *)
+          let body = elaborate_target ~lib ~requires statement in
           (state, Some (name, body))
       in
-      (* Libraries the file required after its prefix: load them as coqchk would (trusted
-         Debian libraries, not checked again), after the target was read. *)
+      (* Libraries the file required that are not loaded here: load them as coqchk would
+         (trusted Debian libraries, not checked again), after the target was read. *)
       let missing =
         List.filter (fun dep -> not (Library.library_is_loaded dep))
           (List.map fst (Array.to_list lib.sd.md_deps))
       in
-      if missing <> [] then
-        ignore (parse_and_run ~state
-                  ("Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."));
+      if missing <> [] then begin
+        let text =
+          "Require " ^ String.concat " " (List.map Names.DirPath.to_string missing) ^ "."
+        in
+        ignore state;
+        ignore (interp_text ~st:(Vernacstate.freeze_interp_state ~marshallable:false) text)
+      end;
       Mod_checking.set_indirect_accessor (opaque_accessor lib);
       let clib = lib.md.md_compiled in
       let mb = Safe_typing.module_of_library clib in
@@ -862,12 +889,14 @@ let checker_child ~state ~target w =
       mark "k2-summary";
       Flags.quiet := true;
       flush_everything ();
-      let roots =
+      let own c = Names.DirPath.equal (Names.ModPath.dp (Names.Constant.modpath c)) ldir in
+      let roots, primitives =
         Environ.fold_constants
-          (fun c _ acc ->
-             if Names.DirPath.equal (Names.ModPath.dp (Names.Constant.modpath c)) ldir
-             then c :: acc else acc)
-          env_full []
+          (fun c cb (roots, prims) ->
+             if own c then (c :: roots, prims)
+             else if primitive env_full c cb then (roots, c :: prims)
+             else (roots, prims))
+          env_full ([], [])
       in
       let found =
         audit ~env:env_full ~ldir ~own_opaque:(fun o -> fst (opaque_accessor lib o)) roots
@@ -875,14 +904,15 @@ let checker_child ~state ~target w =
       mark "k2-audited";
       let lines =
         List.map (fun c -> "ROOT " ^ Names.Constant.to_string c) roots @ SS.elements found
+        @ List.map (fun c -> "PRIMITIVE " ^ Names.Constant.to_string c) primitives
         @ List.map (fun (o, s) -> String.concat "\t" (("MEMO " ^ obj_key o) :: SS.elements s))
           !fresh_memo
       in
       write_fd w (String.concat "\n" lines ^ "\n");
       (match target with
        | None -> ()
-       | Some (_, None) -> write_fd w "TARGET ELABORATE\n"
-       | Some (name, Some body) ->
+       | Some (_, Error why) -> write_fd w ("TARGET " ^ why ^ "\n")
+       | Some (name, Ok body) ->
          let env = Modops.add_module mb (with_library (Global.env ())) in
          write_fd w ("TARGET " ^ compare_target ~ldir ~env name body ^ "\n"));
       0
@@ -891,8 +921,140 @@ let checker_child ~state ~target w =
       Topfmt.print_err_exn exn;
       flush_everything ();
       if CErrors.is_anomaly exn then 129 else 1
+
+let checker_child ~state ~target w = child_exit w (check_library ~state ~target w)
+
+(* The checker: a process forked from a parent that never ran a file's code, which re-checks
+   one compiled library after another (as one coqchk would check many), so a check without a
+   target costs no second fork. Libraries it loads for a file's dependencies stay loaded (they
+   are Debian's, as coqchk would load them); a checker that fails or overruns is killed and the
+   next check forks a new one. *)
+type checker = { cpid : int; creq : Unix.file_descr; crep : Unix.file_descr }
+
+let checker = ref None
+
+let stop_checker () =
+  Option.iter
+    (fun c ->
+       (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
+       List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
+       (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ()))
+    !checker;
+  checker := None
+
+let start_checker ~state =
+  let req_r, req_w = Unix.pipe ~cloexec:true () in
+  let rep_r, rep_w = Unix.pipe ~cloexec:true () in
+  flush_everything ();
+  match Unix.fork () with
+  | 0 ->
+    (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
+    Unix.close req_w;
+    Unix.close rep_r;
+    let null = devnull () in
+    Unix.dup2 null Unix.stdin;
+    Unix.close null;
+    let requests = Unix.in_channel_of_descr req_r in
+    let rec loop () =
+      match input_line requests with
+      | exception End_of_file -> ()
+      | nonce ->
+        let before = Unix.times () in
+        write_fd rep_w (Printf.sprintf "\n@@BEGIN %s\n" nonce);
+        let code =
+          with_redirect ~out:"k2.out" ~err:"k2.err" (fun () ->
+              check_library ~state ~target:None rep_w)
+        in
+        flush_everything ();
+        let after = Unix.times () in
+        let cpu =
+          (after.Unix.tms_utime +. after.Unix.tms_stime)
+          -. (before.Unix.tms_utime +. before.Unix.tms_stime)
+        in
+        write_fd rep_w
+          (Printf.sprintf "\n@@END %s %d %d\n" nonce code (int_of_float (cpu *. 1000.)));
+        loop ()
+    in
+    (try loop () with _ -> ());
+    Unix._exit 0
+  | pid ->
+    Unix.close req_r;
+    Unix.close rep_w;
+    let c = { cpid = pid; creq = req_w; crep = rep_r } in
+    checker := Some c;
+    c
+
+(* One re-check by the checker, reported as a forked child's would be. *)
+(* The request carries a fresh nonce the reply must echo: a request some other process wrote
+   to the checker's pipe (a file's code reaching it through /proc) is answered, but never read
+   as the answer to the kit's. *)
+let run_in_checker ~state ~deadline =
+  let c = match !checker with Some c -> c | None -> start_checker ~state in
+  let started = now_ms () in
+  let kills_before = oom_kills () in
+  let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
+  let nonce = Printf.sprintf "%08x%08x" (Random.bits ()) (Random.bits ()) in
+  let begin_ = "\n@@BEGIN " ^ nonce ^ "\n" in
+  let end_ = Str.regexp ("\n@@END " ^ nonce ^ " \\([0-9]+\\) \\([0-9]+\\)\n") in
+  let ended_well () =
+    let report = Buffer.contents buf in
+    match Str.search_forward end_ report 0 with
+    | at ->
+      let code = int_of_string (Str.matched_group 1 report) in
+      let cpu = int_of_string (Str.matched_group 2 report) in
+      (match Str.search_backward (Str.regexp_string begin_) report at with
+       | b ->
+         let from = b + String.length begin_ in
+         Some (String.sub report from (at - from), code, cpu)
+       | exception Not_found -> None)
+    | exception Not_found -> None
   in
-  child_exit w code
+  let rec pump () =
+    match ended_well () with
+    | Some r -> `Done r
+    | None ->
+      let left = (deadline -. now_ms ()) /. 1000. in
+      if left <= 0. then `Late
+      else
+        match Unix.select [c.crep] [] [] left with
+        | [], _, _ -> `Late
+        | _ ->
+          (match Unix.read c.crep chunk 0 (Bytes.length chunk) with
+           | 0 -> `Died
+           | n -> Buffer.add_subbytes buf chunk 0 n; pump ())
+        | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
+  in
+  let outcome =
+    match write_fd c.creq (nonce ^ "\n") with
+    | exception Unix.Unix_error _ -> `Died
+    | () -> pump ()
+  in
+  let wall_ms = int_of_float (now_ms () -. started) in
+  match outcome with
+  | `Done (report, code, cpu_ms) -> { ended = Exited code; report; cpu_ms; wall_ms }
+  | (`Late | `Died) as why ->
+    let status =
+      match why with
+      | `Late -> None
+      | `Died ->
+        (try Some (snd (Unix.waitpid [] c.cpid)) with Unix.Unix_error _ -> None)
+    in
+    (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
+    List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
+    (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ());
+    checker := None;
+    let memory () =
+      match kills_before, oom_kills () with Some a, Some b -> b > a | _ -> false
+    in
+    let ended =
+      match why, status with
+      | `Late, _ -> Timed_out
+      | _, Some (Unix.WSIGNALED s) when s = Sys.sigkill && memory () -> Memory
+      | _, Some (Unix.WSIGNALED s | Unix.WSTOPPED s) -> Signaled s
+      | _, Some (Unix.WEXITED n) -> Exited (if n = 0 then 120 else n)
+      | _, None -> Signaled Sys.sigkill
+    in
+    { ended; report = Buffer.contents buf; cpu_ms = 0; wall_ms }
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Requests *)
@@ -958,7 +1120,9 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
   let audit = field req "mode" <> Some "statement" in
   let target =
     match field req "target_name", field req "target_statement" with
-    | Some n, Some s -> Some (n, s)
+    | Some n, Some s ->
+      let requires = match field req "target_requires" with Some r -> r | None -> "" in
+      Some (n, List.filter (( <> ) "") (String.split_on_char ' ' requires), s)
     | _ -> None
   in
   clean_work_dir ();
@@ -971,9 +1135,15 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
       "AUDIT", k1.report;
     ]
   in
-  if k1.ended = Exited 0 && (audit || target <> None) && Sys.file_exists artifact_vo then begin
+  if k1.ended = Exited 0 && not (Sys.file_exists artifact_vo) then
+    replies := !replies @ [ "NOLIBRARY", "" ]
+  else if k1.ended = Exited 0 && (audit || target <> None) then begin
     let deadline = now_ms () +. float_of_int req.timeout_ms in
-    let k2 = run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target) in
+    let k2 =
+      match target with
+      | None -> run_in_checker ~state ~deadline
+      | Some _ -> run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target)
+    in
     let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
     replies := !replies @ [
         "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
@@ -1084,6 +1254,10 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     Hashtbl.iter (fun _ s -> List.iter (fun fd -> try Unix.close fd with _ -> ())
                      [s.requests; s.replies]) held;
     Hashtbl.reset held;
+    Option.iter (fun c -> List.iter (fun fd -> try Unix.close fd with _ -> ()) [c.creq; c.crep])
+      !checker;
+    checker := None;
+    Random.self_init ();
     Unix.dup2 req_r Unix.stdin;
     Unix.dup2 rep_w Unix.stdout;
     let null = devnull () in
@@ -1093,6 +1267,8 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     (match loaded with
      | Ok state ->
        adopt_pending ();
+       (* Loading left garbage: a compact heap is what every fork of this process copies. *)
+       Gc.compact ();
        serve_loop ~state ~prefix ~prefix_out:out ~prefix_err:err
      | Error code ->
        (* Answer the request it was started for as coqc would (the prefix failed), then go. *)
@@ -1187,6 +1363,7 @@ let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefi
 (* Boot: coqc's start, up to the end of the prefix. *)
 
 let run ((_copts, _color), stm_options) ~opts injections =
+  Random.self_init ();
   let _feeder = Feedback.add_feeder Coqloop.coqloop_feed in
   let started = now_ms () in
   let prefix = read_all artifact_v in
@@ -1203,6 +1380,7 @@ let run ((_copts, _color), stm_options) ~opts injections =
              let state = Vernac.State.{ doc; sid; proof = None; time = false } in
              let state = Ccompile.load_init_vernaculars opts ~state in
              let ldir = Stm.get_ldir ~doc:state.Vernac.State.doc in
+             pristine := Some (Vernacstate.freeze_interp_state ~marshallable:false);
              Dumpglob.push_output Dumpglob.NoGlob;
              let state = load_file ~state ~ldir artifact_v in
              booted := Some (state, ldir);

@@ -10,6 +10,14 @@ MODULES="analyze values validate checkFlags checkTypes checkInductive mod_checki
 here=$( (ocamlfind ocamlopt -version; ldd --version | head -n 1;
          cat /usr/lib/ocaml/coq-core/kernel/kernel.cmxa /usr/lib/ocaml/coq-core/META \
              "$CHECKER"/*.ml) 2>&1 | md5sum)
+# Builds the kit kept (srv/cand/N/): the one built against this sandbox's coq-core, if any.
+for cand in srv/cand/*; do
+    if [ -s "$cand/prooflock-rocq-server" ] && [ "$(cat "$cand/build.id")" = "$here" ]; then
+        mv "$cand/prooflock-rocq-server" "$BIN" && cp "$cand/build.id" srv/build.id
+        break
+    fi
+done
+rm -rf srv/cand
 if [ -s "$BIN" ] && [ "$(cat srv/build.id 2>/dev/null)" != "$here" ]; then
     rm -f "$BIN"
 fi
