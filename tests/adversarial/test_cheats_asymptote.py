@@ -226,6 +226,11 @@ PRINTS = {
     "prints_an_error_of_its_own": Cheat(
         'write("diagram.asy: 1.1: syntax error");\ndraw((0,0)--(1,1));', Verdict.PASS
     ),
+    "deletes_the_clock_probe": Cheat(  # what decides infra is out of asy's reach
+        'delete("../../.kit/clock");\ndraw((0,0)--(1,1));',
+        Verdict.FAIL,
+        "Write to other directories disabled",
+    ),
     "tex_waits_for_a_terminal": Cheat(
         BACKSLASH + 'label(b + "errorstopmode" + b + "errmessage{stop}x", (0, 0));',
         Verdict.TIMEOUT,
