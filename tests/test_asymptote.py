@@ -29,6 +29,7 @@ from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard, lexer
 from runner.provers.asymptote import outputs as asy_outputs
+from runner.provers.asymptote import reference as asy_reference
 from runner.provers.asymptote import render as asy_render
 from runner.records.checkpoint import inspect_chain, recorded_runs
 from runner.records.publish import publish, renders_dir
@@ -299,6 +300,23 @@ def test_a_clock_that_is_not_frozen_is_found_by_a_probe_before_the_diagram_runs(
         asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 30)
 
 
+def test_a_converter_never_hands_on_a_file_the_diagram_wrote():
+    # asy hands gs's pages (diagram_%d.ps) to dvisvgm, which runs PostScript outside SAFER:
+    # pages the diagram planted beforehand are gone before gs runs, whatever gs then does
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+        asy_render.install_kit(box)
+        for planted in ("out/diagram_1.ps", "out/diagram_2.ps", "out/other.ps"):
+            box.write_file(planted, b"%!PS\n(planted) print\n")
+        script = (
+            'd=$HOME/.kit; chmod 755 "$d/converters.sh"; mkdir -p "$d/bin"; '
+            'ln -sf ../converters.sh "$d/bin/gs"; cd out; PROOFLOCK_PATH=$PATH '
+            'PROOFLOCK_RENDER=none "$d/bin/gs" -q -sDEVICE=nullpage -sOutputFile=diagram_%d.ps '
+            "-c quit; ls"
+        )
+        done = box.run(["sh", "-c", script], timeout_s=30)
+    assert done.stdout.decode().split() == ["other.ps"], done.text
+
+
 def test_infinite_loop_times_out(settings):
     result = render("diverge.asy", settings, timeout=3)
     assert result.verdict is Verdict.TIMEOUT
@@ -388,6 +406,16 @@ def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
         png = outcome.files[raster]
         width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
         assert (width, height) == (asy_compare.RASTER_SIZE, asy_compare.RASTER_SIZE)
+
+
+def test_a_pdf_without_a_page_has_no_ssim_and_is_never_infra():
+    zero_pages = (
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+        b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+    )
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+        raster, why = asy_reference._raster(box, "artifact", zero_pages, 30, asy_render.Timings())
+    assert (raster, why) == (None, "ghostscript drew no page of the artifact PDF")
 
 
 # -- records written before outputs were typed ---------------------------------------------------

@@ -67,13 +67,16 @@ absolute() { # $1, with its directory resolved; empty if that directory does not
   (cd "$(dirname -- "$1")" 2>/dev/null && printf '%s/%s' "$(pwd -P)" "${1##*/}")
 }
 
+# Whatever the program is to write goes first (a page pattern, diagram_%d.ps, all its pages):
+# afterwards only what the program wrote is there, never a file of the diagram's that asy then
+# hands to the next program (dvisvgm runs a PostScript file it is given outside SAFER).
 kept=
 if [ -n "$output" ]; then
+  for old in $(printf '%s' "$output" | sed 's/%[0-9]*d/*/g'); do rm -f -- "$old"; done
   becomes=$(absolute "$output")
   case $tool in pdf*) becomes=${becomes%_.pdf}.pdf ;; esac
   if [ -n "$becomes" ] && [ "$becomes" = "$PROOFLOCK_RENDER" ]; then
     kept=$output
-    rm -f -- "$output" # afterwards, only what the program wrote can be there
   fi
 fi
 "$real" "$@"

@@ -87,7 +87,11 @@ def compare_with_reference(
         comparison.details["ssim_error"] = ssim_error
         return comparison
     started = time.monotonic()
-    comparison.details["ssim"] = asy_compare.ssim(artifact_raster, reference_raster)
+    try:
+        comparison.details["ssim"] = asy_compare.ssim(artifact_raster, reference_raster)
+    except (OSError, ValueError) as exc:  # rasters that do not decode or differ in size
+        comparison.details["ssim_error"] = f"the rasters cannot be compared: {exc}"
+        return comparison
     timings.steps["ssim"] = int((time.monotonic() - started) * 1000)
     comparison.keep("raster-artifact", "png", artifact_raster)
     comparison.keep("raster-reference", "png", reference_raster)
@@ -135,7 +139,10 @@ def _raster(
     timings.add("raster", done)
     if not done.ok:
         return None, f"ghostscript could not rasterize the {side} PDF (exit {done.exit_code})"
-    return sandbox.read_file(raster), None
+    try:
+        return sandbox.read_file(raster), None
+    except FileNotFoundError:  # a PDF without a page: a fact about the diagram, never infra
+        return None, f"ghostscript drew no page of the {side} PDF"
 
 
 def _first_problem(failed: Render) -> str:
