@@ -25,7 +25,10 @@ What remains refused, each because containment alone cannot hold it (asy 2.85 me
 - modules by path or URL: a path can name a file the diagram wrote while it ran (`out/x.asy`),
   code no check has read.
 
-Source the guard cannot read as asy does (lexer.Unreadable) is refused too.
+Source the guard cannot read as asy does (lexer.Unreadable) is refused too. Refused where they
+run, since no source shows them: text run as code that uses these words, and `asy()`, which
+imports files by path (prooflock.asy); SVG made from a DVI file, whose PostScript specials
+dvisvgm would run outside ghostscript's SAFER (converters.sh: SVG comes through pdfTeX).
 """
 
 from __future__ import annotations

@@ -163,7 +163,8 @@ def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: flo
     The source must have passed guard.refusals: this runs it.
     """
     install_kit(sandbox)
-    sandbox.write_file(f"{directory}/{SOURCE}", source.encode())
+    # (a str from the Python API may hold lone surrogates: bytes for asy, never an exception)
+    sandbox.write_file(f"{directory}/{SOURCE}", source.encode(errors="surrogatepass"))
     argv = ["sh", "-c", PREPARE, "sh", directory, fmt, *FIXED_CLOCK, *ASY, *ENGINE_FOR.get(fmt, ())]
     argv += ["-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE]
     done = sandbox.run(argv, timeout_s=timeout, env=RUN_ENV)
