@@ -5,7 +5,9 @@ read data files beside them, which a single-file check does not have, so bare as
 file alone too). Each example is rendered as PNG twice: by bare `asy -f png` in an empty
 directory (asy's defaults, nothing of the kit), and by the kit. Every example bare asy renders
 must pass under the kit; the kit may render more (3D as vectors, where bare asy wants an OpenGL
-display). A refusal of a real diagram is the failure this catches (round 2 refused
+display). Bare asy runs where the kit's asy runs: on this host for the local backend (Debian's
+asy also finds the gallery's own modules and data there), in the asymptote image for docker
+(which has no gallery: examples that read a sibling file render in neither). A refusal of a real diagram is the failure this catches (round 2 refused
 clockarray.asy for reading `settings.paperwidth`, colors.asy for `eval`).
 
 By default a quick subset (QUICK, well under two minutes); `PROOFLOCK_ASY_GALLERY=full` runs all
@@ -20,14 +22,15 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from runner.backends.base import Backend
 from runner.check.checker import Checker
-from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.models import CheckRequest, Limits, Verdict
 from runner.core.settings import Settings
 
 EXAMPLES = Path("/usr/share/doc/asymptote/examples")
@@ -85,6 +88,21 @@ def bare_asy(name: str, fmt: str = FORMAT, timeout_s: int = TIMEOUT_S) -> Bare:
         return Bare(rendered, wall_ms, said.splitlines()[-1] if said else "")
 
 
+def bare_asy_in(backend: Backend, name: str, fmt: str = FORMAT, timeout_s: int = TIMEOUT_S) -> Bare:
+    """Bare asy on the example alone, in a sandbox of `backend` (the image's asy on docker)."""
+    with backend.sandbox("asymptote", Limits(timeout_s=timeout_s, memory_mb=4096)) as box:
+        box.write_file(f"{name}.asy", (EXAMPLES / f"{name}.asy").read_bytes())
+        script = 'mkdir -p out && exec asy -noV -f "$1" -o "out/$2" "$2.asy"'
+        done = box.run(["sh", "-c", script, "sh", fmt, name], timeout_s=timeout_s)
+        try:
+            box.read_file(f"out/{name}.{fmt}")
+            rendered = True
+        except FileNotFoundError:
+            rendered = False
+    said = done.text.strip()
+    return Bare(rendered, done.wall_ms, said.splitlines()[-1] if said else "")
+
+
 def request(name: str, fmt: str = FORMAT, timeout_s: int = TIMEOUT_S) -> CheckRequest:
     return CheckRequest(
         prover="asymptote",
@@ -116,20 +134,28 @@ def docker_skip_reason() -> str | None:
     return None
 
 
+@dataclass
+class Side:
+    """One backend: the kit's checker there, and bare asy where the kit's asy runs."""
+
+    checker: Checker
+    bare: Callable[[str], Bare]
+
+
 @pytest.fixture(scope="module")
-def checkers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Checker]]:
-    made: dict[str, Checker] = {}
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]:
+    made: dict[str, Side] = {}
     yield made
-    for checker in made.values():
-        checker.close()
+    for side in made.values():
+        side.checker.close()
 
 
 @pytest.fixture
-def checker(request, checkers, tmp_path_factory) -> Checker:
+def side(request, sides, tmp_path_factory) -> Side:
     backend = request.param
     if backend == "docker" and (reason := docker_skip_reason()):
         pytest.skip(reason)
-    if backend not in checkers:
+    if backend not in sides:
         settings = Settings(
             backend=backend,
             cache=False,
@@ -137,24 +163,26 @@ def checker(request, checkers, tmp_path_factory) -> Checker:
             timeout=TIMEOUT_S,
             cache_dir=tmp_path_factory.mktemp(f"cache-{backend}"),
         )
-        checkers[backend] = Checker(settings)
-    return checkers[backend]
-
-
-def check(checker: Checker, name: str) -> CheckResult:
-    return checker.check_one(request(name))
+        checker = Checker(settings)
+        if backend == "local":
+            bare = bare_asy
+        else:
+            image = checker.backend_for("asymptote")
+            bare = functools.cache(functools.partial(bare_asy_in, image))
+        sides[backend] = Side(checker, bare)
+    return sides[backend]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("checker", BACKENDS, indirect=True)
+@pytest.mark.parametrize("side", BACKENDS, indirect=True)
 @pytest.mark.parametrize("name", gallery() or ["(asymptote-doc not installed)"])
-def test_an_example_bare_asy_renders_passes_under_the_kit(name, checker):
+def test_an_example_bare_asy_renders_passes_under_the_kit(name, side):
     if not EXAMPLES.is_dir():
         pytest.skip(MISSING)
-    bare = bare_asy(name)
+    bare = side.bare(name)
     if not bare.rendered:
         pytest.skip(f"bare asy renders no {FORMAT} from {name}.asy alone: {bare.said[:200]}")
-    result = check(checker, name)
+    result = side.checker.check_one(request(name))
     assert result.verdict is Verdict.PASS, [d.message for d in result.diagnostics]
     [render] = [output for output in result.outputs if output.role == "render"]
     assert render.format == FORMAT
