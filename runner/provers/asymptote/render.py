@@ -180,8 +180,11 @@ def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> None:
     try:
         said = sandbox.read_file(f"{KIT}/clock").decode(errors="replace").strip()
     except FileNotFoundError:
+        how = "it timed out" if done.timed_out else f"exit {done.exit_code}"
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
         raise InfraFailure(
-            f"the sandbox could not prepare asy's run (exit {done.exit_code})"
+            f"the sandbox never reached asy's clock probe ({how}"
+            + (f": {lines[0][:200]})" if lines else ")")
         ) from None
     if said != asy_outputs.SOURCE_DATE_EPOCH:
         raise InfraFailure(
