@@ -495,6 +495,7 @@ ALLOWED = [
     # the refused words inside strings and comments, or as other things' names
     'write("settings.gs = \\"x\\""); // settings.gs = "x"; _eval("x"); import "../x" as y;',
     "/* import plain; */ struct thing { int plain; } thing p; p.plain = 1;",
+    "import plain; access settings; usersetting();  // tvgen.asy",
     "real operator +(real a, int b) { return a; } pair operator cast(int i) { return (i, 0); }",
 ]
 
@@ -524,7 +525,7 @@ REFUSED = {
     "var s = settings;": (1, 9, "writes through it could not be seen"),
     '_eval("x;", true);': (1, 1, "`_eval` is asy's evaluator without the kit's check"),
     'plain.eval("x");': (1, 1, "module `plain` by name"),
-    "import plain;": (1, 8, "module `plain` by name"),
+    'import plain;\neval("x");': (1, 8, "module `plain` by name in a source that uses `eval`"),
     "from plain access eval;": (1, 6, "module `plain` by name"),
     'import "out/evil" as e;': (1, 1, "a path can name a file the diagram wrote"),
     'include "https://example.org/x.asy";': (1, 1, "file path or URL"),

@@ -15,11 +15,14 @@ What remains refused, each because containment alone cannot hold it (asy 2.85 me
 - writing `settings.tex` other than as a pdfTeX engine literal: asy runs the value as the TeX
   program (`settings.tex = "/usr/bin/luatex"` runs LuaTeX, whose Lua I/O ignores kpathsea).
 - writing where modules come from (`dir`, `sysdir`) or `user` (text `usersetting()` runs as code).
-- `settings` other than `settings.NAME` (an alias, `import/access/unravel settings`): writes
-  through an alias cannot be seen.
-- `_eval`, and module `plain` by name (`plain.eval`, `import plain`): they reach asy's evaluator
-  past the kit's run-time check of text run as code (prooflock.asy, imported before the
-  diagram: `eval`, `type` and `mapArray` check their text there, so `eval` itself is accepted).
+- `settings` other than `settings.NAME` and a plain `access settings;` (an alias, `import`,
+  `unravel`, `from settings`): writes through an alias cannot be seen.
+- `_eval`: asy's evaluator past the kit's run-time check of text run as code (prooflock.asy,
+  imported before the diagram: `eval`, `type` and `mapArray` check their text there, so `eval`
+  itself is accepted).
+- module `plain` by name (`import plain`, `plain.eval`) in a source that also names `eval`,
+  `type`, `mapArray`, `asy` or `cputime`: naming plain brings back its own, unchecked ones
+  (tvgen.asy's `import plain;` alone is accepted).
 - modules `map` and `slide`: they hand text to that evaluator themselves (`mapTemplate`,
   `asyinclude`).
 - modules by path or URL: a path can name a file the diagram wrote while it ran (`out/x.asy`),
@@ -58,6 +61,8 @@ PDFTEX_ENGINES = ("latex", "pdflatex", "tex", "pdftex")  # all pdfTeX: kpathsea'
 WRITES = frozenset(("=", "+=", "-=", "*=", "/=", "#=", "%=", "^=", "++", "--"))
 MODULE_KEYWORDS = ("import", "access", "include", "from", "unravel")
 EVALUATOR_MODULES = frozenset(("map", "slide"))
+# What prooflock.asy checks (or fixes) and `import plain` would put back as plain's own.
+PLAIN_UNCHECKED = frozenset(("eval", "type", "mapArray", "asy", "cputime"))
 
 
 def refusals(source: str) -> list[Refusal]:
@@ -72,6 +77,7 @@ def refusals(source: str) -> list[Refusal]:
 
 
 def _findings(tokens: list[Token]) -> Iterator[tuple[int, str]]:
+    unchecked = sorted({t.text for t in tokens if t.kind == "id"} & PLAIN_UNCHECKED)
     for index, token in enumerate(tokens):
         if token.kind == "id" and token.text == "settings":
             yield from _settings(tokens, index)
@@ -84,31 +90,44 @@ def _findings(tokens: list[Token]) -> Iterator[tuple[int, str]]:
                 ),
             )
         elif token.kind == "id" and token.text == "plain" and _names_a_module(tokens, index):
-            yield (
-                token.offset,
-                (
-                    "refused: module `plain` by name reaches asy's evaluator past the kit's check "
-                    "of text run as code (plain.eval); its functions are in scope without it"
-                ),
-            )
+            if unchecked:
+                yield token.offset, _plain_message(unchecked)
         elif token.kind == "keyword" and token.text in MODULE_KEYWORDS[:4]:
             yield from _modules(tokens, index)
+
+
+def _plain_message(unchecked: list[str]) -> str:
+    names = ", ".join(f"`{name}`" for name in unchecked)
+    return (
+        f"refused: module `plain` by name in a source that uses {names}: plain's own would "
+        "replace the kit's, which check text run as code (and keep CPU time fixed); plain's "
+        "functions are in scope without naming it"
+    )
 
 
 def _settings(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
     token = tokens[index]
     following = tokens[index + 1 : index + 3]
+    before = tokens[index - 1] if index else None
+    if (
+        before is not None
+        and before.kind == "keyword"
+        and before.text == "access"
+        and following
+        and _is_op(following[0], ";")
+        and not (index >= 2 and tokens[index - 2].text == "from")
+    ):
+        return  # `access settings;` names what is already in scope: no alias
     if not (len(following) == 2 and _is_op(following[0], ".") and following[1].kind == "id"):
         yield (
             token.offset,
             (
-                "refused: asy's `settings` other than as `settings.NAME` (an alias, or `import`, "
-                "`access`, `unravel` of it): writes through it could not be seen"
+                "refused: asy's `settings` other than as `settings.NAME` (an alias, `import`, "
+                "`unravel` or `from` of it): writes through it could not be seen"
             ),
         )
         return
     name = following[1].text
-    before = tokens[index - 1] if index else None
     after = tokens[index + 3] if index + 3 < len(tokens) else None
     written = (after is not None and _is_op(after, *WRITES)) or (
         before is not None and _is_op(before, "++", "--")
