@@ -496,6 +496,7 @@ ALLOWED = [
     'write("settings.gs = \\"x\\""); // settings.gs = "x"; _eval("x"); import "../x" as y;',
     "/* import plain; */ struct thing { int plain; } thing p; p.plain = 1;",
     "import plain; access settings; usersetting();  // tvgen.asy",
+    "if (!settings.multipleView) settings.batchView = false;  // latexusage.asy",
     "real operator +(real a, int b) { return a; } pair operator cast(int i) { return (i, 0); }",
 ]
 
@@ -510,7 +511,7 @@ REFUSED = {
     'settings.gs = "/bin/sh";': (1, 1, "`settings.gs` names a program asy runs"),
     'settings.gsOptions += " -dNOSAFER";': (1, 1, "ghostscript options alone can start a shell"),
     "settings.dvisvgmOptions = '--no-specials';": (1, 1, "`settings.dvisvgmOptions`"),
-    "settings.batchView = true;": (1, 1, "`settings.batchView` names a program"),
+    "settings.batchView = true;": (1, 1, "asy would start a viewer program"),
     'settings.libgs = "/tmp/x.so";': (1, 1, "`settings.libgs`"),
     'if (true) settings.texcommand = "x";': (1, 11, "`settings.texcommand`"),
     'settings.tex = "luatex";': (1, 1, "only pdfTeX keeps TeX from files and shells"),

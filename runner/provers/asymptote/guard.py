@@ -14,6 +14,7 @@ What remains refused, each because containment alone cannot hold it (asy 2.85 me
   could write anything its sandbox can, the render included.
 - writing `settings.tex` other than as a pdfTeX engine literal: asy runs the value as the TeX
   program (`settings.tex = "/usr/bin/luatex"` runs LuaTeX, whose Lua I/O ignores kpathsea).
+- writing a viewer setting (`batchView`, ...) other than `= false;`: true starts a viewer program.
 - writing where modules come from (`dir`, `sysdir`) or `user` (text `usersetting()` runs as code).
 - `settings` other than `settings.NAME` and a plain `access settings;` (an alias, `import`,
   `unravel`, `from settings`): writes through an alias cannot be seen.
@@ -53,9 +54,11 @@ PROGRAM_SETTINGS = _words(
     animate convert display dvips dvisvgm gs htmlviewer pdfviewer psviewer texcommand texpath
     textcommand libgs convertOptions dvipsOptions dvisvgmOptions gsOptions glOptions
     htmlviewerOptions pdfviewerOptions pdfreloadOptions psviewerOptions textcommandOptions
-    epsdriver pngdriver psdriver batchView interactiveView multipleView pdfreload
+    epsdriver pngdriver psdriver
     """
 )
+# Settings that, true, make asy start a viewer program on its output: `false` is harmless.
+VIEW_SETTINGS = _words("batchView interactiveView multipleView pdfreload")
 CODE_SETTINGS = frozenset(("dir", "sysdir", "user"))  # where modules come from; text run as code
 PDFTEX_ENGINES = ("latex", "pdflatex", "tex", "pdftex")  # all pdfTeX: kpathsea's limits hold
 WRITES = frozenset(("=", "+=", "-=", "*=", "/=", "#=", "%=", "^=", "++", "--"))
@@ -145,7 +148,15 @@ def _settings(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
     elif name in CODE_SETTINGS:
         what = "text `usersetting()` runs as code" if name == "user" else "where modules load from"
         yield token.offset, f"refused: `settings.{name}` decides {what}"
-    elif name == "tex" and not _pdftex_literal(tokens, index):
+    elif name in VIEW_SETTINGS and not _literal(tokens, index, "keyword", ("false",)):
+        yield (
+            token.offset,
+            (
+                f"refused: `settings.{name}` other than `settings.{name} = false;`: asy would "
+                "start a viewer program (xdg-open and what it chooses) on the output"
+            ),
+        )
+    elif name == "tex" and not _literal(tokens, index, "string", PDFTEX_ENGINES):
         engines = ", ".join(f'"{e}"' for e in PDFTEX_ENGINES)
         yield (
             token.offset,
@@ -157,14 +168,15 @@ def _settings(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
         )
 
 
-def _pdftex_literal(tokens: list[Token], index: int) -> bool:
-    """`settings.tex = "pdflatex";` (or another pdfTeX engine), the literal alone."""
+def _literal(tokens: list[Token], index: int, kind: str, values: tuple[str, ...]) -> bool:
+    """`settings.NAME = VALUE;` with VALUE one of `values` (tokens of `kind`), the literal alone:
+    `settings.tex = "pdflatex";`, `settings.batchView = false;`."""
     shape = tokens[index + 3 : index + 6]
     return (
         len(shape) == 3
         and _is_op(shape[0], "=")
-        and shape[1].kind == "string"
-        and shape[1].text in PDFTEX_ENGINES
+        and shape[1].kind == kind
+        and shape[1].text in values
         and _is_op(shape[2], ";")
     )
 
