@@ -19,7 +19,7 @@ from runner.core.errors import InfraFailure
 from runner.core.models import CheckRequest, Verdict
 from runner.core.settings import Settings
 from runner.provers import alphageometry
-from runner.provers.alphageometry import categories, validator
+from runner.provers.alphageometry import categories, problems, validator
 from tests.helpers import ARTIFACTS, artifact, resolved
 
 AG = ARTIFACTS / "alphageometry"
@@ -342,6 +342,88 @@ def test_only_the_fenced_problems_of_a_file_count_as_fenced():
     [(bare, bare_text), (wrapped, wrapped_text)] = alphageometry.ADAPTER.split("mixed.txt", text)
     assert (bare, wrapped) == ("bare", "wrapped")
     assert "```" not in bare_text and wrapped_text.startswith("```\nwrapped\n")
+
+
+# AlphaGeometry reads a problem file in Python's text mode and splits it on "\n" alone
+# (problem.py, Problem.from_txt_file); str.splitlines() would also break at these.
+NOT_LINE_BREAKS = ["\u2028", "\u2029", "\u0085", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e"]
+
+
+@pytest.mark.parametrize("inside", NOT_LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_problem_file_is_cut_only_where_alphageometry_cuts_it(inside):
+    first = f"a b c = triangle a b c;{inside} d = midpoint d a b ? cong d a d b"
+    text = f"first\n{first}\nsecond\na b c = triangle a b c ? perp a b a c\n"
+    [(title, content), (other, _)] = alphageometry.ADAPTER.split("two.txt", text)
+    assert (title, other) == ("first", "second")
+    read = problems.read_problem(title, content)
+    assert read == problems.Problem(title="first", line=first)
+    # one clause with two ` = `: no `; ` separates them, as AlphaGeometry reads it
+    fault = validator.validate(read.line)
+    assert fault is not None and (fault.syntax_class, fault.index) == ("ValueError", 0)
+
+
+@pytest.mark.parametrize("inside", NOT_LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_title_glued_to_its_problem_by_a_separator_is_not_a_solved_problem(inside):
+    # Read as two lines this is a title and a problem DD+AR solves; AlphaGeometry reads one line
+    # whose first clause defines points `glued`, `title<sep>a`, `b`, `c` and then uses `a`.
+    line = f"glued title{inside}a b c = triangle a b c ? perp a b a c"
+    read = problems.read_problem("glued.txt", line + "\n")
+    assert read == problems.Problem(title="glued.txt", line=line)
+    fault = validator.validate(read.line)
+    assert fault is not None and (fault.syntax_class, fault.index) == ("KeyError", 0)
+
+
+@pytest.mark.parametrize("end", NOT_LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
+def test_only_spaces_and_tabs_are_stripped_from_a_problem_line(end):
+    read = problems.read_problem("t", f"t\n \ta b c = triangle a b c ? perp a b a c{end} \t\n")
+    assert read.line == f"a b c = triangle a b c ? perp a b a c{end}"
+    fault = validator.validate(read.line)  # the goal names point `c<end>`, which nothing defines
+    assert fault is not None and (fault.syntax_class, fault.index) == ("KeyError", 1)
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_carriage_returns_end_lines_as_in_alphageometrys_text_mode(newline):
+    text = newline.join(
+        [
+            "first",
+            "a b c = triangle a b c ? perp a b a c",
+            "second",
+            "a b = segment a b ? cong a b b a",
+            "",
+        ]
+    )
+    split = alphageometry.ADAPTER.split("crlf.txt", text)
+    assert [title for title, _ in split] == ["first", "second"]
+    read = problems.read_problem(*split[1])
+    assert read == problems.Problem(title="second", line="a b = segment a b ? cong a b b a")
+
+
+def test_a_line_of_blanks_is_a_line_as_in_alphageometry():
+    text = "first\n  \t\na b c = triangle a b c ? perp a b a c\n"
+    assert alphageometry.ADAPTER.split("blank.txt", text) == [("blank.txt", text)]
+    read = problems.read_problem("blank.txt", text)
+    assert isinstance(read, problems.FormatError) and "found 3 lines" in read.reason
+
+
+def test_a_jsonl_record_keeps_a_raw_line_separator_inside_its_problem():
+    record = {"title": "sep", "problem": "a b c = triangle a b c ? perp a b a c\u2028"}
+    text = json.dumps(record, ensure_ascii=False) + "\n" + json.dumps({**record, "title": "two"})
+    [(title, content), (other, _)] = alphageometry.ADAPTER.split("records.jsonl", text)
+    assert (title, other) == ("sep", "two")
+    assert problems.read_problem(title, content).line == record["problem"]
+
+
+@pytest.mark.slow
+def test_the_engine_reads_a_glued_title_as_the_validator_does(engine_settings):
+    result = check(
+        "glued", "glued title\u2028a b c = triangle a b c ? perp a b a c\n", engine_settings
+    )
+    assert result.verdict is Verdict.FAIL
+    assert (result.details["outcome"], result.details["syntax_class"]) == (
+        "syntax_error",
+        "KeyError",
+    )
+    assert result.details["clause"]["index"] == 0
 
 
 @pytest.mark.parametrize(

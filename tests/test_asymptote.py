@@ -20,13 +20,21 @@ import pytest
 
 from runner import run_itp
 from runner.backends.local import LocalBackend, LocalSandbox
-from runner.core.models import CheckRequest, Limits, Outcome, Verdict
+from runner.check.checker import Checker
+from runner.core.errors import InfraFailure
+from runner.core.models import CheckRequest, Limits, Outcome, OutputFile, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard, lexer
+from runner.provers.asymptote import outputs as asy_outputs
+from runner.provers.asymptote import reference as asy_reference
 from runner.provers.asymptote import render as asy_render
+from runner.records.checkpoint import inspect_chain, recorded_runs
+from runner.records.publish import publish, renders_dir
+from runner.report import write_report
+from runner.runs.resumable import run_requests
 from tests.helpers import ARTIFACTS, OneSandbox, artifact, resolved
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -56,7 +64,7 @@ def render(
 
 
 def render_in_sandbox(name: str, fmt: str) -> tuple[Outcome, bytes]:
-    """The adapter's outcome and the output file it left in its (still open) sandbox."""
+    """The adapter's outcome and the render asy's converter wrote, as the kit kept it."""
     request = CheckRequest(
         prover="asymptote",
         mode="render",
@@ -67,7 +75,7 @@ def render_in_sandbox(name: str, fmt: str) -> tuple[Outcome, bytes]:
     )
     with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
         outcome = asymptote.ADAPTER.check(resolved(request), OneSandbox(box))
-        return outcome, box.read_file(f"artifact/out/diagram.{fmt}")
+        return outcome, box.read_file(asy_render.kept_path("artifact", fmt))
 
 
 class RecordingSandboxes:
@@ -141,22 +149,26 @@ def no_escapes_left():
 
 
 @pytest.mark.parametrize("fmt", asymptote.FORMATS)
-def test_labelled_diagram_renders_and_the_digest_is_of_the_file_written(fmt):
-    outcome, data = render_in_sandbox("triangle_labels.asy", fmt)
-    assert outcome.verdict is Verdict.PASS, outcome.diagnostics
-    assert outcome.details["outputs"] == {fmt: hashlib.sha256(data).hexdigest()}
+def test_labelled_diagram_renders_and_the_digest_is_of_the_file_asy_wrote(fmt):
+    outcome, written = render_in_sandbox("triangle_labels.asy", fmt)
+    assert (outcome.verdict, outcome.trust) == (Verdict.PASS, Trust.KERNEL), outcome.diagnostics
+    data = asy_outputs.normalize(fmt, written)
+    sha = hashlib.sha256(data).hexdigest()
+    assert outcome.outputs == [OutputFile(role="render", format=fmt, sha256=sha)]
+    assert outcome.files == {sha: data}
     if fmt == "svg":
-        assert data.count(b"<use ") >= 5  # the label glyphs (A, B, C, 1, a, b) are drawn
+        assert data.count(b"<path ") >= 8  # the label glyphs (A, B, C, 1, a, b) are drawn
     elif fmt == "png":
         width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
         assert width > 100 and height > 100
 
 
-def test_record_carries_the_output_digest_and_no_comparison_without_reference(settings):
+def test_record_carries_the_render_typed_and_no_comparison_without_reference(settings):
     result = render("squares_grid.asy", settings, fmt="svg")
     assert result.verdict is Verdict.PASS
-    assert list(result.details) == ["outputs"]
-    assert SHA256.match(result.details["outputs"]["svg"])
+    assert result.details == {}
+    [output] = result.outputs
+    assert (output.role, output.format) == ("render", "svg") and SHA256.match(output.sha256)
 
 
 @pytest.mark.slow
@@ -166,7 +178,7 @@ def test_two_runs_give_identical_bytes(fmt, uncached):
     time.sleep(1.1)  # a stamped date or a clock-seeded ID would now differ
     second = render("triangle_labels.asy", uncached, fmt=fmt)
     assert not first.provenance.cached and not second.provenance.cached
-    assert first.details["outputs"] == second.details["outputs"]
+    assert first.outputs == second.outputs
     assert first.result_digest == second.result_digest
 
 
@@ -176,7 +188,7 @@ def test_pdf_stays_identical_when_the_artifact_switches_to_pdflatex(uncached):
     time.sleep(1.1)
     second = render("pdflatex_engine.asy", uncached, fmt="pdf")
     assert first.verdict is Verdict.PASS, first.diagnostics
-    assert first.details["outputs"] == second.details["outputs"]
+    assert first.outputs == second.outputs
 
 
 @pytest.mark.slow
@@ -186,7 +198,7 @@ def test_diagram_that_reads_the_clock_renders_identically(fmt, uncached):
     time.sleep(1.1)  # seconds() and time() would now say otherwise, were the clock not fixed
     second = render("reads_the_clock.asy", uncached, fmt=fmt)
     assert first.verdict is Verdict.PASS, first.diagnostics
-    assert first.details["outputs"] == second.details["outputs"]
+    assert first.outputs == second.outputs
 
 
 # -- failures, located ---------------------------------------------------------------------------
@@ -197,12 +209,11 @@ LOCATED = {
     "fail_undefined.asy": (3, 10, "no matching variable 'circumcentre'"),
     "write_outside.asy": (2, 1, "Write to other directories disabled"),
     "write_parent.asy": (2, 1, "Write to other directories disabled"),
+    "fail_missing_module.asy": (2, 1, "could not load module 'nosuchmodule'"),
+    "turn_off_safe_mode.asy": (2, 9, "modifying non-public field"),  # asy guards `safe` itself
     # refused by the guard before asy runs
-    "fail_missing_module.asy": (2, 1, "refused: module 'nosuchmodule'"),
-    "turn_off_safe_mode.asy": (2, 1, "refused: the artifact sets asy's `safe`"),
-    "kills_its_group.asy": (2, 1, "refused: `settings.texcommand`"),
-    "stamps_back_on.asy": (2, 1, "refused: `settings.gsOptions`"),
-    "latex_escape.asy": (4, 8, "refused: TeX `\\immediate`"),
+    "kills_its_group.asy": (2, 1, "refused: `settings.texcommand` names a program asy runs"),
+    "stamps_back_on.asy": (2, 1, "refused: `settings.gsOptions` names a program asy runs"),
 }
 
 
@@ -210,12 +221,18 @@ LOCATED = {
 def test_rejected_diagram_fails_at_the_line_asy_names(name, settings):
     result = render(name, settings)
     assert result.verdict is Verdict.FAIL
-    assert result.details["outputs"] == {}
+    assert result.outputs == []
     line, column, fragment = LOCATED[name]
     first = result.diagnostics[0]
     assert (first.line, first.column) == (line, column)
     assert fragment in first.message
     assert first.context == artifact("asymptote", name).splitlines()[line - 1].strip()
+
+
+def test_tex_that_writes_outside_or_runs_a_shell_is_stopped_by_tex_itself(settings):
+    # openout_any=p: TeX refuses /tmp and asks for another name, which nobody gives
+    result = render("latex_escape.asy", settings, timeout=10)
+    assert result.verdict is Verdict.TIMEOUT  # the autouse fixture: nothing was written
 
 
 def test_bad_latex_label_is_summarized_and_traced_to_its_label(settings):
@@ -268,6 +285,38 @@ def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit():
     assert "cannot execute prooflock-no-such-tex" in outcome.diagnostics[0].message
 
 
+def test_a_clock_that_is_not_frozen_is_found_by_a_probe_before_the_diagram_runs(monkeypatch):
+    # libfaketime missing: the machine's failure, from the probe PREPARE runs before asy (what
+    # asy prints is the diagram's: tests/adversarial prints the old warning text and passes)
+    missing = asy_render.FAKETIME_LIBRARY.replace("libfaketime", "no-such-libfaketime")
+    monkeypatch.setattr(
+        asy_render, "PREPARE", asy_render.PREPARE.replace(asy_render.FAKETIME_LIBRARY, missing)
+    )
+    limits = Limits(timeout_s=30, memory_mb=4096)
+    with (
+        LocalBackend().sandbox("asymptote", limits) as box,
+        pytest.raises(InfraFailure, match="fixed clock, and libfaketime is not installed"),
+    ):
+        asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 30)
+
+
+def test_a_converter_never_hands_on_a_file_the_diagram_wrote():
+    # asy hands gs's pages (diagram_%d.ps) to dvisvgm, which runs PostScript outside SAFER:
+    # pages the diagram planted beforehand are gone before gs runs, whatever gs then does
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+        asy_render.install_kit(box)
+        for planted in ("out/diagram_1.ps", "out/diagram_2.ps", "out/other.ps"):
+            box.write_file(planted, b"%!PS\n(planted) print\n")
+        script = (
+            'd=$HOME/.kit; chmod 755 "$d/converters.sh"; mkdir -p "$d/bin"; '
+            'ln -sf ../converters.sh "$d/bin/gs"; cd out; PROOFLOCK_PATH=$PATH '
+            'PROOFLOCK_RENDER=none "$d/bin/gs" -q -sDEVICE=nullpage -sOutputFile=diagram_%d.ps '
+            "-c quit; ls"
+        )
+        done = box.run(["sh", "-c", script], timeout_s=30)
+    assert done.stdout.decode().split() == ["other.ps"], done.text
+
+
 def test_infinite_loop_times_out(settings):
     result = render("diverge.asy", settings, timeout=3)
     assert result.verdict is Verdict.TIMEOUT
@@ -282,9 +331,7 @@ def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
     same = render("triangle_labels.asy", settings, reference="triangle_labels.asy")
     moved = render("triangle_labels.asy", settings, fmt="svg", reference="triangle_moved.asy")
     other = render("triangle_labels.asy", settings, fmt="pdf", reference="squares_grid.asy")
-    comparison = dict(same.details["comparison"])
-    kept = comparison.pop("reference_outputs"), comparison.pop("rasters")
-    assert comparison == {
+    assert same.details["comparison"] == {
         "reference": "triangle_labels.asy",
         "artifact_compiles": True,
         "reference_compiles": True,
@@ -292,10 +339,11 @@ def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
         "ssim": "1.0000",
     }
     # the same diagram, rendered as the reference: the same PDF, the same raster
-    assert kept[0] == {
-        "pdf": render("triangle_labels.asy", settings, fmt="pdf").details["outputs"]["pdf"]
-    }
-    assert kept[1]["artifact"] == kept[1]["reference"]
+    kept = {output.role: output for output in same.outputs}
+    assert sorted(kept) == ["raster-artifact", "raster-reference", "reference", "render"]
+    [pdf] = render("triangle_labels.asy", settings, fmt="pdf").outputs
+    assert (kept["reference"].format, kept["reference"].sha256) == ("pdf", pdf.sha256)
+    assert kept["raster-artifact"].sha256 == kept["raster-reference"].sha256
     near, far = moved.details["comparison"], other.details["comparison"]
     assert all(
         re.fullmatch(r"[01]\.\d{4}", c[k]) for c in (near, far) for k in ("ssim", "keyword_f1")
@@ -341,14 +389,16 @@ def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
         outcome = check_with_reference(
             "triangle_labels.asy", "triangle_moved.asy", "svg", RecordingSandboxes(stack)
         )
-    comparison = outcome.details["comparison"]
-    named = [
-        outcome.details["outputs"]["svg"],
-        comparison["reference_outputs"]["pdf"],
-        comparison["rasters"]["artifact"],
-        comparison["rasters"]["reference"],
+    roles = [(output.role, output.format) for output in outcome.outputs]
+    assert roles == [
+        ("render", "svg"),
+        ("reference", "pdf"),
+        ("raster-artifact", "png"),
+        ("raster-reference", "png"),
     ]
+    named = [output.sha256 for output in outcome.outputs]
     assert set(outcome.files) == set(named) and len(set(named)) == 4
+    assert "reference_outputs" not in outcome.details["comparison"]
     for sha, data in outcome.files.items():
         assert hashlib.sha256(data).hexdigest() == sha
     assert outcome.files[named[1]].startswith(b"%PDF-")
@@ -358,58 +408,130 @@ def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
         assert (width, height) == (asy_compare.RASTER_SIZE, asy_compare.RASTER_SIZE)
 
 
-# -- the guard: allow-lists over asy's own tokens ------------------------------------------------
+def test_a_pdf_without_a_page_has_no_ssim_and_is_never_infra():
+    zero_pages = (
+        b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
+        b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+    )
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+        raster, why = asy_reference._raster(box, "artifact", zero_pages, 30, asy_render.Timings())
+    assert (raster, why) == (None, "ghostscript drew no page of the artifact PDF")
+
+
+# -- records written before outputs were typed ---------------------------------------------------
+
+EXAMPLE_BUNDLE = Path(__file__).parents[1] / "manifests" / "results" / "example"
+
+
+def legacy_digests(log: Path) -> dict[str, str]:
+    """The digest maps an old asymptote record kept in its details, flattened by role."""
+    for line in log.read_text().splitlines():
+        result = (json.loads(line).get("body") or {}).get("result") or {}
+        comparison = result.get("details", {}).get("comparison")
+        if result.get("prover") == "asymptote" and comparison:
+            rasters = comparison["rasters"]
+            return {
+                "render": result["details"]["outputs"]["png"],
+                "reference": comparison["reference_outputs"]["pdf"],
+                "raster-artifact": rasters["artifact"],
+                "raster-reference": rasters["reference"],
+            }
+    raise AssertionError(f"{log} holds no compared asymptote record")
+
+
+def test_old_records_still_report_and_publish_their_renders(tmp_path):
+    digests = legacy_digests(EXAMPLE_BUNDLE / "log.jsonl")
+    write_report(EXAMPLE_BUNDLE, tmp_path / "report")
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert f'src="renders/{digests["render"]}.png"' in html
+    assert f'href="renders/{digests["reference"]}.pdf"' in html
+    assert f'href="renders/{digests["raster-artifact"]}.png">raster-artifact (png)' in html
+    # a log of such records, its renders kept beside it, published: every file in the bundle
+    log = tmp_path / "run.jsonl"
+    shutil.copy(EXAMPLE_BUNDLE / "log.jsonl", log)
+    shutil.copytree(EXAMPLE_BUNDLE / "blobs" / "sha256", renders_dir(log))
+    publish(log, tmp_path / "bundle")
+    kept = {path.name for path in (tmp_path / "bundle" / "blobs" / "sha256").iterdir()}
+    assert set(digests.values()) <= kept
+
+
+@pytest.mark.slow
+def test_a_published_run_carries_every_typed_output_as_a_blob(settings, tmp_path):
+    log = tmp_path / "run.jsonl"
+    request = CheckRequest(
+        prover="asymptote",
+        mode="render",
+        name="triangle_labels.asy",
+        content=artifact("asymptote", "triangle_labels.asy"),
+        options={
+            "format": "svg",
+            "reference": {"name": "r.asy", "content": artifact("asymptote", "squares_grid.asy")},
+        },
+    )
+    with Checker(settings, keep_outputs=renders_dir(log)) as checker:
+        run_requests([request], log, checker, source="asymptote-test")
+    [(_, result)] = recorded_runs(inspect_chain(log).records)
+    assert len(result.outputs) == 4
+    publish(log, tmp_path / "bundle")
+    kept = {path.name for path in (tmp_path / "bundle" / "blobs" / "sha256").iterdir()}
+    assert {output.sha256 for output in result.outputs} <= kept
+
+
+# -- the guard: the few refusals containment cannot replace --------------------------------------
 
 ALLOWED = [
-    'settings.tex = "pdflatex";',
-    "settings.tex='latex'; settings.render = 0; settings.prc = false;",
-    'void setup() { settings.tex = "latex"; }',
-    "import geometry; import olympiad; access three as t; from graph access Label;",
-    "import cse5; include plain_constants; unravel t; struct S { int q; } S s; from s unravel q;",
-    'usepackage("amsmath, amssymb"); usepackage("xcolor", "dvipsnames");',
-    'texpreamble("\\usepackage[utf8]{inputenc}\\newcommand{\\R}{\\mathbb R}");',
-    'label("$\\frac{a}{b} \\sqrt{2} \\angle ABC$"); label("\\textbf{x}\\\\y");',
-    'write("settings.tex = \\"luatex\\""); // settings.safe = false; eval("x");',
-    "/* import slide; \\directlua */ srand(seconds()); label(time());",
+    # reading settings, and writing those that choose no program (clockarray.asy, fequlogo.asy)
+    "size(settings.paperwidth, settings.paperheight); real w = settings.paperwidth / 2;",
+    'settings.outformat = "pdf"; settings.prc = true; ++settings.digits; settings.render = 0;',
+    "if (settings.render < 0) settings.render = 8; write(settings.gs, settings.gsOptions);",
+    'settings.tex = "pdflatex"; void setup() { settings.tex=\'latex\'; } settings.tex = "pdftex";',
+    # text run as code: checked where it runs (colors.asy)
+    'pen p; string s = "red"; eval("p=" + s + ";", true); eval(quote { write(1); });',
+    'write(cputime()); usersetting(); mapArray("int", "real");',
+    # any module by name, any TeX: the sandbox and pdfTeX's limits hold them
+    "import geometry; import olympiad; import animate; import embed; access three as t;",
+    "from graph access Label; import cse5; include plain_constants; unravel t;",
+    'usepackage("shellesc, minted"); texpreamble("\\directlua{}"); label("\\input{/etc/x}");',
+    # the refused words inside strings and comments, or as other things' names
+    'write("settings.gs = \\"x\\""); // settings.gs = "x"; _eval("x"); import "../x" as y;',
+    "/* import plain; */ struct thing { int plain; } thing p; p.plain = 1;",
+    "import plain; access settings; usersetting();  // tvgen.asy",
+    "if (!settings.multipleView) settings.batchView = false;  // latexusage.asy",
     "real operator +(real a, int b) { return a; } pair operator cast(int i) { return (i, 0); }",
 ]
 
 
 @pytest.mark.parametrize("source", ALLOWED)
-def test_the_guard_allows_honest_sources(source):
+def test_the_guard_allows_what_containment_holds(source):
     assert guard.refusals(source) == []
 
 
 REFUSED = {
     # source: (line, column, message fragment)
-    'settings.tex = "luatex";': (1, 1, "`settings.tex`"),
-    'settings.tex = "pdf" + "latex";': (1, 1, "`settings.tex`"),
-    'if (true) settings.tex = "latex";': (1, 11, "`settings.tex`"),
-    'settings.outformat = "pdf";': (1, 1, "the output format comes from the request"),
-    "settings.render = 4;": (1, 1, "`settings.render`"),
-    "import settings;": (1, 8, "asy's `settings`"),
-    "access settings as s;": (1, 8, "asy's `settings`"),
-    "unravel settings;": (1, 9, "asy's `settings`"),
-    "from settings access texcommand;": (1, 6, "asy's `settings`"),
-    "bool b = settings.safe;": (1, 10, "guards the sandbox"),
-    'eval("x");': (1, 1, "`eval` runs text as asy code"),
-    "usersetting();": (1, 1, "`usersetting`"),
-    'mapArray("int", "real");': (1, 1, "`mapArray`"),
-    "write(cputime());": (1, 7, "CPU time"),
-    'import "../reference/diagram.asy" as r;': (1, 1, "file path or URL"),
+    'settings.gs = "/bin/sh";': (1, 1, "`settings.gs` names a program asy runs"),
+    'settings.gsOptions += " -dNOSAFER";': (1, 1, "ghostscript options alone can start a shell"),
+    "settings.dvisvgmOptions = '--no-specials';": (1, 1, "`settings.dvisvgmOptions`"),
+    "settings.batchView = true;": (1, 1, "asy would start a viewer program"),
+    'settings.libgs = "/tmp/x.so";': (1, 1, "`settings.libgs`"),
+    'if (true) settings.texcommand = "x";': (1, 11, "`settings.texcommand`"),
+    'settings.tex = "luatex";': (1, 1, "only pdfTeX keeps TeX from files and shells"),
+    'settings.tex = "/usr/bin/pdflatex";': (1, 1, "asy runs the value as the TeX program"),
+    'settings.tex = "pdf" + "latex";': (1, 1, "`settings.tex = ENGINE;`"),
+    'settings.sysdir = "out";': (1, 1, "where modules load from"),
+    'settings.user = "x";\nusersetting();': (1, 1, "text `usersetting()` runs as code"),
+    "import settings;": (1, 8, "asy's `settings` other than as `settings.NAME`"),
+    "access settings as s;": (1, 8, "an alias"),
+    "unravel settings;": (1, 9, "an alias"),
+    "from settings access gs;": (1, 6, "an alias"),
+    "var s = settings;": (1, 9, "writes through it could not be seen"),
+    '_eval("x;", true);': (1, 1, "`_eval` is asy's evaluator without the kit's check"),
+    'plain.eval("x");': (1, 1, "module `plain` by name"),
+    'import plain;\neval("x");': (1, 8, "module `plain` by name in a source that uses `eval`"),
+    "from plain access eval;": (1, 6, "module `plain` by name"),
+    'import "out/evil" as e;': (1, 1, "a path can name a file the diagram wrote"),
     'include "https://example.org/x.asy";': (1, 1, "file path or URL"),
-    "import slide;": (1, 1, "module 'slide'"),
-    "\naccess graph, map;": (2, 1, "module 'map'"),
-    'usepackage("shellesc");': (1, 12, "package 'shellesc'"),
-    'string p = "amsmath"; usepackage(p);': (1, 23, "string literal"),
-    'texpreamble("\\RequirePackage{luacode}");': (1, 14, "package 'luacode'"),
-    'label("\\directlua{}");': (1, 8, "`\\directlua`"),
-    "label('\\134directlua{}');": (1, 8, "`\\directlua`"),
-    'label("\\dir"\n  "ectlua{}");': (1, 8, "`\\directlua`"),
-    'label("x^^5cinput y");': (1, 9, "`^^`"),
-    'label("\\csname input\\endcsname");': (1, 8, "`\\csname`"),
-    'label("x}\\end{document}");': (1, 10, "`\\end{document}`"),
-    'label("\\errorstopmode x");': (1, 8, "`\\errorstopmode`"),
+    "import map;": (1, 1, "module 'map' runs text as asy code"),
+    "\naccess graph, slide;": (2, 1, "module 'slide'"),
     'real operator "+"(real a) { return a; }': (1, 15, "cannot read this as asy does"),
 }
 
@@ -420,7 +542,52 @@ def test_the_guard_refuses_at_the_place_it_names(source):
     first = guard.refusals(source)[0]
     assert (first.line, first.column) == (line, column), first
     assert fragment in first.message
+    assert first.message.startswith("refused: ")
     assert first.context == source.splitlines()[line - 1].strip()
+
+
+# -- text run as code: checked where asy runs it (prooflock.asy) ---------------------------------
+
+RUN_TIME = {
+    # source: the word the run-time check names
+    'eval("sett" + "ings.gs = \\"/bin/sh\\";");': "settings",
+    """eval("eval('set' + 'tings.gsOptions=\\"x\\";');");""": "settings",  # eval in eval'd text
+    'string e = "_ev" + "al"; eval(e + "(\\"x\\", true);");': "_eval",
+    'eval("import \\"out/evil\\" as e;");': "import",
+    'type("int x; settings.gs=\\"y\\"; typedef int", "T");': "settings",
+    'mapArray("int", "int; pla" + "in.eval(\\"\\")");': "plain",
+}
+
+
+@pytest.mark.parametrize("source", sorted(RUN_TIME))
+def test_text_run_as_code_may_not_reach_what_the_guard_refuses(source, settings):
+    assert guard.refusals(source) == []  # built at run time: only the run-time check sees it
+    result = run_itp(
+        "asymptote", source + "\ndraw((0,0)--(1,1));", name="t.asy", options={}, settings=settings
+    )
+    assert result.verdict is Verdict.FAIL
+    word = RUN_TIME[source]
+    assert any(
+        f"refused: text run as code (eval) uses `{word}`" in d.message for d in result.diagnostics
+    )
+
+
+def test_text_run_as_code_draws_as_asy_would(settings):
+    source = (
+        'pen p; string[] names = {"red", "heavygreen"}; int i = 0;\n'
+        'for (string s : names) { eval("p=" + s + ";", true); fill(shift(i, 0) * unitsquare, p); ++i; }\n'
+        "label(string(cputime().parent.system), (0, -1));\n"  # CPU time reads 0, like the clock
+    )
+    result = run_itp("asymptote", source, name="colors.asy", options={}, settings=settings)
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    again = run_itp(
+        "asymptote",
+        source,
+        name="colors.asy",
+        options={},
+        settings=settings.model_copy(update={"cache": False}),
+    )
+    assert again.outputs == result.outputs
 
 
 def test_the_lexer_builds_string_values_as_asy_does(tmp_path):
@@ -479,7 +646,9 @@ def test_cli_check_with_format_and_reference(cli, tmp_path):
     )
     assert done.returncode == 1, done.stderr
     good, bad = (json.loads(line) for line in done.stdout.splitlines())
-    assert good["verdict"] == "pass" and SHA256.match(good["outputs"]["svg"])
+    assert good["verdict"] == "pass" and good["trust"] == "kernel"
+    render = next(output for output in good["outputs"] if output["role"] == "render")
+    assert render["format"] == "svg" and SHA256.match(render["sha256"])
     assert good["comparison"]["reference"] == "triangle_moved.asy"
     assert bad["verdict"] == "fail" and bad["diagnostics"][0]["line"] == 3
     assert "Traceback" not in done.stderr

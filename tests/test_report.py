@@ -126,10 +126,18 @@ def result_of(results: list[Body], artifact: str) -> Body:
     return next(b["result"] for b in results if b["result"]["artifact"] == artifact)
 
 
+def render_of(result: Body, role: str = "render") -> tuple[str, str]:
+    """(format, sha256) of a record's output file with `role`."""
+    found = next(o for o in result["outputs"] if o["role"] == role)
+    return found["format"], found["sha256"]
+
+
 def with_reference_render(results: list[Body]) -> list[Body]:
     """triangle_labels compared with triangle_moved, naming the reference's (real) render."""
-    moved = result_of(results, "triangle_moved.asy")["details"]["outputs"]
-    result_of(results, "triangle_labels.asy")["details"]["comparison"]["reference_outputs"] = moved
+    fmt, moved = render_of(result_of(results, "triangle_moved.asy"))
+    labels = result_of(results, "triangle_labels.asy")
+    others = [o for o in labels["outputs"] if o["role"] != "reference"]
+    labels["outputs"] = [*others, {"role": "reference", "format": fmt, "sha256": moved}]
     return results
 
 
@@ -215,9 +223,11 @@ def test_report_of_a_real_run_shows_each_prover_verdict_and_record(real_log, tmp
     assert {"index.html", "report.css", "report.js"} <= written
     assert sum(name.startswith("plots/") for name in written) == 3
     for _, result in runs:
-        for fmt, sha in result.details.get("outputs", {}).items():
-            assert f"renders/{sha}.{fmt}" in written
-            assert f'src="renders/{sha}.{fmt}"' in html
+        for output in result.outputs:
+            assert f"renders/{output.sha256}.{output.format}" in written
+            inline = output.format in ("png", "svg") and output.role in ("render", "reference")
+            shown = "src" if inline else "href"  # a PDF, and a raster SSIM compared, are linked
+            assert f'{shown}="renders/{output.sha256}.{output.format}"' in html
     assert summary.not_shown == []  # the reference's render is kept beside the artifact's
 
 
@@ -365,8 +375,8 @@ def test_missing_and_corrupt_renders_are_named_not_fatal(real_log, tmp_path):
     log = derive_log(real_log, tmp_path / "run" / "run.jsonl")
     renders = tmp_path / "run" / "run.renders"
     results = bodies(log)[1]
-    png = result_of(results, "triangle_labels.asy")["details"]["outputs"]["png"]
-    svg = result_of(results, "squares_grid.asy")["details"]["outputs"]["svg"]
+    _, png = render_of(result_of(results, "triangle_labels.asy"))
+    _, svg = render_of(result_of(results, "squares_grid.asy"))
     (renders / svg).unlink()
 
     def broken(results: list[Body]) -> list[Body]:
@@ -376,7 +386,7 @@ def test_missing_and_corrupt_renders_are_named_not_fatal(real_log, tmp_path):
         ):
             sha = sha256(data)
             (renders / sha).write_bytes(data)
-            result_of(results, name)["details"]["outputs"] = {fmt: sha}
+            result_of(results, name)["outputs"] = [{"role": "render", "format": fmt, "sha256": sha}]
         return results
 
     log = derive_log(log, tmp_path / "run" / "broken.jsonl", broken)
@@ -397,7 +407,7 @@ def test_reference_render_is_shown_beside_the_render(real_log, tmp_path):
     log = derive_log(real_log, tmp_path / "run" / "run.jsonl", with_reference_render)
     summary = write_report(log, tmp_path / "report")
     results = bodies(log)[1]
-    moved = result_of(results, "triangle_moved.asy")["details"]["outputs"]["png"]
+    _, moved = render_of(result_of(results, "triangle_moved.asy"))
     html = page_of(tmp_path / "report")
     assert f'<img class="render reference" src="renders/{moved}.png"' in html
     assert summary.not_shown == []
@@ -432,7 +442,7 @@ def make_bundle(real_log: Path, root: Path) -> tuple[Path, dict[str, Any]]:
         data = body["request"]["content"].encode()
         (blobs / sha256(data)).write_bytes(data)
     renders = real_log.parent / f"{real_log.stem}.renders"
-    svg = result_of(results, "squares_grid.asy")["details"]["outputs"]["svg"]
+    _, svg = render_of(result_of(results, "squares_grid.asy"))
     for render in renders.iterdir():
         if render.name != svg:
             shutil.copy(render, blobs / render.name)

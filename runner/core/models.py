@@ -180,6 +180,8 @@ class CheckResult(BaseModel):
             cached=self.provenance.cached,
             wall_ms=self.provenance.wall_ms,
         )
+        if self.outputs:
+            line["outputs"] = [output.model_dump() for output in self.outputs]
         return line
 
     def with_extra(self, **items: JsonValue) -> CheckResult:

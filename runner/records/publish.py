@@ -56,13 +56,16 @@ def renders_dir(log: Path) -> Path:
 
 
 def _output_digests(result: CheckResult) -> set[str]:
-    found: set[str] = set()
+    """The digests of the files a record names: its typed outputs, and in records written before
+    outputs were typed, the digest maps in its details (`outputs`, and a comparison's
+    `reference_outputs` and `rasters`). Only sha256 digests: they become file names."""
+    found = {output.sha256 for output in result.outputs}
     for key in ("outputs", "reference_outputs", "rasters"):
         for holder in (result.details, result.details.get("comparison") or {}):
             value = holder.get(key) if isinstance(holder, dict) else None
             if isinstance(value, dict):
                 found.update(v for v in value.values() if isinstance(v, str))
-    return found
+    return {d for d in found if len(d) == 64 and all(c in "0123456789abcdef" for c in d)}
 
 
 def _lock_bytes(lock: ImagesLock, tags: set[str]) -> bytes:

@@ -1,7 +1,13 @@
-"""Asymptote records: the render beside its reference, SSIM and keyword F1, or the error.
+"""Records with rendered outputs: each render shown by role, beside its reference, with the
+comparison's scores, or the error.
 
-Renders are found by digest (`details["outputs"]`, `details["comparison"]["reference_outputs"]`)
-and copied beside the page; a render that is missing or does not decode is named, never shown.
+A record's output files are its typed `outputs` (role, format, sha256); records written before
+outputs were typed name them in their details instead (`outputs` {format: sha256}, and a
+comparison's `reference_outputs` and `rasters`), read here as the roles `render`, `reference`,
+`raster-artifact` and `raster-reference`. Every record of a prover whose records name output
+files is shown, so a render that failed appears with its error beside the others; no prover is
+named here. Files are found by digest and copied beside the page; a file that is missing or does
+not decode is named, never shown.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.core.models import CheckResult
+from runner.core.models import CheckResult, OutputFile
 from runner.report.assets import AssetWriter
 from runner.report.blobs import BlobStore, render_problem
 from runner.report.load import Run
@@ -18,10 +24,13 @@ from runner.report.text import visible, visible_block
 
 IMAGE_FORMATS = ("png", "svg")  # shown inline; a PDF is linked
 MAX_LISTED = 3  # diagrams named in one sentence
+SIDE_NAMES = {"render": "render", "reference": "reference render"}  # in "what is missing" notes
+LEGACY_RASTERS = {"artifact": "raster-artifact", "reference": "raster-reference"}
 
 
 @dataclass
 class RenderView:
+    role: str
     fmt: str
     sha256: str
     href: str | None = None
@@ -47,29 +56,61 @@ class DiagramView:
     ssim: str | None = None
     ssim_error: str | None = None
     reference_error: str | None = None
+    others: list[RenderView] = field(default_factory=list)  # other roles (rasters, ...)
+
+
+def output_files(result: CheckResult) -> list[OutputFile] | None:
+    """The files a record names, by role; None when it names none and could not have (a record
+    of a prover without outputs). A record of the old form with an empty `outputs` map did render
+    nothing: []."""
+    found = list(result.outputs)
+    legacy = result.details.get("outputs")
+    comparison = result.details.get("comparison")
+    comparison = comparison if isinstance(comparison, dict) else {}
+    maps = [("render", legacy), ("reference", comparison.get("reference_outputs"))]
+    for role, digests in maps:
+        if isinstance(digests, dict):
+            found += [_file(role, fmt, sha) for fmt, sha in sorted(digests.items())]
+    rasters = comparison.get("rasters")
+    if isinstance(rasters, dict):
+        for side, sha in sorted(rasters.items()):
+            found.append(_file(LEGACY_RASTERS.get(str(side), f"raster-{side}"), "png", sha))
+    if not found and not isinstance(legacy, dict):
+        return None
+    return found
+
+
+def _file(role: str, fmt: object, sha256: object) -> OutputFile:
+    return OutputFile(role=role, format=str(fmt), sha256=str(sha256))
 
 
 def diagram_views(
     runs: list[Run], store: BlobStore, assets: AssetWriter, problems: list[str]
 ) -> list[DiagramView]:
+    files = [output_files(result) for _, result in runs]
+    rendering = {
+        result.prover for (_, result), named in zip(runs, files, strict=True) if named is not None
+    }
     views = []
-    misses: dict[str, list[str]] = {}  # "png render not kept" -> artifact names
-    for index, (request, result) in enumerate(runs):
-        outputs = result.details.get("outputs")
-        if not isinstance(outputs, dict):
+    misses: dict[str, list[str]] = {}  # "png render: render not kept" -> artifact names
+    for index, ((request, result), named) in enumerate(zip(runs, files, strict=True)):
+        if result.prover not in rendering:
             continue
         name = visible(result.artifact)
+        shown = _renders(named or [], store, assets, misses, name)
         view = DiagramView(
             index=index,
             artifact=name,
             verdict=result.verdict.value,
-            renders=_renders(outputs, store, assets, misses, name),
+            renders=[r for r in shown if r.role == "render"],
+            others=[r for r in shown if r.role not in SIDE_NAMES],
             source=visible_block(request.content),
             compile_error=_compile_error(result),
         )
         comparison = result.details.get("comparison")
         if isinstance(comparison, dict):
-            _add_comparison(view, comparison, store, assets, misses)
+            references = [r for r in shown if r.role == "reference"]
+            _add_comparison(view, comparison, references, misses)
         views.append(view)
     problems.extend(_grouped(misses))
     return views
@@ -87,22 +128,24 @@ def _grouped(misses: dict[str, list[str]]) -> list[str]:
 
 
 def _renders(
-    outputs: dict[str, Any],
+    files: list[OutputFile],
     store: BlobStore,
     assets: AssetWriter,
     misses: dict[str, list[str]],
     name: str,
-    side: str = "render",
 ) -> list[RenderView]:
     views = []
-    for fmt, sha256 in sorted(outputs.items()):
-        view = RenderView(fmt=visible(fmt), sha256=visible(sha256))
-        data = store.read(str(sha256))
-        view.problem = render_problem(str(fmt), str(sha256), data)
+    for file in files:
+        view = RenderView(
+            role=visible(file.role), fmt=visible(file.format), sha256=visible(file.sha256)
+        )
+        data = store.read(file.sha256)
+        view.problem = render_problem(file.format, file.sha256, data)
         if view.problem is None and data is not None:
-            # The digest is a checked sha256 and fmt a known format, so this stays in renders/.
-            view.href = assets.write(f"renders/{sha256}.{fmt}", data)
+            # The digest is a checked sha256 and the format a known one: this stays in renders/.
+            view.href = assets.write(f"renders/{file.sha256}.{file.format}", data)
         else:
+            side = SIDE_NAMES.get(file.role, view.role)
             misses.setdefault(f"{view.fmt} {side}: {view.problem}", []).append(name)
         views.append(view)
     return views
@@ -118,8 +161,7 @@ def _compile_error(result: CheckResult) -> DiagnosticView | None:
 def _add_comparison(
     view: DiagramView,
     comparison: dict[str, Any],
-    store: BlobStore,
-    assets: AssetWriter,
+    references: list[RenderView],
     misses: dict[str, list[str]],
 ) -> None:
     view.reference = visible(comparison.get("reference") or "reference")
@@ -127,11 +169,8 @@ def _add_comparison(
     view.ssim = _text(comparison.get("ssim"))
     view.ssim_error = _text(comparison.get("ssim_error"))
     view.reference_error = _text(comparison.get("reference_error"))
-    references = comparison.get("reference_outputs")
-    if isinstance(references, dict) and references:
-        view.reference_renders = _renders(
-            references, store, assets, misses, view.artifact, side="reference render"
-        )
+    if references:
+        view.reference_renders = references
     elif comparison.get("reference_compiles") is False:
         view.reference_note = "the reference did not compile"
     else:

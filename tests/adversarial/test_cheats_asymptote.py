@@ -1,14 +1,25 @@
-"""Cheats and escapes an adversary writes into an Asymptote diagram, on both backends.
+"""Cheats an adversary writes into an Asymptote diagram, and what the kit answers, on both backends.
 
-Each cheat is a diagram and what the kit must answer. Either the guard refuses it before asy runs
-(`fail`, located at the refused construct, and no sandbox ever opened for the artifact), or asy,
-TeX and the sandbox stop it at run time (a verdict that is never `pass` for a cheat that tries to
-read the reference). After every cheat nothing named after it exists outside a render's `out/`
-directory: not on the host (/tmp, /dev/shm, $HOME, the current directory), not elsewhere in the
-sandbox (on docker: the container's /work, /tmp and /dev/shm).
+Four classes, each with its own cheats (written for this round, not taken from a held-back set):
 
-The reference (REFERENCE, a red disc) is rendered in a sandbox of its own; the cheats that go
-looking for it under `../reference/` find nothing there.
+- a render the diagram makes itself: it writes `out/diagram.<fmt>` with asy's `output()` or
+  TeX's `\\openout`, after (or instead of) asy's shipout, or deletes asy's. The kit takes the
+  render from where no code of the diagram can write; such a diagram is `fail`, saying so.
+- a program, its options, or a shell: ghostscript's init file planted where asy runs it, a
+  DVI PostScript special that dvisvgm would run unconfined, settings that name programs,
+  written directly or through text run as code (eval, type, mapArray), modules by path or
+  `plain`'s raw evaluator. Refused (by the guard, or where the text runs) or held by SAFER;
+  no shell ever runs.
+- text that would decide infra: a diagram that prints what the kit once read as "libfaketime
+  is missing", or the kit's own message prefix, gets the verdict its run earns, never
+  `infra_error`.
+- escapes the sandbox, asy's safe mode and pdfTeX hold without any refusal: reading the
+  reference, writing /tmp or `..`, TeX's shell and absolute paths, huge files, loops.
+
+After every cheat nothing named after it exists outside a render's `out/` directory: not on the
+host (/tmp, /dev/shm, $HOME, the current directory), not elsewhere in the sandbox (its work dir;
+on docker also the container's /tmp and /dev/shm). The docker cases run when the asymptote image
+is at its locked ID here, and say why they skip otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from runner.core.models import CheckRequest, Limits, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import render as asy_render
+from tests.completeness.test_asymptote_gallery import docker_skip_reason
 from tests.helpers import resolved
 
 pytestmark = pytest.mark.slow
@@ -37,252 +49,249 @@ pytestmark = pytest.mark.slow
 REFERENCE = 'size(4cm);\nfill(unitcircle, red);\nlabel("$\\Omega$", (0, 0), white);\n'
 BACKSLASH = 'string b = substr("\\\\", 0, 1);  // one backslash, made at run time\n'
 MARK = "MARK"  # replaced by a name unique to the test: prooflock-cheat-<hex>
+FORGED_PNG = "'\\x89PNG\\r\\n\\x1A\\n' + \"forged\""  # asy: a PNG signature, then junk
+SHIPPED = "draw((0,0)--(1,1));\nshipout(outprefix());\nerase();  // no shipout at exit\n"
 BACKENDS = [
     pytest.param("local", id="local"),
     pytest.param("docker", id="docker", marks=pytest.mark.docker),
 ]
 
 
+RUN_A_SHELL = "RUN_A_SHELL"  # replaced by PostScript that would start a shell touching MARK
+
+
+def shell(mark: str) -> str:
+    """A PostScript hex string of `%pipe%touch ...`: a shell, were ghostscript not SAFER."""
+    return "<" + f"%pipe%touch $HOME/{mark} /tmp/{mark}".encode().hex() + ">"
+
+
 @dataclass(frozen=True)
 class Cheat:
     source: str
     verdict: Verdict
-    at: tuple[int, int] | None = None  # line and column of the first diagnostic
-    says: str = ""  # in the first diagnostic's message
+    says: str = ""  # in some diagnostic's message
+    fmt: str = "png"
     reference: bool = False  # checked against REFERENCE, which it tries to read
     timeout: int = 30
     refused: bool = False  # by the guard, before asy runs
 
 
-def refused(source: str, line: int, column: int, says: str, reference: bool = False) -> Cheat:
-    return Cheat(source, Verdict.FAIL, (line, column), says, reference, refused=True)
+def refused(source: str, says: str, fmt: str = "png") -> Cheat:
+    return Cheat(source, Verdict.FAIL, says, fmt, refused=True)
 
 
-# -- refused by the guard, before asy runs ------------------------------------------------------
+# -- a render the diagram makes itself ---------------------------------------------------------
 
-REFUSED = {
-    # the TeX engine, and every way to reach asy's settings
-    "luatex_engine": refused(
-        'settings.tex = "luatex";\n'
-        "label(\"\\directlua{io.open('../reference/diagram.asy'):read('a')}\", (0, 0));",
-        1,
-        1,
-        "`settings.tex`",
-        reference=True,
+FORGED_RENDERS = {
+    "output_over_the_render_after_shipout": Cheat(
+        SHIPPED + f'file f = output("diagram.png", mode="binary");\nwrite(f, {FORGED_PNG});',
+        Verdict.FAIL,
+        "the diagram wrote a second file over its render out/diagram.png",
     ),
-    "lualatex_engine": refused(
-        'settings.tex = "lualatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    "output_under_the_name_asy_was_given": Cheat(  # reads it: settings.outname is no secret
+        "string name = stripdirectory(settings.outname) + '.png';\n"
+        f'file f = output(name, mode="binary");\nwrite(f, {FORGED_PNG});',
+        Verdict.FAIL,
+        "out/diagram.png was written by the diagram itself",
     ),
-    "xelatex_engine": refused(
-        'settings.tex = "xelatex";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    "tex_openout_over_the_render": Cheat(
+        SHIPPED
+        + BACKSLASH
+        + 'label(b + "immediate" + b + "openout9=diagram.png" + b + "immediate" + b'
+        ' + "write9{forged}" + b + "immediate" + b + "closeout9 x", (0, 0));\n'
+        'shipout("later");\nerase();',
+        Verdict.FAIL,
+        "the diagram wrote a second file over its render",
     ),
-    "context_engine": refused(
-        'settings.tex = "context";\ndraw((0,0)--(1,1));', 1, 1, "`settings.tex`"
+    "deletes_its_render": Cheat(
+        SHIPPED + 'delete(outprefix() + ".png");',
+        Verdict.FAIL,
+        "the diagram removed its render out/diagram.png",
     ),
-    "engine_by_concatenation": refused('settings.tex = "lua" + "latex";', 1, 1, "`settings.tex`"),
-    "texcommand": refused(
-        'settings.tex = "pdflatex";\nsettings.texcommand = "lualatex";',
-        2,
-        1,
-        "`settings.texcommand`",
+    "pdf_over_pdftex_output": Cheat(
+        'settings.tex = "pdflatex";\n'
+        + SHIPPED
+        + 'file f = output("diagram.pdf");\nwrite(f, "%PDF-1.4 forged");',
+        Verdict.FAIL,
+        "over its render out/diagram.pdf",
+        fmt="pdf",
     ),
-    "texpath": refused('settings.texpath = "/tmp/MARK";', 1, 1, "`settings.texpath`"),
-    "import_settings": refused('import settings;\ntex = "luatex";', 1, 8, "asy's `settings`"),
-    "access_settings": refused("access settings;\ndraw((0,0)--(1,1));", 1, 8, "asy's `settings`"),
-    "settings_alias": refused('access settings as s;\ns.tex = "luatex";', 1, 8, "asy's `settings`"),
-    "unravel_settings": refused('unravel settings;\ntex = "luatex";', 1, 9, "asy's `settings`"),
-    "from_settings_access": refused("from settings access tex;", 1, 6, "asy's `settings`"),
-    "from_settings_unravel": refused("from settings unravel texcommand;", 1, 6, "asy's `settings`"),
-    "setting_in_a_function": refused(
-        'void f() { settings.tex = "luatex"; }\nf();', 1, 12, "`settings.tex`"
+    "svg_over_dvisvgm_output": Cheat(
+        SHIPPED + 'file f = output("diagram.svg");\nwrite(f, "<svg>forged</svg>");',
+        Verdict.FAIL,
+        "over its render out/diagram.svg",
+        fmt="svg",
     ),
-    "setting_after_if": refused('if (true) settings.tex = "pdflatex";', 1, 11, "`settings.tex`"),
-    "settings_as_a_value": refused("var s = settings;", 1, 9, "asy's `settings`"),
-    "usersetting": refused("usersetting();", 1, 1, "`usersetting` runs text as asy code"),
-    "eval_of_text": refused('eval("settings.tex = \\"luatex\\";");', 1, 1, "`eval`"),
-    "eval_of_quote": refused('eval(quote { settings.tex = "luatex"; });', 1, 1, "`eval`"),
-    "asy_function": refused('asy("pdf", "MARK");', 1, 1, "`asy` runs text as asy code"),
-    "type_injection": refused(
-        'type("int x; import \\"MARK\\"; typedef int", "T");', 1, 1, "`type`"
-    ),
-    "autoimport": refused('settings.autoimport = "MARK";', 1, 1, "`settings.autoimport`"),
-    "ghostscript_options": refused(
-        'settings.gsOptions = "-dNOSAFER";', 1, 1, "`settings.gsOptions`"
-    ),
-    "hyperref_options": refused(
-        'settings.hyperrefOptions = "pdfauthor={\\input{/etc/hostname}}";', 1, 1, "`settings"
-    ),
-    "output_name": refused('settings.outname = "/tmp/MARK";', 1, 1, "`settings.outname`"),
-    "safe_mode_off": refused(
-        'settings.safe = false;\nsystem("touch /tmp/MARK");', 1, 1, "the artifact sets asy's `safe`"
-    ),
-    "global_write_on": refused("settings.globalwrite = true;", 1, 1, "sets asy's `globalwrite`"),
-    "global_read_on": refused("settings.globalread = true;", 1, 1, "sets asy's `globalread`"),
-    "lexer_disagreement": refused(
-        'real operator "+"(real a) { settings.tex = "luatex"; return a; }',
-        1,
-        15,
-        "the kit cannot read this as asy does",
-    ),
-    # modules by path, and modules that run text or files
-    "import_the_reference": refused(
-        'import "../reference/diagram.asy" as r;', 1, 1, "file path or URL", reference=True
-    ),
-    "include_the_reference": refused(
-        'include "../reference/diagram.asy";', 1, 1, "file path or URL", reference=True
-    ),
-    "from_the_reference": refused(
-        'from "../reference/diagram" access currentpicture;',
-        1,
-        1,
-        "file path or URL",
-        reference=True,
-    ),
-    "import_from_the_network": refused(
-        'import "https://example.org/x.asy" as x;', 1, 1, "file path or URL"
-    ),
-    "slide_includes_files": refused(
-        'import slide;\nasyinclude("../reference/diagram.asy");', 1, 1, "module 'slide'"
-    ),
-    "map_runs_text": refused(
-        'import map;\nmapTemplate("M", "int", "int", "0");', 1, 1, "module 'map'"
-    ),
-    "embed_files": refused('import embed;\nlabel(embed("/etc/hostname"));', 1, 1, "module 'embed'"),
-    # TeX in the preamble and in labels
-    "preamble_luacode": refused(
-        'texpreamble("\\usepackage{luacode}");', 1, 14, "package 'luacode'"
-    ),
-    "preamble_directlua": refused(
-        "texpreamble(\"\\directlua{os.execute('touch /tmp/MARK')}\");", 1, 14, "`\\directlua`"
-    ),
-    "usepackage_shellesc": refused('usepackage("shellesc");', 1, 12, "package 'shellesc'"),
-    "usepackage_minted": refused('usepackage("amsmath, minted");', 1, 12, "package 'minted'"),
-    "usepackage_epstopdf": refused('usepackage("epstopdf");', 1, 12, "package 'epstopdf'"),
-    "usepackage_computed": refused(
-        'string p = "shell" + "esc";\nusepackage(p);', 2, 1, "string literal"
-    ),
-    "label_directlua": refused(
-        "label(\"\\directlua{io.open('/tmp/MARK', 'w'):write('x')}\", (0, 0));",
-        1,
-        8,
-        "`\\directlua`",
-    ),
-    "label_write18": refused(
-        'label("\\immediate\\write18{touch /tmp/MARK}x", (0, 0));', 1, 8, "`\\immediate`"
-    ),
-    "label_openout_tmp": refused(
-        'label("\\immediate\\openout9=/tmp/MARK\\immediate\\closeout9 x", (0, 0));',
-        1,
-        8,
-        "`\\immediate`",
-    ),
-    "label_openout_parent": refused(
-        'label("\\openout9=../../MARK x", (0, 0));', 1, 8, "`\\openout`"
-    ),
-    "label_input_absolute": refused('label("\\input{/etc/hostname}", (0, 0));', 1, 8, "`\\input`"),
-    "label_input_reference": refused(
-        'label("\\input{../reference/diagram.asy}", (0, 0));', 1, 8, "`\\input`", reference=True
-    ),
-    "label_graphic_of_the_reference": refused(
-        'label("\\includegraphics{../reference/out/diagram.pdf}", (0, 0));',
-        1,
-        8,
-        "`\\includegraphics`",
-        reference=True,
-    ),
-    "label_octal_backslash": refused("label('\\134directlua{}', (0, 0));", 1, 8, "`\\directlua`"),
-    "label_joined_literals": refused(
-        "label(\"\\dir\"\n      'ectlua{}', (0, 0));", 1, 8, "`\\directlua`"
-    ),
-    "label_caret_notation": refused('label("^^5cinput{/etc/hostname}", (0, 0));', 1, 8, "`^^`"),
-    "label_csname": refused(
-        'label("\\csname input\\endcsname{/etc/hostname}", (0, 0));', 1, 8, "`\\csname`"
-    ),
-    "label_scantokens": refused('label("\\scantokens{x}", (0, 0));', 1, 8, "`\\scantokens`"),
-    "label_catcode": refused('label("\\catcode`\\|=0 x", (0, 0));', 1, 8, "`\\catcode`"),
-    "label_ends_the_document": refused(
-        'label("x}\\end{document}", (0, 0));', 1, 10, "`\\end{document}`"
-    ),
-    "label_waits_for_a_terminal": refused(
-        'label("\\errorstopmode\\errmessage{stop}x", (0, 0));', 1, 8, "`\\errorstopmode`"
-    ),
-    "cpu_time": refused(
-        "label(string(cputime().parent.user), (0, 0));", 1, 14, "the machine's CPU time"
+    "forged_before_shipout_is_overwritten_by_asy": Cheat(
+        f'file f = output("diagram.png", mode="binary");\nwrite(f, {FORGED_PNG});\nclose(f);\n'
+        "draw((0,0)--(1,1));",
+        Verdict.PASS,  # asy's shipout writes over it: the render is asy's
     ),
 }
 
-# -- left to asy, TeX and the sandbox ----------------------------------------------------------
+# -- a program, its options, a shell ------------------------------------------------------------
 
-AT_RUN_TIME = {
-    "asy_reads_the_reference": Cheat(
-        'file f = input("../reference/diagram.asy");\nstring s = f;\nlabel(s, (0, 0));',
-        Verdict.FAIL,
-        says="Read from other directories disabled",
-        reference=True,
-    ),
-    "asy_reads_an_absolute_path": Cheat(
-        'file f = input("/etc/hostname");\nstring s = f;\nlabel(s, (0, 0));',
-        Verdict.FAIL,
-        says="Read from other directories disabled",
-    ),
-    "asy_writes_to_tmp": Cheat(
-        'file f = output("/tmp/MARK");\nwrite(f, "x");\nclose(f);\ndraw((0,0)--(1,1));',
-        Verdict.FAIL,
-        says="Write to other directories disabled",
-    ),
-    "asy_writes_to_the_parent": Cheat(
-        'file f = output("../../MARK");\nwrite(f, "x");\nclose(f);\ndraw((0,0)--(1,1));',
-        Verdict.FAIL,
-        says="Write to other directories disabled",
-    ),
-    "asy_ships_out_to_the_parent": Cheat(
-        'draw((0,0)--(1,1));\nshipout("../../MARK");',
-        Verdict.FAIL,
-        says="Write to other directories disabled",
-    ),
-    "tex_reads_the_reference": Cheat(
-        BACKSLASH + 'label(b + "input{../reference/diagram.asy}", (0, 0));',
-        Verdict.TIMEOUT,
-        reference=True,
-        timeout=10,  # openin_any=p: LaTeX asks for another name
-    ),
-    "tex_reads_an_absolute_path": Cheat(
-        BACKSLASH + 'label(b + "input{/etc/hostname}", (0, 0));', Verdict.TIMEOUT, timeout=10
-    ),
-    "tex_runs_a_shell": Cheat(  # shell_escape=f: TeX says `runsystem(...)...disabled` and goes on
-        BACKSLASH + 'label(b + "immediate" + b + "write18{touch /tmp/MARK}x", (0, 0));',
+SHELLS = {
+    "ghostscript_init_file_in_out": Cheat(  # asy runs `gs -P` in out/: gs_init.ps would run first
+        f'file f = output("gs_init.ps");\nwrite(f, "10000");\nwrite(f, "{RUN_A_SHELL} (w) file");'
+        "\nclose(f);\ndraw((0,0)--(1,1));",
         Verdict.PASS,
     ),
-    "tex_writes_to_tmp": Cheat(  # openout_any=p: TeX refuses, then asks for another name
-        BACKSLASH + 'label(b + "immediate" + b + "openout9=/tmp/MARK" + b + "immediate"'
-        ' + b + "closeout9 x", (0, 0));',
+    "dvi_postscript_special_for_svg": Cheat(  # dvisvgm would run it outside SAFER
+        'settings.tex = "latex";\n'
+        f'label("\\special{{ps:{RUN_A_SHELL} (w) file closefile}}x", (0, 0));',
+        Verdict.FAIL,
+        "refused: SVG from a DVI file",
+        fmt="svg",
+    ),
+    "postscript_special_for_png": Cheat(  # dvips keeps it; ghostscript runs it SAFER
+        f'label("\\special{{ps:{RUN_A_SHELL} (w) file closefile}}x", (0, 0));', Verdict.PASS
+    ),
+    "raw_postscript_in_the_picture": Cheat(
+        f'draw((0,0)--(1,1));\npostscript(currentpicture, "{RUN_A_SHELL} (w) file closefile");',
+        Verdict.FAIL,
+        "shipout failed",
+    ),
+    "ghostscript_options": refused(
+        'settings.gsOptions = "-dNOSAFER -sOutputFile=x -c (...) -f";', "`settings.gsOptions`"
+    ),
+    "ghostscript_itself": refused('settings.gs = "/bin/sh";', "`settings.gs` names a program"),
+    "dvisvgm_options": refused("settings.dvisvgmOptions += ' --libgs=/tmp/MARK';", "dvisvgm"),
+    "tex_engine_by_path": refused(
+        'settings.tex = "/usr/bin/luatex";\nlabel("\\directlua{os.execute(\'touch MARK\')}x");',
+        "asy runs the value as the TeX program",
+    ),
+    "tex_engine_by_name": refused('settings.tex = "lualatex";', "`settings.tex`"),
+    "text_usersetting_runs": refused(
+        'settings.user = "settings.gs=\\"/bin/sh\\";";\nusersetting();', "`settings.user`"
+    ),
+    "module_search_path": refused('settings.sysdir = "out";\nimport evil;', "`settings.sysdir`"),
+    "settings_alias": refused('var s = settings;\ns.gs = "/bin/sh";', "an alias"),
+    "eval_writes_a_program_setting": Cheat(
+        'eval("sett" + "ings.gsOptions = \\"-dNOSAFER\\";");\ndraw((0,0)--(1,1));',
+        Verdict.FAIL,
+        "refused: text run as code (eval) uses `settings`",
+    ),
+    "eval_inside_eval": Cheat(
+        """eval("eval('set' + 'tings.gs = \\"/bin/sh\\";');");\ndraw((0,0)--(1,1));""",
+        Verdict.FAIL,
+        "refused: text run as code (eval) uses `settings`",
+    ),
+    "type_runs_a_declaration": Cheat(
+        'type("int x; settings.gs=\\"/bin/sh\\"; typedef int", "T");\ndraw((0,0)--(1,1));',
+        Verdict.FAIL,
+        "refused: text run as code (eval) uses `settings`",
+    ),
+    "module_written_then_imported_by_path": refused(
+        'file f = output("evil.asy");\nwrite(f, "settings.gs=\\"/bin/sh\\";");\nclose(f);\n'
+        'import "out/evil" as e;',
+        "a path can name a file the diagram wrote",
+    ),
+    "module_written_then_imported_through_eval": Cheat(
+        'file f = output("evil.asy");\nwrite(f, "settings.gs=\\"/bin/sh\\";");\nclose(f);\n'
+        'eval("import \\"out/evil\\" as e;");',
+        Verdict.FAIL,
+        "uses `import`",
+    ),
+    "asy_function_imports_a_written_file": Cheat(
+        'file f = output("evil.asy");\nwrite(f, "settings.gs=\\"/bin/sh\\";");\nclose(f);\n'
+        'asy("png", "out/evil");',
+        Verdict.FAIL,
+        "refused: asy() imports files by path",
+    ),
+    "raw_evaluator": refused('_eval("settings.gs=\\"/bin/sh\\";", true);', "`_eval`"),
+    "plain_evaluator": refused('plain.eval("settings.gs=\\"/bin/sh\\";");', "module `plain`"),
+    "import_plain_brings_back_its_eval": refused(
+        'import plain;\neval("settings.gs=\\"/bin/sh\\";");', "module `plain`"
+    ),
+    "map_module": refused('import map;\nmapTemplate("M", "int", "int", "0");', "module 'map'"),
+    "slide_module": refused('import slide;\nasyinclude("out/evil.asy");', "module 'slide'"),
+}
+
+# -- text that would decide infra ----------------------------------------------------------------
+
+PRINTS = {
+    "prints_the_missing_libfaketime_warning": Cheat(
+        "write(\"ERROR: ld.so: object '/usr/$LIB/faketime/libfaketime.so.1' from LD_PRELOAD "
+        'cannot be preloaded (cannot open shared object file): ignored.");\n'
+        "draw((0,0)--(1,1));",
+        Verdict.PASS,
+    ),
+    "prints_the_kits_messages": Cheat(
+        'write("prooflock: refused: nothing");\nwrite("Wrote out/diagram.png");\n'
+        'write("1000000000");',
+        Verdict.FAIL,
+        "the diagram draws nothing",
+    ),
+    "prints_an_error_of_its_own": Cheat(
+        'write("diagram.asy: 1.1: syntax error");\ndraw((0,0)--(1,1));', Verdict.PASS
+    ),
+    "deletes_the_clock_probe": Cheat(  # what decides infra is out of asy's reach
+        'delete("../../.kit/clock");\ndraw((0,0)--(1,1));',
+        Verdict.FAIL,
+        "Write to other directories disabled",
+    ),
+    "tex_waits_for_a_terminal": Cheat(
+        BACKSLASH + 'label(b + "errorstopmode" + b + "errmessage{stop}x", (0, 0));',
         Verdict.TIMEOUT,
         timeout=10,
     ),
-    "tex_plants_a_module": Cheat(  # TeX writes out/graph.asy; `import graph` loads asy's own
-        BACKSLASH + 'label(b + "immediate" + b + "openout9=graph.asy" + b + "immediate" + b'
-        ' + "write9{abort(\\"PLANTED\\");}" + b + "immediate" + b + "closeout9 x", (0, 0));\n'
-        "import graph;\ndraw((0,0)--(1,1));",
-        Verdict.PASS,
+}
+
+# -- held by the sandbox, asy's safe mode and pdfTeX ---------------------------------------------
+
+CONTAINED = {
+    "safe_mode_off": Cheat(
+        'settings.safe = false;\nsystem("touch $HOME/MARK /tmp/MARK");',
+        Verdict.FAIL,
+        "modifying non-public field",
     ),
-    "asy_plants_a_module": Cheat(  # output() writes out/graph.asy; `import graph` loads asy's own
-        'file f = output("graph.asy");\nwrite(f, "abort(\\"PLANTED\\");");\nclose(f);\n'
-        "import graph;\ndraw((0,0)--(1,1));",
-        Verdict.PASS,
+    "reads_the_reference": Cheat(
+        'file f = input("../reference/diagram.asy");\nstring s = f;\nlabel(s, (0, 0));',
+        Verdict.FAIL,
+        "Read from other directories disabled",
+        reference=True,
+    ),
+    "writes_to_tmp": Cheat(
+        'file f = output("/tmp/MARK");\nwrite(f, "x");\nclose(f);\ndraw((0,0)--(1,1));',
+        Verdict.FAIL,
+        "Write to other directories disabled",
+    ),
+    "ships_out_to_the_parent": Cheat(
+        'draw((0,0)--(1,1));\nshipout("../../MARK");',
+        Verdict.FAIL,
+        "Write to other directories disabled",
+    ),
+    "tex_runs_a_shell": Cheat(  # shell_escape=f: TeX says `runsystem(...)...disabled` and goes on
+        'label("\\immediate\\write18{touch $HOME/MARK /tmp/MARK}x", (0, 0));', Verdict.PASS
+    ),
+    "tex_writes_to_tmp": Cheat(  # openout_any=p: TeX refuses, then asks for another name
+        'label("\\immediate\\openout9=/tmp/MARK\\immediate\\closeout9 x", (0, 0));',
+        Verdict.TIMEOUT,
+        timeout=10,
+    ),
+    "tex_reads_the_reference": Cheat(
+        'label("\\input{../reference/diagram.asy}", (0, 0));',
+        Verdict.TIMEOUT,
+        reference=True,
+        timeout=10,
+    ),
+    "lua_under_pdftex": Cheat(
+        "label(\"\\directlua{os.execute('touch MARK')}x\", (0, 0));",
+        Verdict.FAIL,
+        "LaTeX error: Undefined control sequence",
     ),
     "huge_output": Cheat(
         'string s = "0123456789abcdef";\nfor (int i = 0; i < 16; ++i) s += s;\n'
         'file f = output("big.txt");\nfor (int j = 0; j < 200 * 16; ++j) write(f, s);\n'
         "close(f);\ndraw((0,0)--(1,1));",
         Verdict.FAIL,
-        says="larger than 128 MiB",
+        "larger than 128 MiB",
     ),
     "asy_loops": Cheat("draw((0,0)--(1,1));\nwhile (true) {}", Verdict.TIMEOUT, timeout=5),
-    "tex_loops": Cheat('label("\\def\\x{\\x}\\x", (0, 0));', Verdict.TIMEOUT, timeout=5),
-    "label_breaks_out_of_its_box": Cheat(
-        'draw((0,0)--(1,1));\nlabel("x}\\egroup\\egroup y", (0, 0));', Verdict.FAIL
-    ),
 }
+
+CHEATS = {**FORGED_RENDERS, **SHELLS, **PRINTS, **CONTAINED}
 
 
 class RecordingSandboxes:
@@ -323,6 +332,8 @@ def backend(request, backends) -> Backend:
         if name == "local":
             backends[name] = LocalBackend()
         else:
+            if reason := docker_skip_reason():
+                pytest.skip(reason)
             from runner.backends.docker import DockerBackend  # needs the docker SDK and daemon
 
             backends[name] = DockerBackend(Settings(backend="docker", isolation="strict"))
@@ -334,38 +345,25 @@ def mark() -> str:
     return f"prooflock-cheat-{uuid.uuid4().hex[:12]}"
 
 
-def check(
-    cheat: Cheat, mark: str, backend: Backend, fmt: str = "png"
-) -> tuple[Outcome, RecordingSandboxes]:
-    options: dict[str, object] = {"format": fmt}
+def check(cheat: Cheat, mark: str, backend: Backend) -> tuple[Outcome, RecordingSandboxes]:
+    options: dict[str, object] = {"format": cheat.fmt}
     if cheat.reference:
         options["reference"] = {"name": "secret.asy", "content": REFERENCE}
     request = CheckRequest(
         prover="asymptote",
         mode="render",
         name="cheat.asy",
-        content=cheat.source.replace(MARK, mark),
+        content=cheat.source.replace(RUN_A_SHELL, shell(mark)).replace(MARK, mark),
         timeout=cheat.timeout,
         options=options,
     )
     sandboxes = RecordingSandboxes(backend, Limits(timeout_s=cheat.timeout, memory_mb=4096))
-    outcome = asymptote.ADAPTER.check(resolved(request), sandboxes)
+    try:
+        outcome = asymptote.ADAPTER.check(resolved(request), sandboxes)
+    except BaseException:
+        sandboxes.close()
+        raise
     return outcome, sandboxes
-
-
-def assert_answered(cheat: Cheat, outcome: Outcome) -> None:
-    assert outcome.verdict is cheat.verdict, outcome.diagnostics
-    first = outcome.diagnostics[0] if outcome.diagnostics else None
-    if cheat.at is not None:
-        assert first is not None and (first.line, first.column) == cheat.at, first
-    if cheat.refused:
-        assert first is not None and first.message.startswith("refused: "), first
-    if cheat.says:
-        assert any(cheat.says in d.message for d in outcome.diagnostics), outcome.diagnostics
-    if cheat.reference:
-        comparison = outcome.details["comparison"]
-        assert comparison["reference_compiles"] is True
-        assert comparison["ssim"] is None  # nothing of the artifact's to compare: it never passes
 
 
 def leaks(mark: str, sandboxes: RecordingSandboxes) -> list[str]:
@@ -390,52 +388,53 @@ def leaks(mark: str, sandboxes: RecordingSandboxes) -> list[str]:
     return found
 
 
-def run_cheat(cheat: Cheat, mark: str, backend: Backend) -> Outcome:
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_cheat_gets_its_verdict_and_leaves_nothing(name, backend, mark):
+    cheat = CHEATS[name]
     outcome, sandboxes = check(cheat, mark, backend)
     try:
+        assert outcome.verdict is cheat.verdict, [d.message for d in outcome.diagnostics]
+        messages = [d.message for d in outcome.diagnostics]
+        assert not cheat.says or any(cheat.says in m for m in messages), messages
+        if cheat.refused:  # before asy ran: no sandbox was ever opened for the artifact
+            assert messages[0].startswith("refused: ") and "check" not in sandboxes.boxes
+        if cheat.verdict is not Verdict.PASS:  # no render of its own (the reference's is kept)
+            assert not [output for output in outcome.outputs if output.role == "render"]
+        if cheat.reference:
+            comparison = outcome.details["comparison"]
+            assert comparison["reference_compiles"] is True and comparison["ssim"] is None
         assert not leaks(mark, sandboxes)
-        return outcome
     finally:
         sandboxes.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_a_refused_cheat_fails_where_it_cheats_before_asy_runs(name, backend, mark):
-    cheat = REFUSED[name]
+def test_a_render_is_asys_even_when_the_diagram_wrote_that_name_first(backend, mark):
+    cheat = FORGED_RENDERS["forged_before_shipout_is_overwritten_by_asy"]
     outcome, sandboxes = check(cheat, mark, backend)
-    try:
-        assert_answered(cheat, outcome)
-        assert outcome.details["outputs"] == {} and "check" not in sandboxes.boxes
-        assert not leaks(mark, sandboxes)
-    finally:
-        sandboxes.close()
-
-
-@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-@pytest.mark.parametrize("name", sorted(AT_RUN_TIME))
-def test_a_cheat_left_to_asy_and_tex_is_stopped_there(name, backend, mark):
-    cheat = AT_RUN_TIME[name]
-    outcome = run_cheat(cheat, mark, backend)
-    assert_answered(cheat, outcome)
-    assert not any("PLANTED" in d.message for d in outcome.diagnostics)
+    sandboxes.close()
+    [data] = outcome.files.values()
+    assert data.startswith(b"\x89PNG") and b"forged" not in data
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 @pytest.mark.parametrize("fmt", ["png", "svg"])
-def test_a_diagram_reading_the_clock_renders_byte_identically(backend, mark, fmt):
+def test_a_diagram_reading_the_clock_and_cpu_time_renders_byte_identically(backend, mark, fmt):
     cheat = Cheat(
         "size(3cm);\nsrand(seconds());\ndot((unitrand(), unitrand()));\n"
-        'label(time("%H:%M:%S") + " " + string(seconds()), (0, 0));\n',
+        'label(time("%H:%M:%S") + " " + string(seconds()), (0, 0));\n'
+        "label(string(cputime().parent.system), (0, 1));\n",
         Verdict.PASS,
+        fmt=fmt,
     )
-    first, sandboxes = check(cheat, mark, backend, fmt)
+    first, sandboxes = check(cheat, mark, backend)
     sandboxes.close()
     time.sleep(1.1)
-    second, sandboxes = check(cheat, mark, backend, fmt)
+    second, sandboxes = check(cheat, mark, backend)
     sandboxes.close()
     assert first.verdict is Verdict.PASS, first.diagnostics
-    assert first.details["outputs"] == second.details["outputs"]
+    assert first.outputs == second.outputs
 
 
 # -- past the guard: the second line holds on its own ------------------------------------------
@@ -466,25 +465,17 @@ def test_past_the_guard_no_lua_or_xetex_engine_runs(backend, engine):
     assert not leaked
 
 
-@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
-def test_past_the_guard_safe_mode_stays_on(backend):
-    outcome, leaked = render_past_the_guard(
-        backend, 'settings.safe = false;\nsystem("touch /tmp/MARK");\ndraw((0,0)--(1,1));'
-    )
-    assert outcome.verdict is Verdict.FAIL
-    assert not leaked
-
-
 @pytest.mark.docker
 def test_past_the_guard_an_absolute_tex_command_finds_no_lua_in_the_image(backends):
-    # On the local backend (no security boundary) this would reach the host's luatex.
+    # On the local backend LuaTeX exists: that is why the guard refuses such a setting at all.
     from runner.backends.docker import DockerBackend
 
+    if reason := docker_skip_reason():
+        pytest.skip(reason)
     if "docker" not in backends:
         backends["docker"] = DockerBackend(Settings(backend="docker", isolation="strict"))
-    backend = backends["docker"]
     outcome, leaked = render_past_the_guard(
-        backend,
+        backends["docker"],
         'settings.texcommand = "/usr/bin/luatex";\n'
         "label(\"\\directlua{io.open('/tmp/MARK', 'w'):write('x')}x\", (0, 0));\n",
     )
@@ -500,8 +491,9 @@ def test_tex_takes_its_restrictions_from_the_environment_asy_runs_it_in(backend)
         'p=$(command -v $e) && readlink -f "$p"; done; true'
     )
     with backend.sandbox("asymptote", Limits(timeout_s=60, memory_mb=4096)) as box:
+        asy_render.install_kit(box)
         done = box.run(
-            ["sh", "-c", asy_render.PREPARE, "sh", "artifact", "sh", "-c", probe],
+            ["sh", "-c", asy_render.PREPARE, "sh", "artifact", "png", "sh", "-c", probe],
             timeout_s=60,
             env=asy_render.RUN_ENV,
         )

@@ -42,7 +42,11 @@ from runner.provers.base import AdapterOptions, ProverAdapter, ResolvedRequest, 
 # newclid turns a goal predicate AlphaGeometry cannot check into a logic error, a point defined
 # again into a new point, a number used as a point name into KeyError; ag4masses counts an
 # exception from DD+AR or its solution writer as the syntax error NL2AGBench counts, not a crash.
-VERSION = "2"
+# 3: problems are read as AlphaGeometry reads a problem file: lines end at `\n` (and `\r\n`,
+# `\r`, as Python's text mode reads them), never at U+2028, U+0085, `\x0c`, ...; only spaces and
+# tabs are stripped from a line's ends. Verdicts rest on the engine (newclid or ag4masses) in
+# the process that read the problem (trust `kernel`).
+VERSION = "3"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Trust, Verdict
 from runner.provers.alphageometry.engines import Policy, Run
 from runner.provers.alphageometry.problems import FormatError, Problem
 from runner.provers.alphageometry.validator import Fault
@@ -71,7 +71,11 @@ def outcome(details: dict[str, JsonValue], message: str | None, **extra) -> Outc
         context = clause["text"] if isinstance(clause, dict) else None
         severity = "info" if verdict is Verdict.PASS else "error"
         diagnostics.append(Diagnostic(severity=severity, message=message, context=context))
-    return Outcome(verdict=verdict, diagnostics=diagnostics, details=details, **extra)
+    # What it rests on: the engine's DD+AR (or the kit's reading of AlphaGeometry's front end),
+    # in the process that read the problem; no independent re-check.
+    return Outcome(
+        verdict=verdict, trust=Trust.KERNEL, diagnostics=diagnostics, details=details, **extra
+    )
 
 
 def format_error(name: str, error: FormatError) -> Outcome:
@@ -106,7 +110,10 @@ def from_run(
     if status == "engine_missing":
         missing = f"{report.get('message')} ({INSTALL_HINTS.get(engine, '')})"
         return Outcome(
-            verdict=Verdict.INFRA_ERROR, diagnostics=[Diagnostic(message=missing)], worker=worker
+            verdict=Verdict.INFRA_ERROR,
+            trust=Trust.NONE,
+            diagnostics=[Diagnostic(message=missing)],
+            worker=worker,
         )
     details = _base(problem, engine, status if status in VERDICTS else "engine_error")
     message: str | None
@@ -221,7 +228,7 @@ def _no_report(problem: Problem, run: Run, engine: str, timeout_s: int, worker: 
         status, message = "memory", "the engine ran out of memory"
     else:
         status = "engine_error"
-        last = next((ln for ln in reversed(run.stderr_tail.splitlines()) if ln.strip()), "")
+        last = next((ln for ln in reversed(run.stderr_tail.split("\n")) if ln.strip()), "")
         exit_how = f"signal {done.signal}" if done.signal else f"exit code {done.exit_code}"
         message = f"the {engine} driver ended without a report ({exit_how})" + (
             f": {_clean(last)}" if last else ""

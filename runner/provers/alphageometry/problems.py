@@ -5,6 +5,13 @@ A problem is a title line and a problem line `clauses ? goal` (AlphaGeometry's p
 one artifact into a Problem, or a FormatError when the text is not one problem (empty, prose,
 code fences, no goal). LLM output in a code fence is a format error unless `lenient`, which takes
 the fenced text and says so.
+
+Lines are AlphaGeometry's (`Problem.from_txt_file`: the file read in Python's text mode, so
+`\r\n` and `\r` end a line as `\n` does, then `split('\n')`, empty lines dropped): never
+`str.splitlines()`, which also breaks at U+2028, U+0085, `\x0c`, `\x1c`-`\x1e` and `\x0b`,
+characters AlphaGeometry keeps inside a line. A line of blanks is a line, as there. The one
+liberty the kit takes: a problem line and a title lose the spaces and tabs at their ends
+(AlphaGeometry would raise KeyError on a trailing space); no other character is stripped.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
-FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^[ \t]*(```|~~~)")
+BLANKS = " \t"  # what the kit strips from a line's ends (str.strip() would take U+2028 too)
 TITLE_KEYS = ("title", "name", "problem_name", "id")
 TEXT_KEYS = ("problem", "text", "dsl", "translation", "formal", "content")
 
@@ -34,8 +42,7 @@ class FormatError:
 def split_file(name: str, content: str) -> list[tuple[str, str]]:
     """One (title, text) per problem. Text that is not cleanly problems stays whole for the check
     to reject with a reason; fenced problems keep their fence so the check can apply the policy."""
-    lines = [line.rstrip() for line in content.splitlines()]
-    kept = [line for line in lines if line.strip()]
+    kept = lines_of(content)
     if not kept:
         return [(name, content)]
     records = _json_records(kept)
@@ -57,16 +64,22 @@ def split_file(name: str, content: str) -> list[tuple[str, str]]:
     if len(body) % 2 or not all(_is_problem_line(line) for line in body[1::2]):
         return [(name, content)]
     return [
-        (body[k].strip(), _wrap(f"{body[k]}\n{body[k + 1]}\n", fenced[k] or fenced[k + 1]))
+        (body[k].strip(BLANKS), _wrap(f"{body[k]}\n{body[k + 1]}\n", fenced[k] or fenced[k + 1]))
         for k in range(0, len(body), 2)
     ]
 
 
+def lines_of(text: str) -> list[str]:
+    """The non-empty lines of `text`, as AlphaGeometry reads a problem file."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return [line for line in lines if line]
+
+
 def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem | FormatError:
     """The one problem in an artifact: `title\\nclauses ? goal`, or the problem line alone."""
-    if content.lstrip().startswith("{"):
+    if content.lstrip(BLANKS + "\r\n").startswith("{"):
         return _from_record(name, content, lenient)
-    lines = [line.rstrip() for line in content.splitlines() if line.strip()]
+    lines = lines_of(content)
     if not lines:
         return FormatError("the input is empty: expected a title line and a `clauses ? goal` line")
     note = None
@@ -82,7 +95,7 @@ def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem |
     if len(lines) == 1:
         title, line = PurePath(name).name, lines[0]
     elif len(lines) == 2:
-        title, line = lines[0].strip(), lines[1]
+        title, line = lines[0].strip(BLANKS), lines[1]
     else:
         extra = sum(1 for line in lines if not _is_problem_line(line))
         return FormatError(
@@ -94,7 +107,7 @@ def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem |
             "the problem line has no goal: AlphaGeometry needs `clauses ? goal`"
             + (" (a lone `?` needs a space on each side)" if "?" in line else "")
         )
-    return Problem(title=title, line=line.strip(), note=note)
+    return Problem(title=title, line=line.strip(BLANKS), note=note)
 
 
 def _is_problem_line(line: str) -> bool:
@@ -119,7 +132,7 @@ def _inside_fences(lines: list[str]) -> tuple[list[str], str]:
 
 
 def _json_records(lines: list[str]) -> list[tuple[dict, str]] | None:
-    if not lines[0].lstrip().startswith("{"):
+    if not lines[0].lstrip(BLANKS).startswith("{"):
         return None
     records = []
     for line in lines:
@@ -135,8 +148,8 @@ def _json_records(lines: list[str]) -> list[tuple[dict, str]] | None:
 
 def _record_title(record: dict, default: str) -> str:
     for key in TITLE_KEYS:
-        if isinstance(record.get(key), str | int) and str(record[key]).strip():
-            return str(record[key]).strip()
+        if isinstance(record.get(key), str | int) and str(record[key]).strip(BLANKS):
+            return str(record[key]).strip(BLANKS)
     return default
 
 
@@ -152,6 +165,6 @@ def _from_record(name: str, content: str, lenient: bool) -> Problem | FormatErro
         return FormatError(f"the JSON record has no problem text (one of: {', '.join(TEXT_KEYS)})")
     title = _record_title(record, name)
     read = read_problem(title, text, lenient=lenient)
-    if isinstance(read, Problem) and len([x for x in text.splitlines() if x.strip()]) == 1:
+    if isinstance(read, Problem) and len(lines_of(text)) == 1:
         return Problem(title=title, line=read.line, note=read.note)
     return read

@@ -118,7 +118,7 @@ def _parse_clause(index: int, text: str) -> _Clause:
         return _Clause(index, text, [], [])
     sides = text.split(" = ")
     if len(sides) != 2:
-        if not text.strip():
+        if not text.strip(" "):
             reason = "the clause is empty: two `; ` separators follow each other"
         elif len(sides) == 1:
             reason = (

@@ -1,26 +1,35 @@
 """Asymptote adapter: render a `.asy` diagram reproducibly in asy's safe mode, and compare it
 with a reference diagram when the request carries one.
 
-Before asy runs, the guard (guard.py) reads the artifact with asy's own lexer (lexer.py) and
-refuses, located, whatever is outside its allow-lists: settings, modules, TeX packages, code run
-from text, TeX file and shell access. Then asy runs (render.py) in safe mode under a frozen clock,
-writing only into `out/` below the source, with TeX restricted by kpathsea (pdfTeX only, no shell
-escape, no absolute or `..` paths).
+What a verdict rests on (trust `kernel`): asy itself, run in the sandbox on the diagram's code.
+There is no independent re-check of a render: `pass` means asy, in safe mode, with pdfTeX under
+kpathsea's limits and the kit's converters, exited 0 and made the render the kit took from
+outside the diagram's reach (render.py); a render that code of the diagram wrote is `fail`.
+
+Before asy runs, the guard (guard.py) refuses, located, the few things containment cannot hold:
+writing settings that choose the programs asy runs (or their options, or the TeX engine beyond
+pdfTeX, or where modules load from), `settings` other than as `settings.NAME`, asy's raw
+evaluator, modules by path. Reading settings, `eval` (its text is checked where it runs, by
+prooflock.asy), any TeX and any module by name are asy's to decide. Then asy runs (render.py)
+under a frozen clock, writing only into `out/` below the source.
 
 Sandbox layout (fixed names, so no output byte or message holds a temp path or a user's file name):
 
-    artifact/diagram.asy        the artifact; asy -cd artifact -o out/diagram
-    artifact/out/diagram.<fmt>  its render; TeX's and the converters' files beside it
+    artifact/diagram.asy        the artifact; asy -cd artifact -o out/diagram (read-only dir)
+    artifact/out/...            what asy, TeX and the converters write, and the diagram's files
+    .kit/                       the kit's module, converters and clock probe; the render taken
     artifact-pdf/...            the artifact again as PDF, for SSIM, when the format is not pdf
-    raster-artifact.png         that PDF rasterized at one fixed size for SSIM (see compare.py)
+    .kit/raster-artifact.png    that PDF rasterized at one fixed size for SSIM (see compare.py)
 
 The reference is rendered (as `reference/...`, `raster-reference.png`) in a second sandbox,
 opened after the artifact's last run (reference.py): the artifact's sandbox never holds it.
 
-Verdicts: pass (the guard allowed the source, asy exited 0 and wrote the diagram), fail (a refusal,
-a located asy error, a LaTeX error summary, a missing module, nothing drawn), timeout, memory,
-crash (asy killed by a signal without saying why). details["outputs"] maps the format to the
-sha256 of the normalized output bytes, which Outcome.files carries.
+Verdicts: pass (the guard allowed the source, asy exited 0 and made the render), fail (a refusal,
+a located asy error, a LaTeX error summary, a missing module, nothing drawn, a render the
+diagram wrote itself), timeout, memory, crash (asy killed by a signal without saying why).
+`Outcome.outputs` names the render (role `render`) by the sha256 of its normalized bytes, which
+Outcome.files carries; with a reference, also `reference`, `raster-artifact` and
+`raster-reference`.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from runner.core.models import Outcome, Verdict
+from runner.core.models import Outcome, Trust
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard
 from runner.provers.asymptote import outputs as asy_outputs
@@ -43,11 +52,13 @@ from runner.provers.base import (
     ResolvedRequest,
     Sandboxes,
 )
+from runner.provers.common.verdicts import refused
 
-# 3: settings, modules and TeX packages are allow-listed (a refusal is `fail` with line and
-#    column); asy writes only below its source; a frozen clock; the reference renders in a
-#    sandbox of its own, and its PDF and both SSIM rasters are kept.
-VERSION = "3"
+# 4: the render is taken where the diagram cannot write, and one it wrote is `fail`; the guard
+#    refuses only what containment cannot hold (reading settings, eval, any TeX and module by
+#    name are accepted); text run as code checked at run time; ghostscript never reads init files
+#    from out/; SVG through pdfTeX; the clock probed before asy runs; outputs typed.
+VERSION = "4"
 FORMATS = asy_outputs.FORMATS
 
 
@@ -93,10 +104,10 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     timeout = float(request.timeout_s)
     timings = asy_render.Timings()
     started = time.monotonic()
-    refused = guard.refusals(request.content)
+    refusals = guard.refusals(request.content)
     timings.steps["guard"] = int((time.monotonic() - started) * 1000)
-    if refused:
-        outcome = Outcome(verdict=Verdict.FAIL, diagnostics=refused, details={"outputs": {}})
+    if refusals:
+        outcome = refused(refusals)
     else:
         artifact = asy_render.render(sandboxes.sandbox(), "artifact", request.content, fmt, timeout)
         timings.add("render", artifact.done)
@@ -106,7 +117,9 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
             sandboxes, request, reference, outcome, fmt, timeout, timings
         )
         outcome.details["comparison"] = comparison.details
+        outcome.outputs += comparison.outputs
         outcome.files.update(comparison.files)
+    outcome.trust = Trust.KERNEL  # asy's own account; no independent re-check of a render
     outcome.cpu_ms = timings.cpu_ms
     outcome.worker = {"timings_ms": dict(timings.steps)}
     return outcome

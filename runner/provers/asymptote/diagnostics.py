@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from runner.core.models import Diagnostic
+from runner.provers.asymptote import lexer
 
 LOCATED = re.compile(r"^(?P<file>[^\n:]+?): (?P<line>\d+)\.(?P<column>\d+): (?P<message>.*)$")
 MODULE_MISSING = re.compile(r"^error: could not load module '(?P<module>[^']*)'")
@@ -19,6 +20,8 @@ TEX_ERROR = re.compile(r"^! (?P<message>.+)$")
 TEX_INPUT_LINE = re.compile(r"^l\.\d+ (?P<text>.*)$")
 TEX_MISSING_FILE = re.compile(r"File `(?P<file>[^']+)' not found")
 TEX_NOISE = ("Emergency stop", "==> Fatal error occurred")
+KIT_MESSAGE = re.compile(r"^prooflock: (?P<message>.+)$")  # converters.sh, on stderr
+KIT_MODULE = "prooflock.asy"  # its refusals say what was refused; where is the diagram's call
 # Where a kit-pinned module such as olympiad.asy is looked for (besides asy's own directory).
 EXTRA_MODULE_DIR = "/usr/local/share/asymptote"
 NOT_IN_DEBIAN = {
@@ -37,12 +40,12 @@ def parse(output: str, source: str, source_name: str) -> list[Diagnostic]:
     Lines are matched in order; LaTeX's `! message` errors are gathered into one summary placed
     where the first of them appeared.
     """
-    lines = source.splitlines()
+    lines = lexer.lines(source)
     diagnostics: list[Diagnostic] = []
     tex_errors: list[tuple[str, str | None]] = []
     tex_at: int | None = None
     pending_tex: str | None = None
-    for raw in output.splitlines():
+    for raw in lexer.lines(output):
         raw = raw.rstrip()
         if pending_tex is not None and (input_line := TEX_INPUT_LINE.match(raw)):
             tex_errors.append((pending_tex, _label_text(input_line["text"])))
@@ -52,6 +55,8 @@ def parse(output: str, source: str, source_name: str) -> list[Diagnostic]:
                 tex_errors.append((pending_tex, None))
             pending_tex = " ".join(tex["message"].split())
             tex_at = len(diagnostics) if tex_at is None else tex_at
+        elif kit := KIT_MESSAGE.match(raw):
+            diagnostics.append(Diagnostic(message=kit["message"]))
         elif located := LOCATED.match(raw):
             diagnostic = _located(located, lines, source_name)
             if diagnostic is not None:
@@ -79,6 +84,8 @@ def _located(match: re.Match[str], lines: list[str], source_name: str) -> Diagno
         return None  # asy's echo of a LaTeX failure; the LaTeX summary says what went wrong
     line, column = int(match["line"]), int(match["column"])
     name = match["file"].rsplit("/", 1)[-1]
+    if name == KIT_MODULE:
+        return Diagnostic(severity=severity, message=message)
     if name != source_name:  # inside a library module: keep where, without the install path
         return Diagnostic(severity=severity, message=f"{name}: {line}.{column}: {message}")
     context = (lines[line - 1].strip() or None) if 0 < line <= len(lines) else None
@@ -119,7 +126,7 @@ def _latex_summary(errors: list[tuple[str, str | None]], source: str) -> Diagnos
 
 def _find(pattern: re.Pattern[str], source: str) -> tuple[int | None, int | None, str | None]:
     """1-based line and column of the first match of `pattern` in `source`, and that line."""
-    for number, text in enumerate(source.splitlines(), start=1):
+    for number, text in enumerate(lexer.lines(source), start=1):
         if found := pattern.search(text):
             return number, found.start() + 1, text.strip()
     return None, None, None

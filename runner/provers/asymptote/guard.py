@@ -1,199 +1,218 @@
-"""What an artifact may ask of asy and TeX, decided on asy's own tokens before asy runs.
+"""The few things a diagram may not write, decided on asy's own tokens before asy runs.
 
-Allowed, and nothing else of its kind:
+The boundary is the sandbox (no network, a private work dir and /tmp), asy's safe mode (no
+`system()`; asy itself refuses writes to `settings.safe`, `globalwrite`, `globalread` and
+`outname`), TeX as pdfTeX with shell escape off and kpathsea's openin_any/openout_any=p, and the
+render read from where no code of the diagram can write (render.py). Everything else is asy's:
+reading any setting, `eval`, TeX in labels, any TeX package, any module by name.
 
-- settings: exactly `settings.tex = "latex";` or `"pdflatex"` (the engines whose formats the image
-  carries, without Lua), `settings.render = 0;` and `settings.prc = false;` (the kit's own choices,
-  often written in diagrams meant for 3D). Every other use of the name `settings` is refused,
-  reading included: `import/access/unravel settings`, `from settings ...`, an alias, another
-  setting, a value that is not that literal. The output format is the request's (`--format`).
-- modules: Asymptote's own drawing modules and olympiad/cse5, by name (MODULES). Not by path or
-  URL (`import "../x" as x`), not `slide` or `map` (they run text as code), not `embed`/`external`
-  (they put files into the output), not `animate`/`animation` (external tools, many frames).
-- TeX packages: those in TEX_PACKAGES, named by `usepackage("...")` with a literal or by
-  `\\usepackage{...}` in a string (so no shellesc, luacode, minted, epstopdf, asymptote, ...).
+What remains refused, each because containment alone cannot hold it (asy 2.85 measured):
 
-Refused outright: asy functions that run text as code or load files by computed names (`eval`,
-`_eval`, `usersetting`, `asy`, `type`, `mapArray`, `mapTemplate`), `cputime` (the machine's CPU
-time; the clock itself is fixed, see render.py), and, inside any string, TeX that reads or writes
-files, reaches Lua or a shell, builds control-sequence names, changes catcodes or the interaction
-mode, or ends the document (REFUSED_TEX). A string built at run time can still spell such TeX:
-that is why TeX also runs as pdfTeX with shell escape off and kpathsea's openin_any/openout_any
-paranoid (render.py), which refuses absolute and `..` paths whatever the spelling.
+- writing a setting that names a program asy runs, or that program's options (`gs`,
+  `gsOptions`, `texcommand`, `dvisvgm`, ...; PROGRAM_SETTINGS): asy runs whatever they say, in
+  safe mode too, and `gsOptions="-dNOSAFER -c ..."` alone runs a shell. With a shell the diagram
+  could write anything its sandbox can, the render included.
+- writing `settings.tex` other than as a pdfTeX engine literal: asy runs the value as the TeX
+  program (`settings.tex = "/usr/bin/luatex"` runs LuaTeX, whose Lua I/O ignores kpathsea).
+- writing a viewer setting (`batchView`, ...) other than `= false;`: true starts a viewer program.
+- writing where modules come from (`dir`, `sysdir`) or `user` (text `usersetting()` runs as code).
+- `settings` other than `settings.NAME` and a plain `access settings;` (an alias, `import`,
+  `unravel`, `from settings`): writes through an alias cannot be seen.
+- `_eval`: asy's evaluator past the kit's run-time check of text run as code (prooflock.asy,
+  imported before the diagram: `eval`, `type` and `mapArray` check their text there, so `eval`
+  itself is accepted).
+- module `plain` by name (`import plain`, `plain.eval`) in a source that also names `eval`,
+  `type`, `mapArray`, `asy` or `cputime`: naming plain brings back its own, unchecked ones
+  (tvgen.asy's `import plain;` alone is accepted).
+- modules `map` and `slide`: they hand text to that evaluator themselves (`mapTemplate`,
+  `asyinclude`).
+- modules by path or URL: a path can name a file the diagram wrote while it ran (`out/x.asy`),
+  code no check has read.
 
-Source the guard cannot read with certainty (lexer.Unreadable) is refused too.
+Source the guard cannot read as asy does (lexer.Unreadable) is refused too. Refused where they
+run, since no source shows them: text run as code that uses these words, and `asy()`, which
+imports files by path (prooflock.asy); SVG made from a DVI file, whose PostScript specials
+dvisvgm would run outside ghostscript's SAFER (converters.sh: SVG comes through pdfTeX).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
-from runner.core.models import Diagnostic
 from runner.provers.asymptote import lexer
 from runner.provers.asymptote.lexer import Token
+from runner.provers.common.verdicts import Refusal
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# setting -> the one token text it may be given (a string's value without quotes)
-ALLOWED_SETTINGS = {
-    "tex": ("string", ("latex", "pdflatex")),
-    "render": ("number", ("0",)),
-    "prc": ("keyword", ("false",)),
-}
-SANDBOX_SETTINGS = ("safe", "globalwrite", "globalread")
-CODE_FROM_TEXT = _words("eval _eval usersetting asy type mapArray mapTemplate")
-MACHINE_STATE = frozenset(("cputime", "_cputime"))
-# Debian's asymptote 2.85 less slide, map, embed, external, animate, animation and v3d*; then
-# olympiad and cse5, not in Debian but common in olympiad diagrams (the image may pin olympiad).
-MODULES = _words(
+# Settings that name a program asy runs (a viewer too), a library it loads, or their options.
+PROGRAM_SETTINGS = _words(
     """
-    CAD annotate babel bezulate binarytree bsp colormap contour contour3 drawtree feynman
-    flowchart fontsize geometry graph graph3 graph_settings graph_splinetype grid3 interpolate
-    labelpath labelpath3 lmfit markers math metapost obj ode palette patterns plain plain_arcs
-    plain_arrows plain_bounds plain_boxes plain_constants plain_debugger plain_filldraw
-    plain_Label plain_margins plain_markers plain_paths plain_pens plain_picture plain_prethree
-    plain_scaling plain_shipout plain_strings pstoedit rational rationalSimplex roundedpath
-    simplex size10 size11 slopefield smoothcontour3 solids stats syzygy texcolors three
-    three_arrows three_light three_margins three_surface three_tube tree trembling tube version
-    x11colors
-    olympiad cse5
-"""
+    animate convert display dvips dvisvgm gs htmlviewer pdfviewer psviewer texcommand texpath
+    textcommand libgs convertOptions dvipsOptions dvisvgmOptions gsOptions glOptions
+    htmlviewerOptions pdfviewerOptions pdfreloadOptions psviewerOptions textcommandOptions
+    epsdriver pngdriver psdriver
+    """
 )
-# Macro packages for symbols, fonts and colour: none reads files or reaches a shell or Lua.
-TEX_PACKAGES = _words(
-    """
-    amsbsy amscd amsfonts amsmath amsopn amssymb amstext amsthm amsxtra array babel bbm bm
-    calc cancel chemfig color courier dsfont esint eucal eufrak euscript exscale fix-cm fixmath
-    fontenc gensymb graphics graphicx helvet ifthen inputenc latexsym lmodern marvosym mathabx
-    mathpazo mathptmx mathrsfs mathtools mhchem newtxmath newtxtext nicefrac palatino pifont
-    pxfonts relsize siunitx skull stmaryrd textcomp times tipa txfonts type1cm type1ec units
-    upgreek wasysym xcolor xfrac yhmath
-"""
-)
-REFUSED_TEX = _words(
-    """
-    input include includeonly InputIfFileExists IfFileExists @input @@input @iinput @input@
-    openin closein read readline openout closeout write immediate typein verbatiminput
-    VerbatimInput lstinputlisting includegraphics pdfximage pdfobj pdffiledump pdfmdfivesum
-    pdffilesize pdffilemoddate special
-    directlua latelua ShellEscape DelayedShellEscape
-    csname scantokens catcode ExplSyntaxOn UseName @nameuse csuse pdfprimitive primitive
-    errorstopmode scrollmode batchmode nonstopmode interactionmode pausing
-    documentclass LoadClass @@end dump
-"""
-)  # files and streams; shells and Lua; names built from text; a terminal; the job
-PACKAGE_COMMANDS = ("usepackage", "RequirePackage")
-CONTROL_WORD = re.compile(r"\\([A-Za-z@]+|.)", re.DOTALL)
-PACKAGE_ARGUMENTS = re.compile(r"\s*(?:\[[^\]]*\]\s*)?\{([^{}]*)\}")
-DOCUMENT_ENVIRONMENT = re.compile(r"\s*\{\s*document\s*\}")
-LINE_BREAK = re.compile(r"\r\n|\n|\r")  # asy's line ends (str.splitlines knows more)
+# Settings that, true, make asy start a viewer program on its output: `false` is harmless.
+VIEW_SETTINGS = _words("batchView interactiveView multipleView pdfreload")
+CODE_SETTINGS = frozenset(("dir", "sysdir", "user"))  # where modules come from; text run as code
+PDFTEX_ENGINES = ("latex", "pdflatex", "tex", "pdftex")  # all pdfTeX: kpathsea's limits hold
+WRITES = frozenset(("=", "+=", "-=", "*=", "/=", "#=", "%=", "^=", "++", "--"))
+MODULE_KEYWORDS = ("import", "access", "include", "from", "unravel")
+EVALUATOR_MODULES = frozenset(("map", "slide"))
+# What prooflock.asy checks (or fixes) and `import plain` would put back as plain's own.
+PLAIN_UNCHECKED = frozenset(("eval", "type", "mapArray", "asy", "cputime"))
 
 
-def refusals(source: str) -> list[Diagnostic]:
+def refusals(source: str) -> list[Refusal]:
     """Every refused construct in `source`, located (line and column 1-based, as asy counts)."""
     try:
         tokens = lexer.tokenize(source)
     except lexer.Unreadable as exc:
-        return [
-            _refusal(source, exc.offset, f"refused: the kit cannot read this as asy does ({exc})")
-        ]
+        message = f"refused: the kit cannot read this as asy does ({exc})"
+        return [_refusal(source, exc.offset, message)]
     found = [_refusal(source, offset, message) for offset, message in _findings(tokens)]
-    return sorted(found, key=lambda d: (d.line or 0, d.column or 0))
+    return sorted(found, key=lambda r: (r.line, r.column))
 
 
 def _findings(tokens: list[Token]) -> Iterator[tuple[int, str]]:
-    skip_to = 0
+    unchecked = sorted({t.text for t in tokens if t.kind == "id"} & PLAIN_UNCHECKED)
     for index, token in enumerate(tokens):
-        if index < skip_to:
-            continue
         if token.kind == "id" and token.text == "settings":
-            allowed = _allowed_setting(tokens, index)
-            if allowed:
-                skip_to = index + 6
-            else:
-                yield token.offset, _settings_message(tokens, index)
-        elif token.kind == "id" and token.text in CODE_FROM_TEXT:
-            message = f"refused: `{token.text}` runs text as asy code, which the kit cannot check"
-            yield token.offset, message
-        elif token.kind == "id" and token.text in MACHINE_STATE:
-            message = f"refused: `{token.text}` reads the machine's CPU time: not reproducible"
-            yield token.offset, message
-        elif token.kind == "id" and token.text == "usepackage":
-            yield from _usepackage(tokens, index)
-        elif token.kind == "keyword" and token.text in ("import", "access", "include", "from"):
-            yield from _module_statement(tokens, index)
-        elif token.kind == "string":
-            yield from _tex(token)
+            yield from _settings(tokens, index)
+        elif token.kind == "id" and token.text == "_eval":
+            yield (
+                token.offset,
+                (
+                    "refused: `_eval` is asy's evaluator without the kit's check of text run as "
+                    "code; `eval` is accepted"
+                ),
+            )
+        elif token.kind == "id" and token.text == "plain" and _names_a_module(tokens, index):
+            if unchecked:
+                yield token.offset, _plain_message(unchecked)
+        elif token.kind == "keyword" and token.text in MODULE_KEYWORDS[:4]:
+            yield from _modules(tokens, index)
 
 
-def _allowed_setting(tokens: list[Token], index: int) -> bool:
-    """`settings . NAME = LITERAL ;` as a statement of its own, with an allowed NAME and value."""
-    if index and not _is_op(tokens[index - 1], ";", "{", "}"):
-        return False
-    shape = tokens[index + 1 : index + 6]
-    if len(shape) < 5 or not (
-        _is_op(shape[0], ".") and _is_op(shape[2], "=") and _is_op(shape[4], ";")
-    ):
-        return False
-    name, value = shape[1], shape[3]
-    if name.kind != "id" or name.text not in ALLOWED_SETTINGS:
-        return False
-    kind, values = ALLOWED_SETTINGS[name.text]
-    return value.kind == kind and value.text in values
-
-
-def _settings_message(tokens: list[Token], index: int) -> str:
-    following = tokens[index + 1 : index + 3]
-    dotted = len(following) == 2 and _is_op(following[0], ".") and following[1].kind == "id"
-    name = following[1].text if dotted else None
-    if name in SANDBOX_SETTINGS:
-        return f"refused: the artifact sets asy's `{name}`, a setting that guards the sandbox"
-    what = f"`settings.{name}`" if name else "asy's `settings`"
+def _plain_message(unchecked: list[str]) -> str:
+    names = ", ".join(f"`{name}`" for name in unchecked)
     return (
-        f'refused: {what}: an artifact may only write `settings.tex = "latex";` (or '
-        '"pdflatex"), `settings.render = 0;` and `settings.prc = false;`; '
-        "the output format comes from the request"
+        f"refused: module `plain` by name in a source that uses {names}: plain's own would "
+        "replace the kit's, which check text run as code (and keep CPU time fixed); plain's "
+        "functions are in scope without naming it"
     )
 
 
-def _module_statement(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
-    """Modules named by `import`, `access`, `include` and `from ... access` (camp.y's forms)."""
+def _settings(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
+    token = tokens[index]
+    following = tokens[index + 1 : index + 3]
+    before = tokens[index - 1] if index else None
+    if (
+        before is not None
+        and before.kind == "keyword"
+        and before.text == "access"
+        and following
+        and _is_op(following[0], ";")
+        and not (index >= 2 and tokens[index - 2].text == "from")
+    ):
+        return  # `access settings;` names what is already in scope: no alias
+    if not (len(following) == 2 and _is_op(following[0], ".") and following[1].kind == "id"):
+        yield (
+            token.offset,
+            (
+                "refused: asy's `settings` other than as `settings.NAME` (an alias, `import`, "
+                "`unravel` or `from` of it): writes through it could not be seen"
+            ),
+        )
+        return
+    name = following[1].text
+    after = tokens[index + 3] if index + 3 < len(tokens) else None
+    written = (after is not None and _is_op(after, *WRITES)) or (
+        before is not None and _is_op(before, "++", "--")
+    )
+    if not written:
+        return  # reading a setting is harmless
+    if name in PROGRAM_SETTINGS:
+        yield (
+            token.offset,
+            (
+                f"refused: `settings.{name}` names a program asy runs or its options; asy runs "
+                "what it says even in safe mode (ghostscript options alone can start a shell)"
+            ),
+        )
+    elif name in CODE_SETTINGS:
+        what = "text `usersetting()` runs as code" if name == "user" else "where modules load from"
+        yield token.offset, f"refused: `settings.{name}` decides {what}"
+    elif name in VIEW_SETTINGS and not _literal(tokens, index, "keyword", ("false",)):
+        yield (
+            token.offset,
+            (
+                f"refused: `settings.{name}` other than `settings.{name} = false;`: asy would "
+                "start a viewer program (xdg-open and what it chooses) on the output"
+            ),
+        )
+    elif name == "tex" and not _literal(tokens, index, "string", PDFTEX_ENGINES):
+        engines = ", ".join(f'"{e}"' for e in PDFTEX_ENGINES)
+        yield (
+            token.offset,
+            (
+                f"refused: `settings.tex` other than `settings.tex = ENGINE;` with ENGINE one of "
+                f"{engines}: asy runs the value as the TeX program, and only pdfTeX keeps TeX "
+                "from files and shells"
+            ),
+        )
+
+
+def _literal(tokens: list[Token], index: int, kind: str, values: tuple[str, ...]) -> bool:
+    """`settings.NAME = VALUE;` with VALUE one of `values` (tokens of `kind`), the literal alone:
+    `settings.tex = "pdflatex";`, `settings.batchView = false;`."""
+    shape = tokens[index + 3 : index + 6]
+    return (
+        len(shape) == 3
+        and _is_op(shape[0], "=")
+        and shape[1].kind == kind
+        and shape[1].text in values
+        and _is_op(shape[2], ";")
+    )
+
+
+def _names_a_module(tokens: list[Token], index: int) -> bool:
+    """Whether `plain` at `index` is the module: qualified (`plain.x`) or after a module keyword."""
+    before = tokens[index - 1] if index else None
+    after = tokens[index + 1] if index + 1 < len(tokens) else None
+    keyword = before is not None and before.kind == "keyword" and before.text in MODULE_KEYWORDS
+    return keyword or (after is not None and _is_op(after, "."))
+
+
+def _modules(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
+    """The modules of `import`, `access`, `include` and `from ...` (camp.y's forms)."""
     keyword = tokens[index]
     rest = tokens[index + 1 :]
     if keyword.text == "access" and index >= 2 and tokens[index - 2].text == "from":
         return  # the names after `from m access` are m's, not modules
-    if keyword.text == "from":
-        # `from a.b unravel ...` reads a record already in scope (asy loads nothing for it).
-        after = 1
-        while after + 1 < len(rest) and _is_op(rest[after], ".") and rest[after + 1].kind == "id":
-            after += 2
-        if rest and rest[0].kind == "id" and after < len(rest) and rest[after].text == "unravel":
-            return
-        names = rest[:1]
-    elif keyword.text == "access":
-        names = list(_access_list(rest))
-    else:
-        names = rest[:1]
-    if not names:
-        yield keyword.offset, f"refused: the kit cannot read this `{keyword.text}` statement"
-        return
+    names = list(_access_list(rest)) if keyword.text == "access" else rest[:1]
     for name in names:
         if name.kind == "string":
-            what = f"`{keyword.text}` of a file path or URL ({name.text!r}): name a module"
-        elif name.kind != "id":
-            what = f"the kit cannot read this `{keyword.text}` statement"
-        elif name.text == "settings" or name.text in MODULES:
-            continue  # `settings` is refused once, as a use of that name
-        else:
-            what = (
-                f"module '{name.text}' is not one the kit renders with "
-                "(Asymptote's own drawing modules, olympiad and cse5)"
+            yield (
+                keyword.offset,
+                (
+                    f"refused: `{keyword.text}` of a file path or URL ({name.text!r}): a path can "
+                    "name a file the diagram wrote while it ran; name a module"
+                ),
             )
-        yield keyword.offset, f"refused: {what}"
+        elif name.kind == "id" and name.text in EVALUATOR_MODULES:
+            yield (
+                keyword.offset,
+                (
+                    f"refused: module '{name.text}' runs text as asy code past the kit's check "
+                    "(mapTemplate, asyinclude)"
+                ),
+            )
 
 
 def _access_list(rest: list[Token]) -> Iterator[Token]:
@@ -210,54 +229,12 @@ def _access_list(rest: list[Token]) -> Iterator[Token]:
         return
 
 
-def _usepackage(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
-    call = tokens[index + 1 : index + 4]
-    if (
-        len(call) == 3
-        and _is_op(call[0], "(")
-        and call[1].kind == "string"
-        and _is_op(call[2], ",", ")")
-    ):
-        yield from _packages(call[1].text, call[1].offset)
-        return
-    message = 'refused: `usepackage` must name its packages in a string literal: usepackage("x")'
-    yield tokens[index].offset, message
-
-
-def _packages(names: str, offset: int) -> Iterator[tuple[int, str]]:
-    for package in (p.strip() for p in names.split(",")):
-        if package not in TEX_PACKAGES:
-            yield offset, f"refused: TeX package '{package}' is not one the kit allows"
-
-
-def _tex(token: Token) -> Iterator[tuple[int, str]]:
-    text = token.text
-    carets = text.find("^^")
-    if carets >= 0:
-        message = "refused: `^^` in a string: TeX reads a character code, which can spell anything"
-        yield token.place(carets), message
-    for word in CONTROL_WORD.finditer(text):
-        name = word[1]
-        where = token.place(word.start())
-        after = text[word.end() :]
-        if name in REFUSED_TEX or name.startswith("lua"):
-            yield where, f"refused: TeX `\\{name}` in a string"
-        elif name in PACKAGE_COMMANDS:
-            arguments = PACKAGE_ARGUMENTS.match(after)
-            if arguments is None:
-                yield where, f"refused: the kit cannot read the packages of this `\\{name}`"
-            else:
-                yield from _packages(arguments[1], where)
-        elif name in ("begin", "end") and DOCUMENT_ENVIRONMENT.match(after):
-            yield where, f"refused: TeX `\\{name}{{document}}` in a string"
-
-
 def _is_op(token: Token, *texts: str) -> bool:
     return token.kind == "op" and token.text in texts
 
 
-def _refusal(source: str, offset: int, message: str) -> Diagnostic:
+def _refusal(source: str, offset: int, message: str) -> Refusal:
     line, column = lexer.position(source, offset)
-    lines = LINE_BREAK.split(source)
-    context = lines[line - 1].strip() if 0 < line <= len(lines) else None
-    return Diagnostic(message=message, line=line, column=column, context=context or None)
+    lines = lexer.lines(source)
+    context = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return Refusal(message=message, line=line, column=column, context=context)

@@ -157,6 +157,7 @@ OPERATOR_NAMES = sorted(
     reverse=True,
 )
 NEWLINE = re.compile(r"\\?(?:\r\n|\n|\r)")  # camp.l's ENDL: a backslash before it is dropped
+LINE_END = re.compile(r"\r\n|\n|\r")  # asy's line ends (str.splitlines knows more: U+2028, ...)
 BETWEEN_LITERALS = re.compile(r"(?:[ \t]|\\?(?:\r\n|\n|\r))*")
 C_ESCAPES = {
     "a": "\a",
@@ -202,6 +203,11 @@ def tokenize(source: str) -> list[Token]:
     tokens = reader.read()
     _agree_with_c_like_scan(source, reader.quiet)
     return tokens
+
+
+def lines(text: str) -> list[str]:
+    """`text` cut into lines where asy cuts it (never at U+2028, \\x0c, ... as splitlines does)."""
+    return LINE_END.split(text)
 
 
 def position(source: str, offset: int) -> tuple[int, int]:

@@ -4,11 +4,13 @@ The reference never enters the artifact's sandbox. Everything on the artifact's 
 SSIM, that PDF's raster) is done first, in the check's sandbox; only then is a second sandbox
 opened (`sandboxes.sandbox("reference")`) where the reference is guarded, rendered and rasterized.
 On the local backend the reference's bytes are thus nowhere on disk while artifact code runs; on
-docker they are in another container. The SSIM is computed here, on the two rasters' bytes.
+docker they are in another container. The SSIM is computed here, on the two rasters' bytes, and
+each raster is made from the render the kit took (render.py), written again by the kit after
+asy's run: never from a file the diagram could have written.
 
-Kept for a report, by sha256 in `Outcome.files` and named in the comparison: the reference's PDF
-(`reference_outputs`, {format: sha256}) and the two same-size gray rasters SSIM compared
-(`rasters`, {"artifact": sha256, "reference": sha256}).
+Kept for a report, by sha256 in `Outcome.files` and typed in `Outcome.outputs`: the reference's
+PDF (role `reference`) and the two same-size gray rasters SSIM compared (roles
+`raster-artifact`, `raster-reference`). The numbers stay in `details["comparison"]`.
 """
 
 from __future__ import annotations
@@ -18,17 +20,12 @@ import time
 from dataclasses import dataclass, field
 
 from runner.backends.base import Sandbox
-from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, OutputFile, Verdict
 from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import guard
-from runner.provers.asymptote.render import (
-    WITH_WORK_TMPDIR,
-    Render,
-    Timings,
-    output_path,
-    render,
-)
+from runner.provers.asymptote.render import KIT, WITH_WORK_TMPDIR, Render, Timings, render
 from runner.provers.base import ResolvedRequest, Sandboxes
+from runner.provers.common.verdicts import Refusal
 
 REFERENCE_SANDBOX = "reference"
 
@@ -36,12 +33,13 @@ REFERENCE_SANDBOX = "reference"
 @dataclass
 class Comparison:
     details: dict[str, JsonValue]
+    outputs: list[OutputFile] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
 
-    def keep(self, data: bytes) -> str:
+    def keep(self, role: str, fmt: str, data: bytes) -> None:
         sha = hashlib.sha256(data).hexdigest()
+        self.outputs.append(OutputFile(role=role, format=fmt, sha256=sha))
         self.files[sha] = data
-        return sha
 
 
 def compare_with_reference(
@@ -68,7 +66,7 @@ def compare_with_reference(
     artifact_raster, ssim_error = None, None
     if artifact_compiles:  # all of the artifact's side first, before the reference exists
         artifact_raster, ssim_error = _artifact_raster(
-            sandboxes.sandbox(), request.content, fmt, timeout, timings
+            sandboxes.sandbox(), request.content, fmt, outcome, timeout, timings
         )
     sandbox = sandboxes.sandbox(REFERENCE_SANDBOX)
     problem, reference_render = _render_reference(sandbox, reference_source, timeout, timings)
@@ -76,38 +74,42 @@ def compare_with_reference(
         comparison.details["reference_error"] = problem
         return comparison
     comparison.details["reference_compiles"] = True
-    comparison.details["reference_outputs"] = {"pdf": comparison.keep(reference_render.data)}
+    comparison.keep("reference", "pdf", reference_render.data)
     if not artifact_compiles:
         return comparison
     if artifact_raster is None:
         comparison.details["ssim_error"] = ssim_error
         return comparison
-    reference_raster, ssim_error = _raster(sandbox, "reference", timeout, timings)
+    reference_raster, ssim_error = _raster(
+        sandbox, "reference", reference_render.data, timeout, timings
+    )
     if reference_raster is None:
         comparison.details["ssim_error"] = ssim_error
         return comparison
     started = time.monotonic()
-    comparison.details["ssim"] = asy_compare.ssim(artifact_raster, reference_raster)
+    try:
+        comparison.details["ssim"] = asy_compare.ssim(artifact_raster, reference_raster)
+    except (OSError, ValueError) as exc:  # rasters that do not decode or differ in size
+        comparison.details["ssim_error"] = f"the rasters cannot be compared: {exc}"
+        return comparison
     timings.steps["ssim"] = int((time.monotonic() - started) * 1000)
-    comparison.details["rasters"] = {
-        "artifact": comparison.keep(artifact_raster),
-        "reference": comparison.keep(reference_raster),
-    }
+    comparison.keep("raster-artifact", "png", artifact_raster)
+    comparison.keep("raster-reference", "png", reference_raster)
     return comparison
 
 
 def _artifact_raster(
-    sandbox: Sandbox, source: str, fmt: str, timeout: float, timings: Timings
+    sandbox: Sandbox, source: str, fmt: str, outcome: Outcome, timeout: float, timings: Timings
 ) -> tuple[bytes | None, str | None]:
     """The raster of the artifact's PDF (rendered again when the request asked another format)."""
-    directory = "artifact"
-    if fmt != "pdf":  # SSIM compares PDF rasters; a fresh directory, untouched by the first run
-        directory = "artifact-pdf"
-        again = render(sandbox, directory, source, "pdf", timeout)
+    pdf = outcome.files.get(outcome.outputs[0].sha256) if fmt == "pdf" else None
+    if pdf is None:  # SSIM compares PDF rasters; a fresh directory, untouched by the first run
+        again = render(sandbox, "artifact-pdf", source, "pdf", timeout)
         timings.add("render_pdf", again.done)
         if again.data is None:
             return None, f"the artifact did not render to PDF: {_first_problem(again)}"
-    return _raster(sandbox, directory, timeout, timings)
+        pdf = again.data
+    return _raster(sandbox, "artifact", pdf, timeout, timings)
 
 
 def _render_reference(
@@ -125,25 +127,22 @@ def _render_reference(
 
 
 def _raster(
-    sandbox: Sandbox, directory: str, timeout: float, timings: Timings
+    sandbox: Sandbox, side: str, pdf: bytes, timeout: float, timings: Timings
 ) -> tuple[bytes | None, str | None]:
-    """The PDF in `directory` rasterized at the fixed SSIM size, or why it could not be."""
-    side = "reference" if directory == "reference" else "artifact"
-    raster = f"raster-{side}.png"
+    """`pdf` (a render the kit took) rasterized at the fixed SSIM size, or why it could not be."""
+    source, raster = f"{KIT}/raster-{side}.pdf", f"{KIT}/raster-{side}.png"
+    sandbox.write_file(source, pdf)
     done = sandbox.run(
-        [
-            *WITH_WORK_TMPDIR,
-            "gs",
-            *asy_compare.RASTER_ARGS,
-            f"-sOutputFile={raster}",
-            output_path(directory, "pdf"),
-        ],
+        [*WITH_WORK_TMPDIR, "gs", *asy_compare.RASTER_ARGS, f"-sOutputFile={raster}", source],
         timeout_s=timeout,
     )
     timings.add("raster", done)
     if not done.ok:
         return None, f"ghostscript could not rasterize the {side} PDF (exit {done.exit_code})"
-    return sandbox.read_file(raster), None
+    try:
+        return sandbox.read_file(raster), None
+    except FileNotFoundError:  # a PDF without a page: a fact about the diagram, never infra
+        return None, f"ghostscript drew no page of the {side} PDF"
 
 
 def _first_problem(failed: Render) -> str:
@@ -155,5 +154,5 @@ def _first_problem(failed: Render) -> str:
     return failed.missing or f"asy exited {failed.done.exit_code}"
 
 
-def _where(diagnostic: Diagnostic) -> str:
+def _where(diagnostic: Diagnostic | Refusal) -> str:
     return f"{diagnostic.line}.{diagnostic.column}: " if diagnostic.line is not None else ""

@@ -1,38 +1,52 @@
-"""One asy run in a sandbox: reproducible output bytes, located diagnostics, the verdict.
+"""One asy run in a sandbox: the render, taken from where the diagram cannot write; diagnostics.
 
 Layout, with fixed names so that no output byte or message holds a temp path or a user's file name:
 the source is `<dir>/diagram.asy`, compiled by `asy -cd <dir> -o out/diagram`. In safe mode, with
 -noglobalwrite, asy writes only into the directory of its output name (`outname` is a setting
 asy itself guards), so `output()` and `shipout()` write into `<dir>/out/`; so do ghostscript,
 dvisvgm and TeX (asy starts it with -output-directory=out, which web2c puts before every relative
-`\\openout`, and openout_any=p refuses `..` and absolute names). asy imports modules at run time,
-searching `<dir>` first, and `<dir>` holds the checked source alone for the whole run: no file
-the artifact has written can be imported back as unchecked code.
+`\\openout`, and openout_any=p refuses `..`, absolute and dot names). `<dir>` holds the source
+alone and is read-only while asy runs: asy imports modules from there first.
+
+The render is not `out/diagram.<fmt>`, which the diagram's own code can write (`output()`, TeX's
+`\\openout`) at any time, before or after asy's shipout. The programs that write asy's output
+(gs, dvisvgm, pdfTeX) are reached through the kit's converters.sh, which keeps a copy of the
+render as the program wrote it in `~/.kit/renders/`, outside everything the diagram can write.
+The kit takes that copy; an `out/diagram.<fmt>` that differs from it, or exists without it, was
+written by the diagram: `fail`, saying so.
 
 Fixed clock: asy and everything it starts run under libfaketime frozen at SOURCE_DATE_EPOCH (also
-the CPU-time and monotonic clocks), so `seconds()`, `time()`, `srand(seconds())`, TeX's `\\time`
-and `\\pdfrandomseed`, and ghostscript's `realtime` give the same value on every run. The preload
-is set on asy alone, never on the sandbox's own `timeout`.
+the monotonic clock; CPU time reads as zero through prooflock.asy), so `seconds()`, `time()`,
+`srand(seconds())`, TeX's `\\time` and `\\pdfrandomseed`, and ghostscript's `realtime` give the
+same value on every run. Before asy starts, the run probes that clock with `date` into
+`~/.kit/clock`; a clock that is not frozen is the machine's failure (libfaketime missing), read
+from that file, never from what the run printed.
 
-Engines: only pdfTeX runs (`latex`, `pdflatex`; guard.py refuses other settings); as a second
-line, LuaTeX, XeTeX and ConTeXt are shadowed on PATH by `false` (the image has none at all).
+Engines: only pdfTeX runs (guard.py refuses other `settings.tex`); as a second line, LuaTeX,
+XeTeX and ConTeXt are shadowed on PATH by `false` (the image has none at all). SVG is made from
+pdfTeX's PDF (`-tex pdflatex`): dvisvgm would run a DVI file's PostScript specials unconfined.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shlex
 import signal
 from dataclasses import dataclass, field
+from importlib import resources
 
 from runner.backends.base import Completed, Sandbox
 from runner.core.errors import InfraFailure
-from runner.core.models import Diagnostic, JsonValue, Outcome, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, OutputFile, Verdict
 from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import outputs as asy_outputs
 
 STEM = "diagram"
 SOURCE = f"{STEM}.asy"
 OUT = "out"  # below the source's directory: where asy, TeX and the converters write
+KIT = ".kit"  # in the work dir, beside the sources: the kit's files, out of the diagram's reach
+KIT_MODULE = "prooflock"  # prooflock.asy, imported before the diagram (-autoimport)
+CONVERTERS = ("gs", "dvisvgm", "pdflatex", "pdftex")  # run through converters.sh
 ASY = (
     "asy",
     "-safe",
@@ -47,29 +61,43 @@ ASY = (
     "0",  # 3D as vectors: no OpenGL, same pixels on every machine
     "-gsOptions",
     "-dOmitInfoDate -dOmitID -dOmitXMP",  # ghostscript's PDF stamps
+    "-autoimport",
+    KIT_MODULE,
 )
+ENGINE_FOR = {"svg": ("-tex", "pdflatex")}  # SVG through PDF, never dvisvgm on a DVI file
 FAKETIME_LIBRARY = "/usr/$LIB/faketime/libfaketime.so.1"  # ld.so expands $LIB (multiarch dir)
-FIXED_CLOCK = (  # frozen (no `@`): the clock does not advance while asy runs
-    "env",
-    f"LD_PRELOAD={FAKETIME_LIBRARY}",
-    f"FAKETIME={asy_outputs.FIXED_TIME}",
-)
-NO_FAKETIME = "from LD_PRELOAD cannot be preloaded"  # ld.so's warning, on every child's stderr
+# frozen (no `@`): the clock does not advance while asy runs
+FIXED_CLOCK_ENV = {"LD_PRELOAD": FAKETIME_LIBRARY, "FAKETIME": asy_outputs.FIXED_TIME}
+FIXED_CLOCK = tuple(f"{name}={value}" for name, value in FIXED_CLOCK_ENV.items())  # env's argv
 # shadowed on PATH (a shell word list): LuaTeX, XeTeX and ConTeXt in all their names
 REFUSED_ENGINES = (
     "luatex lualatex luahbtex luajittex luajithbtex dviluatex dvilualatex texlua texluac "
     "xetex xelatex context mtxrun"
 )
 FILE_LIMIT_MB = 128  # per file asy, TeX or a converter writes (a diagram needs a few MB)
-# $1: the source's directory. Makes out/, a temp dir in HOME (the root and /tmp may be read-only)
-# and, once per sandbox, the PATH directory that shadows the refused engines; caps file sizes
-# (sh counts 512-byte blocks; a larger file ends the writer with SIGXFSZ).
-PREPARE = (
-    f"ulimit -f {FILE_LIMIT_MB * 2048}; "
-    'dir=$1; shift; mkdir -p "$HOME/.tmp" "$dir/out" || exit 125; '
-    'if [ ! -d "$HOME/.engines" ]; then mkdir -p "$HOME/.engines" && '
-    f'for e in {REFUSED_ENGINES}; do ln -s /bin/false "$HOME/.engines/$e"; done; fi; '
-    'PATH="$HOME/.engines:$PATH" TMPDIR="$HOME/.tmp" exec "$@"'
+# $1: the source's directory, $2: the format. Makes out/ and a temp dir in HOME (the root and
+# /tmp may be read-only), the PATH directory of the converters and shadowed engines, probes the
+# frozen clock (before any code of the diagram runs), caps file sizes (sh counts 512-byte
+# blocks; a larger file ends the writer with SIGXFSZ), then runs asy with the kit's module and
+# converters first in line.
+CLOCK_PROBE = " ".join(f"{name}={shlex.quote(value)}" for name, value in FIXED_CLOCK_ENV.items())
+PREPARE = "; ".join(
+    (
+        f"ulimit -f {FILE_LIMIT_MB * 2048}",
+        f'dir=$1 fmt=$2; shift 2; kit="$HOME/{KIT}"',
+        'mkdir -p "$HOME/.tmp" "$dir/out" "$kit/renders" && chmod a-w "$dir" '
+        '&& chmod 755 "$kit/converters.sh" || exit 125',
+        'if [ ! -d "$kit/bin" ]; then mkdir "$kit/bin" '
+        f'&& for e in {REFUSED_ENGINES}; do ln -s /bin/false "$kit/bin/$e"; done '
+        f'&& for c in {" ".join(CONVERTERS)}; do ln -s ../converters.sh "$kit/bin/$c"; done '
+        "|| exit 125; fi",
+        f'{CLOCK_PROBE} date -u +%s > "$kit/clock" 2>/dev/null',
+        'PROOFLOCK_RENDER="$(cd "$dir/out" && pwd -P)/diagram.$fmt"',
+        'PROOFLOCK_KEEP="$kit/renders/$dir.$fmt" PROOFLOCK_PATH="$PATH"',
+        'export PROOFLOCK_RENDER PROOFLOCK_KEEP PROOFLOCK_PATH; rm -f "$PROOFLOCK_KEEP"',
+        'PATH="$kit/bin:$PATH" TMPDIR="$HOME/.tmp" ASYMPTOTE_DIR="$kit/asy:$ASYMPTOTE_DIR" '
+        'exec env "$@"',
+    )
 )
 DEAD_PROXY = "http://127.0.0.1:9"  # the discard port: asy's libcurl (`import "https://..."`) fails
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "ftp_proxy", "all_proxy")
@@ -93,12 +121,12 @@ WITH_WORK_TMPDIR = ("sh", "-c", 'mkdir -p "$HOME/.tmp" && TMPDIR="$HOME/.tmp" ex
 
 @dataclass
 class Render:
-    """One asy run: what it said, and the normalized output bytes when it wrote a valid file."""
+    """One asy run: what it said, and the normalized render when asy made a valid one."""
 
     done: Completed
     diagnostics: list[Diagnostic]
     data: bytes | None = None
-    missing: str | None = None  # why there is no output although asy exited 0
+    missing: str | None = None  # why there is no render although asy exited 0
 
 
 @dataclass
@@ -117,40 +145,89 @@ def output_path(directory: str, fmt: str) -> str:
     return f"{directory}/{OUT}/{STEM}.{fmt}"
 
 
+def kept_path(directory: str, fmt: str) -> str:
+    return f"{KIT}/renders/{directory}.{fmt}"
+
+
+def install_kit(sandbox: Sandbox) -> None:
+    """The kit's module and converters, written before any code of a diagram runs."""
+    package = resources.files(__package__)
+    sandbox.write_file(f"{KIT}/converters.sh", package.joinpath("converters.sh").read_bytes())
+    module = package.joinpath(f"{KIT_MODULE}.asy").read_bytes()
+    sandbox.write_file(f"{KIT}/asy/{KIT_MODULE}.asy", module)
+
+
 def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: float) -> Render:
-    """Compile `directory/diagram.asy` to `directory/out/diagram.<fmt>` (asy's cwd: `directory`).
+    """Compile `directory/diagram.asy` to a render of format `fmt` (asy's cwd: `directory`).
 
     The source must have passed guard.refusals: this runs it.
     """
-    sandbox.write_file(f"{directory}/{SOURCE}", source.encode())
-    argv = ["sh", "-c", PREPARE, "sh", directory, *FIXED_CLOCK, *ASY]
+    install_kit(sandbox)
+    # (a str from the Python API may hold lone surrogates: bytes for asy, never an exception)
+    sandbox.write_file(f"{directory}/{SOURCE}", source.encode(errors="surrogatepass"))
+    argv = ["sh", "-c", PREPARE, "sh", directory, fmt, *FIXED_CLOCK, *ASY, *ENGINE_FOR.get(fmt, ())]
     argv += ["-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE]
     done = sandbox.run(argv, timeout_s=timeout, env=RUN_ENV)
-    if NO_FAKETIME in done.text:
+    _require_fixed_clock(sandbox, done)
+    result = Render(done=done, diagnostics=asy_diagnostics.parse(done.text, source, SOURCE))
+    if done.ok:
+        result.data, result.missing = _taken(sandbox, directory, fmt)
+    return result
+
+
+def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> None:
+    """The probe PREPARE ran before asy: the machine's failure, never the diagram's."""
+    try:
+        said = sandbox.read_file(f"{KIT}/clock").decode(errors="replace").strip()
+    except FileNotFoundError:
+        how = "it timed out" if done.timed_out else f"exit {done.exit_code}"
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        raise InfraFailure(
+            f"the sandbox never reached asy's clock probe ({how}"
+            + (f": {lines[0][:200]})" if lines else ")")
+        ) from None
+    if said != asy_outputs.SOURCE_DATE_EPOCH:
         raise InfraFailure(
             "asy must run under a fixed clock, and libfaketime is not installed here "
             "(Debian: apt-get install faketime); the asymptote image has it"
         )
-    result = Render(done=done, diagnostics=asy_diagnostics.parse(done.text, source, SOURCE))
-    if done.ok:
-        output = f"{STEM}.{fmt}"
-        try:
-            data = sandbox.read_file(output_path(directory, fmt))
-        except FileNotFoundError:
-            result.missing = f"asy wrote no {output}: the diagram draws nothing"
-            return result
-        if not asy_outputs.looks_like(fmt, data):
-            result.missing = f"{output} is not a {fmt.upper()} file (the artifact wrote it itself?)"
-            return result
-        result.data = asy_outputs.normalize(fmt, data)
-        if result.data != data:
-            sandbox.write_file(output_path(directory, fmt), result.data)
-    return result
+
+
+def _taken(sandbox: Sandbox, directory: str, fmt: str) -> tuple[bytes | None, str | None]:
+    """(the normalized render, None) or (None, why there is none)."""
+    name = f"{OUT}/{STEM}.{fmt}"
+    kept = _read(sandbox, kept_path(directory, fmt))
+    written = _read(sandbox, output_path(directory, fmt))
+    how = "asy's output() or TeX's \\openout"
+    if kept is None and written is None:
+        return None, f"asy wrote no {STEM}.{fmt}: the diagram draws nothing"
+    if kept is None:
+        return None, (
+            f"{name} was written by the diagram itself ({how}), not by asy's shipout: "
+            "a render must be asy's"
+        )
+    if written is None:
+        return None, f"the diagram removed its render {name} after asy wrote it"
+    if written != kept:
+        return None, (
+            f"the diagram wrote a second file over its render {name} after asy wrote it "
+            f"({how}): a render must be asy's"
+        )
+    if not asy_outputs.looks_like(fmt, kept):
+        return None, f"{name} is not a {fmt.upper()} file"
+    return asy_outputs.normalize(fmt, kept), None
+
+
+def _read(sandbox: Sandbox, relpath: str) -> bytes | None:
+    try:
+        return sandbox.read_file(relpath)
+    except FileNotFoundError:
+        return None
 
 
 def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
     done, diagnostics = artifact.done, list(artifact.diagnostics)
-    details: dict[str, JsonValue] = {"outputs": {}}
+    details: dict[str, JsonValue] = {}
     if done.timed_out:
         diagnostics.append(Diagnostic(message=f"asy did not finish within {timeout:g} s"))
         return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
@@ -158,11 +235,11 @@ def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
         return Outcome(verdict=Verdict.MEMORY, diagnostics=diagnostics, details=details)
     if artifact.data is not None:
         sha = hashlib.sha256(artifact.data).hexdigest()
-        details["outputs"] = {fmt: sha}
         return Outcome(
             verdict=Verdict.PASS,
             diagnostics=diagnostics,
             details=details,
+            outputs=[OutputFile(role="render", format=fmt, sha256=sha)],
             files={sha: artifact.data},
         )
     if artifact.missing is not None:
