@@ -265,11 +265,11 @@ def build_locked(name: str, notify: Callable[[str], None]) -> None:
         base = kit.lock.base
         notify(f"building the locked base {base.tag} first (debootstrap: minutes)")
         built = build_base_image(kit, inputs, rebuild=True, client=client, out=progress)
-        _require_locked(built, BASE)
+        _require_locked(built)
         notify(f"built {base.tag}: {built.image_id}")
     notify(f"building the locked image {entry.tag} (minutes; build inputs from PROOFLOCK_*)")
     image = next(build_images(kit, [name], inputs, rebuild=True, client=client, out=progress))
-    _require_locked(image, name)
+    _require_locked(image)
     notify(f"built {entry.tag}: {image.image_id}")
 
 
@@ -298,7 +298,7 @@ def _base_missing(client: DockerClient, kit: Kit) -> bool:
     return state is not ImageState.PRESENT
 
 
-def _require_locked(built: Built, name: str) -> None:
+def _require_locked(built: Built) -> None:
     if built.outcome is BuildOutcome.FAILED:
         raise InfraFailure(f"could not build {built.tag}: {built.error}")
     if built.locked_id is not None and not built.matches_lock:

@@ -99,6 +99,16 @@ def save_to(client: DockerClient, image_id: str, destination: str) -> str:
     return remote.url(archive_name(image_id))
 
 
+def archive_image_id(source: str | Path) -> str:
+    """The image ID an archive's name says (a path or an s3:// URL), checked before any work:
+    a UserError when the name is not one, or a local file is missing."""
+    text = str(source)
+    expected = _image_of(text.rpartition("/")[2], text)
+    if not text.startswith("s3://") and not Path(source).is_file():
+        raise UserError(f"{text}: no such archive")
+    return expected
+
+
 def load_archive(source: str | Path, client: DockerClient) -> str:
     """Check the archive at `source` (a path or an s3:// URL) and load it; return its image ID."""
     text = str(source)

@@ -248,6 +248,7 @@ def _docker_build(
 ) -> None:
     name = plan.name
     tail: list[str] = []
+    steps: list[str] = []  # the images of the steps that succeeded, last one last
     with log_path.open("w") as log:
         try:
             stream = client.api.build(
@@ -270,17 +271,26 @@ def _docker_build(
             for message in stream:
                 if "error" in message:
                     log.write(message["error"] + "\n")
-                    tail.append(message["error"])
-                    raise BuildFailed(f"{name}: docker build failed:\n" + "\n".join(tail[-40:]))
+                    raise BuildFailed(_failure(name, message["error"], tail, log_path))
                 text = message.get("stream", "")
                 if not text:
                     continue
                 log.write(text)
                 for line in text.splitlines():
                     tail = [*tail[-60:], line]
+                    if line.startswith(" ---> ") and len(line.split()) == 2:
+                        steps.append(line.split()[1])
                     if plan.options.verbose or line.startswith("Step "):
                         print(f"{name}: {line}", file=out, flush=True)
         except (APIError, BuildError) as exc:
-            raise BuildFailed(
-                f"{name}: docker build failed: {exc}\n" + "\n".join(tail[-40:])
-            ) from None
+            raise BuildFailed(_failure(name, str(exc), tail, log_path)) from None
+        except BuildFailed:
+            if steps:
+                discard(client, steps[-1])  # the failed build's last step: nothing tags it
+            raise
+
+
+def _failure(name: str, error: str, tail: list[str], log_path: Path) -> str:
+    """The error and the last lines before it; the whole output is in the log."""
+    shown = "\n".join(f"  {line}" for line in tail[-12:])
+    return f"{name}: docker build failed: {error.strip()}\n{shown}\n(all of it: {log_path})"

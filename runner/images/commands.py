@@ -26,6 +26,8 @@ from runner.images.lock import DEFAULT_LOCK, Kit
 from runner.images.policy import DaemonUnavailable, connect
 from runner.images.state import BASE, ImageState, ImageStatus, tag_if_locked
 from runner.images.usable import usable_image
+from runner.images.vendor import vendor_closures
+from runner.storage import parse_s3_url
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 LIST_SCHEMA = "prooflock.images/1"
@@ -319,6 +321,9 @@ def _cmd_relock(args: argparse.Namespace) -> int:
 
 def _cmd_vendor(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
+    vendor_closures(kit, args.names)  # refuse an image without a closure before any work
+    if args.to:
+        parse_s3_url(args.to)
     worst = EXIT_OK
     for vendored in api.vendor_images(kit, args.names, _inputs(args, kit), args.to):
         where = f"; {vendored.uploaded} copied to {args.to}" if args.to else ""
@@ -335,9 +340,11 @@ def _cmd_vendor(args: argparse.Namespace) -> int:
 
 def _cmd_save(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
+    entries = {n: kit.lock.base if n == BASE else kit.lock.entry(n) for n in args.names}
+    if args.out.startswith("s3://"):
+        parse_s3_url(args.out)  # a bad URL is refused before any image is saved
     client = connect()
-    for name in args.names:
-        entry = kit.lock.base if name == BASE else kit.lock.entry(name)
+    for name, entry in entries.items():
         image_id = usable_image(name, client, kit).image_id
         where = archives.save_to(client, image_id, args.out)
         locked = "" if image_id == entry.image_id else " (a drifted rebuild, not the locked ID)"
@@ -347,6 +354,8 @@ def _cmd_save(args: argparse.Namespace) -> int:
 
 def _cmd_load(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
+    for source in args.archives:
+        archives.archive_image_id(source)  # bad names and missing files, before any work
     client = connect()
     for source in args.archives:
         image_id = archives.load_archive(source, client)

@@ -1,5 +1,8 @@
 """A local apt repository holding exactly one closure, and a loopback server for it.
 
+For an image, the closure less what the locked base already has installed at the same version
+(runner.images.reproduce.beyond_base): apt keeps those, and installs nothing else.
+
 Layout, as apt and debootstrap read it: `dists/<suite>/Release` (unsigned: the build's sources
 line says `[trusted=yes]`, debootstrap runs with `--no-check-gpg`, and both check every file
 against the sha256 listed there), `dists/<suite>/main/binary-amd64/Packages`, and the `.deb`s at

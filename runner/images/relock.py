@@ -62,7 +62,7 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
             indexes,
             mirror=inputs.apt_mirror,
             security_mirror=inputs.apt_security_mirror,
-            known=entry.closure,
+            known={**kit.lock.base.closure, **entry.closure},
             keep=store.put,
         )
         changed = sum(1 for n, deb in closure.items() if entry.closure.get(n) != deb)

@@ -69,8 +69,8 @@ def reproduce_image(
     entry = plan.entry
     started = time.monotonic()
     found = Reproduction(plan.name, entry.tag, entry.image_id)
-    closure = entry.closure
-    if not closure or plan.options.experiment:
+    closure = beyond_base(entry.closure, plan.lock)
+    if not entry.closure or plan.options.experiment:
         result = build_image(client, plan, out=out)
         found.built_from = f"the mirror {plan.inputs.apt_mirror} (no locked closure applies)"
         return _finish(found, result, entry.versions(), started)
@@ -118,6 +118,12 @@ def reproduce_base(
     return _finish_base(found, built, base.versions(), started)
 
 
+def beyond_base(closure: Closure, lock: ImagesLock) -> Closure:
+    """What a build on the locked base installs: the closure less the packages the base already
+    has at the same version (apt keeps those; the repository need not hold them)."""
+    return {name: deb for name, deb in closure.items() if lock.base.closure.get(name) != deb}
+
+
 def _gather(
     name: str, closure: Closure, store: DebStore, lock: ImagesLock, inputs: BuildInputs, out: TextIO
 ) -> Gathered:
@@ -142,7 +148,7 @@ def _build_drifted(
 ) -> tuple[BuildResult, str]:
     """The closure with the mirror's version of each package that cannot be had; the live
     mirror alone when apt cannot resolve that mix."""
-    closure = plan.entry.closure
+    closure = beyond_base(plan.entry.closure, plan.lock)
     newer = {}
     for missing in gathered.missing:
         stanza = indexes.newest(missing.package) if indexes is not None else None

@@ -1,6 +1,7 @@
 """`prooflock images vendor`: put images' closures into the `.deb` store, here or in S3.
 
-Every `.deb` of each closure is gathered into the local store (from wherever it still is:
+Every `.deb` a build of each image installs (its closure less what the locked base already has;
+the base's whole closure for `base`) is gathered into the local store (from wherever it still is:
 runner.images.debstore) and, with a remote store, copied there too (`prefix/debs/sha256/<hex>`,
 what `PROOFLOCK_DEB_STORE` reads back). Files already there are skipped, so an interrupted run
 resumes where it stopped.
@@ -15,7 +16,8 @@ from runner.core.errors import UserError
 from runner.images.debstore import DebStore, deb_key, gather
 from runner.images.exact import sources
 from runner.images.inputs import BuildInputs
-from runner.images.lock import Kit
+from runner.images.lock import Closure, Kit
+from runner.images.reproduce import beyond_base
 from runner.images.state import BASE
 from runner.storage.blobs import S3Files
 
@@ -30,10 +32,8 @@ class Vendored:
     missing: list[str] = field(default_factory=list)  # one line per file no source holds
 
 
-def vendor_images(
-    kit: Kit, names: Iterable[str], inputs: BuildInputs, to: str | None = None
-) -> list[Vendored]:
-    names = list(names)
+def vendor_closures(kit: Kit, names: Iterable[str]) -> dict[str, Closure]:
+    """What vendoring `names` puts in the store; a UserError for an image without a closure."""
     closures = {}
     for name in names:
         entry = kit.lock.base if name == BASE else kit.lock.entry(name)
@@ -41,7 +41,14 @@ def vendor_images(
             raise UserError(
                 f"{name}: the lock records no closure for it: run `prooflock images relock {name}`"
             )
-        closures[name] = entry.closure
+        closures[name] = entry.closure if name == BASE else beyond_base(entry.closure, kit.lock)
+    return closures
+
+
+def vendor_images(
+    kit: Kit, names: Iterable[str], inputs: BuildInputs, to: str | None = None
+) -> list[Vendored]:
+    closures = vendor_closures(kit, names)
     remote = S3Files(to) if to else None
     store = DebStore()
     done = []
