@@ -115,7 +115,7 @@ def test_a_failing_self_test_fails_the_build_loudly(client, workspace, capsys):
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
     assert "newclid: the image's self-test failed" in err
-    assert "the good problem was not solved" in err
+    assert "SELFTEST FAILED: newclid failed on the good problem" in err
     assert lock_path.read_bytes() == before  # nothing recorded
     assert image_id_of(client, load_lock(lock_path).tag(IMAGE)) == tagged  # the tag stays
 

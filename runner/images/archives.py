@@ -38,7 +38,7 @@ from runner.storage.blobs import S3Files
 
 NAME = re.compile(r"^sha256-([0-9a-f]{64})\.tar\.gz$")
 IMAGES_DIR = "images"  # below a store's root
-GZIP_LEVEL = 6  # zlib's default: a third of level 9's time for a few percent more bytes
+GZIP_LEVEL = 1  # measured: 2.6 times as fast as level 6 for 9 % more bytes (NOTE-18)
 
 
 class DamagedArchive(UserError):

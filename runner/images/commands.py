@@ -31,6 +31,7 @@ from runner.storage import parse_s3_url
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 LIST_SCHEMA = "prooflock.images/1"
+MOST_LINES = 20  # drift lines a refused build prints (a dead mirror misses every package)
 DRIFT_HELP = (
     "when the locked closure cannot be had (or the build gives another ID), build anyway with "
     "the mirror's versions: tagged, recorded on this machine, never in the lock"
@@ -266,7 +267,12 @@ def _report_refused(built: Built) -> None:
             f"prooflock: {name}: built {built.image_id}, not the locked {locked}; not tagged:",
             file=sys.stderr,
         )
-    _lines(built.drift, sys.stderr)
+    _lines(built.drift[:MOST_LINES], sys.stderr)
+    if len(built.drift) > MOST_LINES:
+        more = len(built.drift) - MOST_LINES
+        print(
+            f"  ... and {more} more (`prooflock images vendor {name}` lists all)", file=sys.stderr
+        )
     print(
         f"prooflock: {name}: `prooflock images build {name} --allow-drift` builds it anyway "
         "(tagged and recorded on this machine, never in the lock)",
