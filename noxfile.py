@@ -1,10 +1,24 @@
 """Sessions: `tests` (everything, slow, docker and browser tests included), `lint`, `reproduce`,
-`bench`. The images a session builds are read from the lock: every image recorded as built that
-needs no vendored download (lean, isabelle and ag4masses need GitHub or isabelle.in.tum.de)."""
+`bench`.
+
+`tests` and `reproduce` bring up what they need on a fresh Debian machine when it is missing,
+saying so in one line each: the Debian packages (apt, as root), coqchk's sources for the warm
+Rocq worker, and a Docker daemon (`dockerd`, as root). Run again, they find it all there.
+
+The images they build are read from the lock: every image recorded as built that needs no
+vendored download (lean, isabelle and ag4masses need GitHub or isabelle.in.tum.de). They are
+built from their locked closures (the locked IDs); where a closure cannot be had any more they
+are built with `--allow-drift`, which says package by package what differs, so a Debian update
+never breaks a session.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import nox
@@ -15,6 +29,36 @@ PYTHON = "3.11"
 LOCK = Path("manifests/images.lock.json")
 EXAMPLE = "manifests/results/example"  # recorded on the docker backend with the locked images
 EXAMPLE_LOCAL = "manifests/results/example-local"  # the same requests on the local backend
+# What the kit needs on the host: Docker and debootstrap for the images, gpgv and Debian's
+# keyring to read mirrors' indexes, the provers the local backend runs, bubblewrap for its
+# sandbox, faketime for Asymptote's clock, xz for coqchk's sources.
+HOST_PACKAGES = [
+    "docker.io",
+    "debootstrap",
+    "gpgv",
+    "debian-archive-keyring",
+    "coq",
+    "libcoq-mathcomp",
+    "libcoq-coquelicot",
+    "libcoq-flocq",
+    "libcoq-interval",
+    "libcoq-bignums",
+    "libcoq-core-ocaml-dev",
+    "ocaml-findlib",
+    "xz-utils",
+    "hol-light",
+    "libnum-ocaml-dev",
+    "asymptote",
+    "dvisvgm",
+    "ghostscript",
+    "texlive-latex-base",
+    "bubblewrap",
+    "faketime",
+]
+TEST_PACKAGES = [*HOST_PACKAGES, "chromium"]  # the report's browser test
+CHECKER_SOURCES = Path("/usr/share/prooflock/coq-checker/validate.ml")
+DOCKERD_LOG = Path("/var/log/dockerd.log")
+DOCKERD_WAIT_S = 90
 
 
 def buildable_images() -> list[str]:
@@ -22,7 +66,7 @@ def buildable_images() -> list[str]:
     return sorted(
         name
         for name, entry in images.items()
-        if entry["status"] == "built" and not entry["built_with"].get("files")
+        if entry["status"] == "built" and not entry.get("vendored")
     )
 
 
@@ -32,22 +76,90 @@ def example_images(bundle: str) -> list[str]:
     return sorted(used)
 
 
-def docker_answers(session: nox.Session) -> bool:
-    try:
-        session.run("docker", "info", silent=True, external=True)
-    except nox.command.CommandFailed:
+# -- what a fresh machine lacks ----------------------------------------------------------------
+
+
+def ensure_packages(session: nox.Session, packages: list[str]) -> None:
+    """Install the Debian packages that are missing (as root), saying which in one line."""
+    missing = [name for name in packages if not _installed(name)]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        session.warn(
+            f"missing Debian packages, not installed (not root): apt-get install {' '.join(missing)}"
+        )
+        return
+    session.log(f"installing {len(missing)} Debian packages: {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", *missing],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def _installed(package: str) -> bool:
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Status}", package], capture_output=True, text=True
+    )
+    return done.returncode == 0 and done.stdout.endswith(" installed")
+
+
+def ensure_checker_sources(session: nox.Session) -> None:
+    if CHECKER_SOURCES.is_file() or os.geteuid() != 0:
+        return
+    session.log("fetching coqchk's sources for the warm Rocq worker (images/rocq/checker-sources)")
+    subprocess.run(["sh", "images/rocq/checker-sources"], check=True, stdout=subprocess.DEVNULL)
+
+
+def ensure_docker(session: nox.Session) -> bool:
+    """Whether a Docker daemon answers, after starting `dockerd` in the background (as root)."""
+    if _docker_answers():
+        return True
+    if os.geteuid() != 0 or shutil.which("dockerd") is None:
         return False
-    return True
+    session.log(f"starting dockerd in the background (log: {DOCKERD_LOG})")
+    with DOCKERD_LOG.open("ab") as log:
+        subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + DOCKERD_WAIT_S
+    while time.monotonic() < deadline:
+        if _docker_answers():
+            return True
+        time.sleep(1)
+    session.warn(f"dockerd did not answer within {DOCKERD_WAIT_S} s: see {DOCKERD_LOG}")
+    return False
+
+
+def _docker_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    done = subprocess.run(["docker", "info"], capture_output=True)
+    return done.returncode == 0
+
+
+def build_images(session: nox.Session, names: list[str]) -> None:
+    """The base and `names` from their locked closures; drifted (and said so) where those
+    cannot be had."""
+    session.run("prooflock", "images", "base", "--allow-drift")
+    session.run("prooflock", "images", "build", "--allow-drift", *names)
+
+
+# -- sessions ----------------------------------------------------------------------------------
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The whole suite, after making sure the buildable images are present (reused when their
     pins match the lock). `nox -s tests -- -m "not docker"` skips the images and docker tests."""
+    ensure_packages(session, TEST_PACKAGES)
+    ensure_checker_sources(session)
     session.install("-e", ".[test]")
     if "not docker" not in " ".join(session.posargs):
-        session.run("prooflock", "images", "base")
-        session.run("prooflock", "images", "build", *buildable_images())
+        if not ensure_docker(session):
+            session.error("no Docker daemon answers: start one, or pass -- -m 'not docker'")
+        build_images(session, buildable_images())
     session.run("pytest", "--durations=20", *session.posargs)
 
 
@@ -73,12 +185,15 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def reproduce(session: nox.Session) -> None:
     """Replay a published result on its pinned images: the bundled example, or
-    `nox -s reproduce -- BUNDLE|s3://...`. Builds (or reuses) the images it needs first."""
+    `nox -s reproduce -- BUNDLE|s3://...`. Builds (or reuses) the images it needs first: the
+    locked ones when their closures can be had, drifted rebuilds (said so) otherwise."""
+    ensure_packages(session, HOST_PACKAGES)
+    ensure_checker_sources(session)
     session.install("-e", ".")
     if session.posargs:
         session.run("prooflock", "replay", *session.posargs)
         return
-    if not docker_answers(session):
+    if not ensure_docker(session):
         session.warn(
             "no Docker daemon answers: the pinned images cannot run here. Replaying the "
             f"LOCAL-BACKEND variant ({EXAMPLE_LOCAL}) instead; its environment key is this "
@@ -86,6 +201,5 @@ def reproduce(session: nox.Session) -> None:
         )
         session.run("prooflock", "replay", EXAMPLE_LOCAL, "--backend", "local")
         return
-    session.run("prooflock", "images", "base")
-    session.run("prooflock", "images", "build", *example_images(EXAMPLE))
+    build_images(session, example_images(EXAMPLE))
     session.run("prooflock", "replay", EXAMPLE, "--backend", "docker")

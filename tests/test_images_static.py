@@ -18,14 +18,14 @@ from docker.errors import ImageNotFound
 
 from runner.core import home
 from runner.core.errors import InfraFailure, UserError
-from runner.images import api, context
-from runner.images.base import BaseBuilt
-from runner.images.build import BuildResult
+from runner.images import api, context, machine
+from runner.images.closure import PackageDrift
 from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
 from runner.images.inputs import host_mirror
 from runner.images.layers import Squash, directory_nodes, write_layer
-from runner.images.lock import load_lock
+from runner.images.lock import ImagesLock, Kit, load_lock, lock_bytes
 from runner.images.pin import TRANSPORT_ARGS, check_pins_match
+from runner.images.reproduce import Reproduction
 from runner.images.state import ImageState, image_id_of, is_current, locked_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,7 +176,50 @@ def test_a_built_image_is_fully_recorded(name):
             assert installed.get(package) == args[arg], (
                 f"{package} installed {installed.get(package)}"
             )
-    assert entry.built_with["base"]["image_id"] == LOCK.base.image_id
+    assert_closure_is_the_package_list(entry.closure, entry.packages)
+
+
+def assert_closure_is_the_package_list(closure, packages):
+    """Every installed package is in the closure at its version, by pool path, sha256 and size."""
+    assert {f"{name}={deb.version}" for name, deb in closure.items()} == set(packages)
+    for name, deb in closure.items():
+        assert deb.filename.startswith(("pool/main/", "pool/updates/main/")), name
+        assert deb.filename.endswith(f"_{deb.architecture}.deb") and deb.size > 0, name
+
+
+def test_the_base_records_its_closure_and_the_stanzas_debootstrap_copies():
+    assert_closure_is_the_package_list(LOCK.base.closure, LOCK.base.packages)
+    assert all(deb.priority for deb in LOCK.base.closure.values())  # debootstrap selects by it
+    index = Kit.open(ROOT / "manifests" / "images.lock.json").base_index()
+    assert index is not None and index.endswith("\n\n")
+    listed = dict(re.findall(r"^Package: (\S+)\nVersion: (\S+)$", index, re.MULTILINE))
+    listed.update(re.findall(r"^Package: (\S+)\nSource: .*\nVersion: (\S+)$", index, re.MULTILINE))
+    assert listed == {name: deb.version for name, deb in LOCK.base.closure.items()}
+
+
+def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package():
+    text = (ROOT / "manifests" / "images.lock.json").read_text()
+    for word in ("built_with", "ca_bundle", 'docker"', "apt_mirror"):
+        assert word not in text
+    assert lock_bytes(LOCK) == text.encode()  # what `relock` and `pin` write, key-sorted
+    closure_lines = [line for line in text.splitlines() if '"sha256": ' in line]
+    assert len(closure_lines) == sum(len(e.closure) for e in [LOCK.base, *LOCK.images.values()])
+
+
+def test_a_schema_1_lock_from_an_older_bundle_is_read_without_its_provenance():
+    old = json.loads((ROOT / "manifests/results/example/images.lock.json").read_text())
+    assert old["schema_version"] == 1 and "built_with" in old["images"]["rocq"]
+    old["images"]["alphageometry"] = {
+        **old["images"]["newclid"],
+        "built_with": {"files": {"ag4masses.bundle": "0" * 64}, "docker": "20.10"},
+    }
+    read = ImagesLock.model_validate(old)
+    assert (
+        read.schema_version == 2
+        and read.images["rocq"].image_id == old["images"]["rocq"]["image_id"]
+    )
+    assert read.images["alphageometry"].vendored == ["ag4masses.bundle"]
+    assert read.images["rocq"].closure == {} and read.images["rocq"].vendored == []
 
 
 def test_the_images_that_cannot_be_built_here_say_so():
@@ -282,17 +325,26 @@ def test_the_host_mirror_is_read_from_this_machines_apt_sources(tmp_path):
 
 
 class FakeDaemon:
-    """Image references → IDs, as a Docker daemon would answer for them."""
+    """Image references → IDs, as a Docker daemon would answer for them (and tag, and remove)."""
 
     def __init__(self, tags: dict[str, str | None]):
         self.tags = {tag: image_id for tag, image_id in tags.items() if image_id}
+        self.loaded: set[str] = set(self.tags.values())
         self.images = self
 
     def get(self, reference: str) -> SimpleNamespace:
-        image_id = self.tags.get(reference, reference if reference in self.tags.values() else None)
+        image_id = self.tags.get(reference, reference if reference in self.loaded else None)
         if image_id is None:
             raise ImageNotFound(reference)
-        return SimpleNamespace(id=image_id, tags=[t for t, i in self.tags.items() if i == image_id])
+        tags = [t for t, i in self.tags.items() if i == image_id]
+
+        def tag(repository: str, version: str) -> None:
+            self.tags[f"{repository}:{version}"] = image_id
+
+        return SimpleNamespace(id=image_id, tags=tags, tag=tag)
+
+    def remove(self, reference: str, noprune: bool = False) -> None:
+        self.loaded.discard(reference)
 
     def version(self) -> dict[str, str]:
         return {"Version": "fake"}
@@ -302,6 +354,7 @@ def kit_copy(root: Path) -> Path:
     """A copy of the kit's definitions and lock at `root`; returns the lock's path."""
     shutil.copytree(IMAGES, root / "images")
     (root / "manifests").mkdir(parents=True)
+    shutil.copy(ROOT / "manifests" / "base.Packages", root / "manifests")
     return Path(shutil.copy(ROOT / "manifests" / "images.lock.json", root / "manifests"))
 
 
@@ -311,17 +364,21 @@ def images_command(*argv: str) -> int:
     return cmd_images(parser.parse_args(["images", *argv]))
 
 
-def built_rocq(image_id: str) -> BuildResult:
-    entry = LOCK.entry("rocq")
-    return BuildResult(
-        name="rocq",
-        image_id=image_id,
-        diff_ids=[*LOCK.base.diff_ids, "sha256:" + "e" * 64],
-        previous_id=entry.image_id,
-        packages=entry.packages,
-        size_bytes=1,
-        seconds={"build": 1},
-        base={"reference": LOCK.base.tag, "image_id": LOCK.base.image_id or ""},
+def rebuilt(name: str, image_id: str, daemon: FakeDaemon, drift=()) -> Reproduction:
+    """What a rebuild of the locked `name` gave: `image_id`, with these package changes."""
+    entry = LOCK.base if name == "base" else LOCK.entry(name)
+    versions = entry.versions()
+    for item in drift:
+        versions[item.package] = item.built
+    daemon.loaded.add(image_id)
+    return Reproduction(
+        name,
+        entry.tag,
+        entry.image_id,
+        image_id,
+        built_from="the locked closure",
+        drift=list(drift),
+        packages=sorted(f"{n}={v}" for n, v in versions.items()),
     )
 
 
@@ -380,49 +437,84 @@ def test_images_list_json_names_the_lock_it_read_and_says_when_no_daemon_answers
 
 
 @pytest.fixture
-def rocq_missing_here(monkeypatch):
-    """A daemon holding the locked base but no rocq image; builds give what `result` says."""
+def rocq_missing_here(monkeypatch, tmp_path):
+    """A daemon holding the locked base but no rocq image; a rebuild gives what `result` says.
+    This machine's state file is the test's own."""
+    monkeypatch.setenv("PROOFLOCK_CACHE_DIR", str(tmp_path / "cache"))
     daemon = FakeDaemon({LOCK.base.tag: LOCK.base.image_id})
-    result = {"image_id": OTHER_ID}
+    cups = PackageDrift("libcups2", "2.4.2-3+deb12u9", "2.4.2-3+deb12u10")
+    result = {"image_id": OTHER_ID, "drift": [cups]}
     monkeypatch.setattr(api, "connect_for_builds", lambda: daemon)
-    monkeypatch.setattr(api, "build_image", lambda client, plan: built_rocq(result["image_id"]))
-    return result
+    monkeypatch.setattr(
+        api,
+        "reproduce_image",
+        lambda client, plan, out: rebuilt("rocq", result["image_id"], daemon, result["drift"]),
+    )
+    return result, daemon
 
 
-def test_an_installed_copy_compares_a_build_with_the_lock_and_never_writes_it(
+def test_a_rebuild_to_another_id_is_refused_with_its_drift_and_the_lock_is_never_written(
+    tmp_path, capsys, rocq_missing_here
+):
+    _, daemon = rocq_missing_here
+    lock_path = kit_copy(tmp_path / "checkout")
+    before = lock_path.read_bytes()
+
+    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_FAILED
+
+    err = capsys.readouterr().err
+    assert f"rocq: built {OTHER_ID}, not the locked {LOCK.images['rocq'].image_id}" in err
+    assert "libcups2 2.4.2-3+deb12u9 → 2.4.2-3+deb12u10: the mirror moved on" in err
+    assert LOCK.tag("rocq") not in daemon.tags and OTHER_ID not in daemon.loaded
+    assert lock_path.read_bytes() == before
+    assert machine.load_state().builds == {}
+
+
+def test_with_allow_drift_the_rebuild_is_tagged_and_recorded_on_this_machine_only(
+    tmp_path, capsys, rocq_missing_here
+):
+    _, daemon = rocq_missing_here
+    lock_path = kit_copy(tmp_path / "checkout")
+    before = lock_path.read_bytes()
+
+    assert images_command("build", "rocq", "--allow-drift", "--lock", str(lock_path)) == EXIT_OK
+
+    out = capsys.readouterr().out
+    assert f"NOT the locked {LOCK.images['rocq'].image_id}" in out
+    assert "libcups2 2.4.2-3+deb12u9 → 2.4.2-3+deb12u10" in out
+    assert daemon.tags[LOCK.tag("rocq")] == OTHER_ID
+    assert lock_path.read_bytes() == before
+    (recorded,) = machine.load_state().builds.values()
+    assert recorded.image_id == OTHER_ID
+    assert recorded.locked_id == LOCK.images["rocq"].image_id
+    assert [str(d) for d in recorded.package_drift()] == [
+        "libcups2 2.4.2-3+deb12u9 → 2.4.2-3+deb12u10"
+    ]
+    assert recorded.provenance["docker"] == "fake" and "apt_mirror" in recorded.provenance
+
+    assert images_command("build", "rocq", "--allow-drift", "--lock", str(lock_path)) == EXIT_OK
+    assert "this machine's drifted rebuild of the locked" in capsys.readouterr().out  # reused
+
+
+def test_the_locked_id_is_tagged_and_an_installed_copy_is_never_written(
     tmp_path, monkeypatch, capsys, rocq_missing_here
 ):
+    result, daemon = rocq_missing_here
+    result.update(image_id=LOCK.images["rocq"].image_id, drift=[])
     installed = tmp_path / "site-packages" / "runner" / "kit"
     lock_path = kit_copy(installed)
     monkeypatch.setattr(home, "PACKAGED", installed)
     before = lock_path.read_bytes()
 
-    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_FAILED
-    out = capsys.readouterr().out
-    assert (
-        f"rocq: built {OTHER_ID}" in out and f"the lock has {LOCK.images['rocq'].image_id}" in out
-    )
-    assert "not recorded: the installed copy's lock is read-only" in out
-
-    rocq_missing_here["image_id"] = LOCK.images["rocq"].image_id
     assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_OK
-    assert "the same image ID as the lock" in capsys.readouterr().out
+    assert "the locked image ID" in capsys.readouterr().out
+    assert daemon.tags[LOCK.tag("rocq")] == LOCK.images["rocq"].image_id
 
     with pytest.raises(UserError, match="installed with the package and is never written"):
         images_command("pin", "rocq", "--lock", str(lock_path))
+    with pytest.raises(UserError, match="installed with the package and is never written"):
+        images_command("relock", "rocq", "--lock", str(lock_path), "--apt-mirror", "file:///x")
     assert lock_path.read_bytes() == before
-
-
-def test_a_checkout_records_a_build_with_a_new_image_id(
-    tmp_path, monkeypatch, capsys, rocq_missing_here
-):
-    lock_path = kit_copy(tmp_path / "checkout")
-
-    assert images_command("build", "rocq", "--lock", str(lock_path)) == EXIT_OK
-
-    assert "Recorded the new ID" in capsys.readouterr().out
-    recorded = load_lock(lock_path).images["rocq"]
-    assert recorded.image_id == OTHER_ID and recorded.built_with["docker"] == "fake"
 
 
 @pytest.fixture
@@ -430,32 +522,33 @@ def checkout_without_images(tmp_path, monkeypatch):
     """PROOFLOCK_HOME at a copy of the kit; a daemon that holds none of its images."""
     kit_copy(tmp_path)
     monkeypatch.setenv("PROOFLOCK_HOME", str(tmp_path))
+    monkeypatch.setenv("PROOFLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROOFLOCK_APT_MIRROR", "http://127.0.0.1:9/debian")
     daemon = FakeDaemon({})
     monkeypatch.setattr(api, "connect_for_builds", lambda: daemon)
     return daemon
 
 
-def fake_base_build(daemon: FakeDaemon, image_id: str | None):
-    def build_base(client, lock, inputs, *, log):
-        print("base: I: Retrieving Release", file=log, flush=True)
-        daemon.tags[lock.base.tag] = image_id
-        return BaseBuilt(lock.base.model_copy(update={"image_id": image_id}), False, 60)
+def fake_base_build(daemon: FakeDaemon, image_id: str):
+    def reproduce_base(client, kit, inputs, *, allow_drift, out):
+        print("base: I: Retrieving Release", file=out, flush=True)
+        return rebuilt("base", image_id, daemon)
 
-    return build_base
+    return reproduce_base
 
 
 def test_build_missing_builds_the_locked_base_first_and_reports_progress(
     checkout_without_images, monkeypatch
 ):
     daemon = checkout_without_images
-    monkeypatch.setattr(api, "build_base", fake_base_build(daemon, LOCK.base.image_id))
+    monkeypatch.setattr(api, "reproduce_base", fake_base_build(daemon, LOCK.base.image_id or ""))
 
-    def build_image(client, plan, *, out):
+    def reproduce_image(client, plan, *, out):
         assert daemon.tags[LOCK.base.tag] == LOCK.base.image_id  # the base came first
         print("rocq: Step 1/9 : ARG BASE", file=out, flush=True)
-        return built_rocq(LOCK.images["rocq"].image_id or "")
+        return rebuilt("rocq", LOCK.images["rocq"].image_id or "", daemon)
 
-    monkeypatch.setattr(api, "build_image", build_image)
+    monkeypatch.setattr(api, "reproduce_image", reproduce_image)
     said: list[str] = []
 
     api.build_locked("rocq", said.append)
@@ -473,8 +566,10 @@ def test_build_missing_builds_the_locked_base_first_and_reports_progress(
 def test_build_missing_stops_when_the_base_is_not_the_locked_one(
     checkout_without_images, monkeypatch
 ):
-    monkeypatch.setattr(api, "build_base", fake_base_build(checkout_without_images, OTHER_ID))
-    monkeypatch.setattr(api, "build_image", lambda *a, **k: pytest.fail("built on another base"))
+    monkeypatch.setattr(api, "reproduce_base", fake_base_build(checkout_without_images, OTHER_ID))
+    monkeypatch.setattr(
+        api, "reproduce_image", lambda *a, **k: pytest.fail("built on another base")
+    )
 
     with pytest.raises(InfraFailure, match=f"rebuilt to {OTHER_ID}, not the locked"):
         api.build_locked("rocq", lambda message: None)

@@ -23,16 +23,17 @@ import os
 import queue
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import _create_container_args
 from docker.types import LogConfig
 from docker.utils.socket import frames_iter_no_tty
@@ -55,6 +56,11 @@ from runner.images.policy import (
     hardened,
 )
 
+if TYPE_CHECKING:
+    from runner.images.lock import Kit
+    from runner.images.usable import UsableImage
+
+_DRIFT_SAID: set[str] = set()  # images whose drifted rebuild this process has named on stderr
 BASE_ENV = {"HOME": WORKDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 # Runs a command under coreutils `timeout` (which kills its whole process group), then reports
 # the children's CPU time with `times` on stderr's last line.
@@ -376,44 +382,59 @@ class DockerBackend:
         self._discarded: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._remover: threading.Thread | None = None
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._usable: dict[str, UsableImage] = {}
         self._remove_orphans()
 
     def locked(self, image: str) -> tuple[str, str | None]:
         """(tag, locked image ID or None when never built) of `image` in the images lock."""
-        from runner.core import home  # noqa: PLC0415 - the lock is needed only once docker is used
-        from runner.images.lock import load_lock  # noqa: PLC0415
-
-        try:
-            entry = load_lock(home.lock_path()).entry(image)
-        except UserError as exc:
-            raise InfraFailure(str(exc)) from None
+        entry = self._kit().lock.entry(image)
         return entry.tag, entry.image_id
 
-    def has_image(self, image: str) -> bool:
-        """Whether this daemon holds the image ID the lock records for `image`."""
-        _, image_id = self.locked(image)
-        if image_id is None:
-            return False
+    def usable(self, image: str) -> UsableImage:
+        """The image `image`'s checks run in: the locked one, else a drifted rebuild of the same
+        definitions recorded on this machine (said once per image per process)."""
+        found = self._usable.get(image)
+        if found is not None:
+            return found
+        from runner.images.usable import usable_image  # noqa: PLC0415 - only once docker is used
+
         try:
-            self.client.images.get(image_id)
-        except ImageNotFound:
-            return False
+            found = usable_image(image, self.client, self._kit())
         except DAEMON_ERRORS as exc:
             raise BackendUnavailable(f"Docker daemon failed: {exc}; {START_HINT}") from exc
+        if found.drifted and image not in _DRIFT_SAID:
+            _DRIFT_SAID.add(image)
+            print(
+                f"prooflock: {found.tag}: using {found.image_id[:19]}, a drifted rebuild (the "
+                f"locked {str(found.locked_id)[:19]} is not here): {found.summary()}",
+                file=sys.stderr,
+                flush=True,
+            )
+        self._usable[image] = found
+        return found
+
+    def _kit(self) -> Kit:
+        from runner.images.lock import Kit  # noqa: PLC0415 - the lock is needed only once docker is used
+
+        try:
+            return Kit.open()
+        except UserError as exc:
+            raise InfraFailure(str(exc)) from None
+
+    def has_image(self, image: str) -> bool:
+        """Whether this daemon holds an image `image`'s checks may run in (see `usable`)."""
+        try:
+            self.usable(image)
+        except InfraFailure:
+            return False
         return True
 
     def _image_id(self, image: str) -> str:
-        tag, image_id = self.locked(image)
-        if image_id is None or not self.has_image(image):
-            raise InfraFailure(
-                f"image {tag} ({image}) is not built on this machine: run "
-                f"`prooflock images build {image}`, or pass --build-missing"
-            )
-        return image_id
+        return self.usable(image).image_id
 
     def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
-        tag, _ = self.locked(image)
-        return {"kind": "docker", "image": tag, "image_id": self._image_id(image)}
+        found = self.usable(image)
+        return {"kind": "docker", "image": found.tag, "image_id": found.image_id}
 
     def _create(self, image: str, limits: Limits) -> DockerSandbox:
         image_id = self._image_id(image)

@@ -1,17 +1,30 @@
-"""Pinned prover images: the lock, the offline base, reproducible builds, self-tests, verification.
+"""Pinned prover images: the lock, exact closures, the offline base, reproducible builds,
+archives, self-tests, verification.
 
 `prooflock images base` builds the Debian base offline (debootstrap), `images build` builds each
-prover image from `images/<name>/` and normalizes it so that the same pins give the same image ID,
-`images verify` rebuilds without cache and compares with `manifests/images.lock.json`.
+prover image from `images/<name>/`, both installing exactly the closure the lock records, and
+normalizes it so that the same pins give the same image ID. A build never writes the lock:
+another ID is refused with its drift, or (`--allow-drift`) recorded on this machine only.
+`images relock` and `images pin` are the lock's only writers.
 
     api        the verbs as Python functions (the CLI in `commands` only parses and prints)
     lock       the lock's model, its file, and `Kit`: a lock with the definitions beside it
-    state      what this daemon holds: `image_id_of`, is the locked image present and current
-    build      one image build (`BuildPlan`): docker build, normalize, self-test, tag
-    record     what a build writes into the lock
+    machine    this machine's state file: its builds, their drift and provenance
+    state      what this daemon holds: `image_id_of`, the locked image or a drifted rebuild
+    usable     `usable_image(name)`: what a check runs in (the docker backend, replay)
+    reproduce  one locked image rebuilt from its closure, or drifted when allowed
+    build      one docker build (`BuildPlan`): build, normalize, self-test
+    base       the offline base by debootstrap
+    debian     a mirror's Release and Packages indexes; Debian version order
+    closure    a build's package list as the lock's closure; package drift
+    debstore   the content-addressed .deb store and the sources that fill it
+    exact      the sources of a build, its repository, the words for what cannot be had
+    localrepo  a repository holding exactly a closure, served on loopback
+    relock     `images relock`: this machine's build and its closure into the lock
+    vendor     `images vendor`: closures into the store, here or in S3
+    archives   `sha256-<hex>.tar.gz` image archives: save, check, load, fetch
     pin        the Dockerfiles' pins, checked against the lock or recorded in it
     verify     rebuild without cache and explain any difference
-    base       the offline base by debootstrap
     inputs, context, normalize, layers, archive, selftest, containers: the parts of a build
     wheel      setuptools' build step that puts images/ and the lock into the wheel (runner/kit/)
 """

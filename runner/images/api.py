@@ -1,37 +1,43 @@
 """The images verbs as Python functions; `prooflock images ...` prints what they return.
 
-    build_base_image(kit, inputs)            the offline base (debootstrap), unless it is here
-    build_images(kit, names, inputs, opts)   prover images, unless the locked ones are here
+    build_base_image(kit, inputs)            the offline base from its closure, unless it is here
+    build_images(kit, names, inputs, opts)   prover images from their closures, unless here
     verify_images(kit, names, inputs)        rebuild without cache, compare with the lock
     pin_images(kit, names)                   record the Dockerfiles' pins in the lock
+    relock_images(kit, names, inputs)        record this machine's builds and closures in the lock
+    vendor_images(kit, names, inputs, to)    fill the .deb store (or a remote one) with closures
     list_images(kit)                         the locked images and whether this daemon has them
     build_locked(name, notify)               what `--build-missing` runs: base, then image
     rebuilt_id(name)                         what `audit --rebuild` runs: the ID a rebuild gets
 
-A `Kit` (runner.images.lock) is the lock and the definitions beside it. A checkout's lock records
-what is built; the copy installed with the package is read-only: a build there is compared with
-the locked ID, never recorded.
+A `Kit` (runner.images.lock) is the lock and the definitions beside it. Builds never write it:
+a build that gives the locked ID is tagged; one that gives another ID is refused with its drift,
+package by package, or with `allow_drift` tagged and recorded in this machine's state file
+(runner.images.machine). Only `pin_images` and `relock_images` write the lock.
 """
 
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TextIO, cast
 
 from docker import DockerClient
 
 from runner.core.errors import InfraFailure, UserError
-from runner.images.base import build_base
-from runner.images.build import BuildFailed, BuildOptions, BuildPlan, build_image
+from runner.images import machine
+from runner.images.base import debootstrap_version
+from runner.images.build import BuildFailed, BuildOptions, BuildPlan
 from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import Kit
 from runner.images.normalize import NotFromBase
 from runner.images.pin import pin_images
 from runner.images.policy import DaemonUnavailable, connect
-from runner.images.record import record_base, record_build
+from runner.images.relock import relock_images
+from runner.images.reproduce import Reproduction, reproduce_base, reproduce_image
 from runner.images.selftest import SelfTestFailed
 from runner.images.state import (
     BASE,
@@ -39,11 +45,14 @@ from runner.images.state import (
     ImageStatus,
     connect_for_builds,
     discard,
+    drifted_rebuild,
     image_id_of,
     is_current,
     locked_state,
     statuses,
+    tag_image,
 )
+from runner.images.vendor import vendor_images
 from runner.images.verify import verify_images
 
 __all__ = [
@@ -55,6 +64,8 @@ __all__ = [
     "list_images",
     "pin_images",
     "rebuilt_id",
+    "relock_images",
+    "vendor_images",
     "verify_images",
 ]
 
@@ -62,8 +73,10 @@ FAILURES = (BuildFailed, SelfTestFailed, NotFromBase)  # a build that ran and di
 
 
 class BuildOutcome(StrEnum):
-    CURRENT = "current"  # the locked image is here and current: nothing built
-    BUILT = "built"  # built and tagged; recorded in the lock when the lock is writable
+    CURRENT = "current"  # the locked image (or, allowed, a recorded drifted rebuild) is here
+    BUILT = "built"  # built to the locked ID (or, for an image never locked, built) and tagged
+    DRIFTED = "drifted"  # another ID, allowed: tagged and recorded in this machine's state
+    REFUSED = "refused"  # it would not be (or was not) the locked ID: nothing tagged
     EXPERIMENT = "experiment"  # pins overridden or another base: neither tagged nor recorded
     FAILED = "failed"  # the build, its normalization or its self-test failed
 
@@ -75,11 +88,12 @@ class Built:
     name: str
     tag: str
     outcome: BuildOutcome
-    locked_id: str | None  # what the lock recorded before
+    locked_id: str | None  # what the lock records
     image_id: str | None = None  # what was built (or found current)
     seconds: int = 0
-    recorded: bool = False  # written into the lock
     error: str = ""
+    drift: list[str] = field(default_factory=list)  # package by package, why not the locked ID
+    built_from: str = ""
 
     @property
     def matches_lock(self) -> bool:
@@ -87,26 +101,27 @@ class Built:
 
 
 def build_base_image(
-    kit: Kit, inputs: BuildInputs, *, rebuild: bool = False, client: DockerClient | None = None
+    kit: Kit,
+    inputs: BuildInputs,
+    *,
+    rebuild: bool = False,
+    allow_drift: bool = False,
+    client: DockerClient | None = None,
+    out: TextIO = sys.stderr,
 ) -> Built:
-    """Build the offline base unless the locked one is here; record it if the lock is writable."""
+    """Build the offline base from its closure unless the locked one is here."""
     client = client or connect_for_builds()
     base = kit.lock.base
-    if not rebuild and is_current(client, kit.lock, BASE, kit.images_root):
-        return Built(BASE, base.tag, BuildOutcome.CURRENT, base.image_id, base.image_id)
-    built = build_base(client, kit.lock, inputs)
-    if kit.writable:
-        record_base(kit.lock, built)
-        kit.save()
-    return Built(
-        BASE,
-        base.tag,
-        BuildOutcome.BUILT,
-        base.image_id,
-        built.entry.image_id,
-        built.seconds,
-        recorded=kit.writable,
-    )
+    if not rebuild:
+        current = _already_here(client, kit, BASE, allow_drift)
+        if current is not None:
+            return current
+    try:
+        found = reproduce_base(client, kit, inputs, allow_drift=allow_drift, out=out)
+    except FAILURES as exc:
+        return Built(BASE, base.tag, BuildOutcome.FAILED, base.image_id, error=str(exc))
+    provenance = {**inputs.provenance(), "debootstrap": debootstrap_version()}
+    return _settle(client, kit, found, allow_drift=allow_drift, provenance=provenance)
 
 
 def list_images(kit: Kit) -> list[ImageStatus]:
@@ -127,10 +142,11 @@ def build_images(
     *,
     rebuild: bool = False,
     client: DockerClient | None = None,
+    out: TextIO = sys.stderr,
 ) -> Iterator[Built]:
-    """Build each image (None: every image in the lock) unless the locked one is here and
-    current; one outcome per image, as it is done. A failed build is an outcome, not an
-    exception: the next image still builds.
+    """Build each image (None: every image in the lock) from its closure unless the locked one
+    is here and current; one outcome per image, as it is done. A failed or refused build is an
+    outcome, not an exception: the next image still builds.
 
     With `options.experiment` (pins overridden, another base) nothing is tagged or recorded.
     """
@@ -139,84 +155,140 @@ def build_images(
     for name in names:
         kit.lock.entry(name)  # a UserError naming the image when it is unknown
     client = client or connect_for_builds()
-    docker_version = str(client.version().get("Version", "unknown"))
     options = replace(options, tag=not options.experiment)
+    docker_version = str(client.version().get("Version", "unknown"))
     for name in names:
         plan = BuildPlan.of(kit, name, inputs, options)
         locked_id, tag = plan.entry.image_id, plan.entry.tag
-        reuse = not (rebuild or options.nocache or options.experiment)
-        if reuse and is_current(client, kit.lock, name, kit.images_root):
-            yield Built(name, tag, BuildOutcome.CURRENT, locked_id, locked_id)
-            continue
+        if not (rebuild or options.nocache or options.experiment):
+            current = _already_here(client, kit, name, options.allow_drift)
+            if current is not None:
+                yield current
+                continue
         try:
-            result = build_image(client, plan)
+            found = reproduce_image(client, plan, out=out)
         except FAILURES as exc:
             yield Built(name, tag, BuildOutcome.FAILED, locked_id, error=str(exc))
             continue
-        seconds = sum(result.seconds.values())
         if options.experiment:
-            yield Built(name, tag, BuildOutcome.EXPERIMENT, locked_id, result.image_id, seconds)
+            yield Built(
+                name, tag, BuildOutcome.EXPERIMENT, locked_id, found.image_id, found.seconds
+            )
             continue
-        if kit.writable:
-            record_build(plan, result, docker_version)
-            kit.save()
-        yield Built(
-            name,
-            tag,
-            BuildOutcome.BUILT,
-            locked_id,
-            result.image_id,
-            seconds,
-            recorded=kit.writable,
+        provenance = {**inputs.provenance(), "docker": docker_version}
+        yield _settle(client, kit, found, allow_drift=options.allow_drift, provenance=provenance)
+
+
+def _already_here(client: DockerClient, kit: Kit, name: str, allow_drift: bool) -> Built | None:
+    """The locked image, current; or (drift allowed) a recorded rebuild of its definitions."""
+    entry = kit.lock.base if name == BASE else kit.lock.entry(name)
+    if is_current(client, kit.lock, name, kit.images_root):
+        return Built(name, entry.tag, BuildOutcome.CURRENT, entry.image_id, entry.image_id)
+    drifted = drifted_rebuild(client, kit.lock, name) if allow_drift else None
+    if drifted is None or image_id_of(client, entry.tag) != drifted.image_id:
+        return None
+    return Built(
+        name,
+        entry.tag,
+        BuildOutcome.CURRENT,
+        entry.image_id,
+        drifted.image_id,
+        drift=[f"{item}" for item in drifted.package_drift()],
+        built_from=drifted.built_from,
+    )
+
+
+def _settle(
+    client: DockerClient,
+    kit: Kit,
+    found: Reproduction,
+    *,
+    allow_drift: bool,
+    provenance: dict[str, object],
+) -> Built:
+    """Tag what may be used and record it on this machine; refuse (and remove) the rest."""
+    name, tag, locked_id = found.name, found.tag, found.locked_id
+    if found.image_id is None:
+        return Built(name, tag, BuildOutcome.REFUSED, locked_id, drift=found.drift_lines())
+    lines = found.drift_lines()
+    if not (found.exact or locked_id is None or allow_drift):
+        discard(client, found.image_id)
+        return Built(
+            name, tag, BuildOutcome.REFUSED, locked_id, found.image_id, found.seconds, drift=lines
         )
+    tag_image(client, tag, found.image_id)
+    machine.record(
+        machine.MachineBuild(
+            name=name,
+            tag=tag,
+            definitions=_definitions(kit, name),
+            image_id=found.image_id,
+            locked_id=locked_id,
+            drift=[machine.Drift(**vars(item)) for item in found.drift],
+            built_from=found.built_from,
+            diff_ids=found.diff_ids,
+            packages=found.packages,
+            size_bytes=found.size_bytes,
+            provenance=provenance,
+        )
+    )
+    outcome = BuildOutcome.BUILT if found.exact or locked_id is None else BuildOutcome.DRIFTED
+    return Built(
+        name,
+        tag,
+        outcome,
+        locked_id,
+        found.image_id,
+        found.seconds,
+        drift=lines,
+        built_from=found.built_from,
+    )
+
+
+def _definitions(kit: Kit, name: str) -> str:
+    if name == BASE:
+        return machine.definitions_digest(kit.lock, BASE, kit.lock.base)
+    return machine.current_definitions(kit.lock, name, kit.images_root)
 
 
 def build_locked(name: str, notify: Callable[[str], None]) -> None:
-    """Build image `name` from its pins (`--build-missing`), and first the locked base when it is
-    missing here; InfraFailure when either fails or does not give the locked ID."""
+    """Build image `name` from its closure (`--build-missing`), and first the locked base when
+    it is missing here; InfraFailure when either fails or does not give the locked ID."""
     kit = Kit.open()
     entry = kit.lock.entry(name)
     inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite)
+    if inputs.note:
+        notify(inputs.note)
     client = connect_for_builds()
     progress = cast(TextIO, NotifyStream(notify))
     if _base_missing(client, kit):
         base = kit.lock.base
         notify(f"building the locked base {base.tag} first (debootstrap: minutes)")
-        try:
-            built = build_base(client, kit.lock, inputs, log=progress)
-        except (BuildFailed, UserError) as exc:
-            raise InfraFailure(f"could not build {base.tag}: {exc}") from None
-        _require_locked(base.tag, built.entry.image_id, base.image_id, BASE)
-        if kit.writable:
-            record_base(kit.lock, built)
-            kit.save()
-        notify(f"built {base.tag}: {built.entry.image_id}")
+        built = build_base_image(kit, inputs, rebuild=True, client=client, out=progress)
+        _require_locked(built)
+        notify(f"built {base.tag}: {built.image_id}")
     notify(f"building the locked image {entry.tag} (minutes; build inputs from PROOFLOCK_*)")
-    plan = BuildPlan.of(kit, name, inputs)
-    try:
-        result = build_image(client, plan, out=progress)
-    except (*FAILURES, UserError) as exc:
-        raise InfraFailure(f"could not build {entry.tag}: {exc}") from None
-    _require_locked(entry.tag, result.image_id, entry.image_id, name)
-    if kit.writable:
-        record_build(plan, result, str(client.version().get("Version", "unknown")))
-        kit.save()
-    notify(f"built {entry.tag}: {result.image_id}")
+    image = next(build_images(kit, [name], inputs, rebuild=True, client=client, out=progress))
+    _require_locked(image)
+    notify(f"built {entry.tag}: {image.image_id}")
 
 
 def rebuilt_id(name: str) -> str:
-    """Rebuild the locked image `name` from its pins without cache, untagged, and return the ID
-    it gets here (`prooflock audit --rebuild`); nothing is tagged, recorded or left behind."""
+    """Rebuild the locked image `name` from its closure without cache, untagged, and return the
+    ID it gets here (`prooflock audit --rebuild`); nothing is tagged, recorded or left behind.
+    When the closure cannot be had, the ID of a drifted rebuild."""
     kit = Kit.open()
     inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite)
     client = connect_for_builds()
-    plan = BuildPlan.of(kit, name, inputs, BuildOptions(nocache=True, tag=False))
+    options = BuildOptions(nocache=True, tag=False, allow_drift=True)
+    plan = BuildPlan.of(kit, name, inputs, options)
     try:
-        result = build_image(client, plan)
+        found = reproduce_image(client, plan)
     except (*FAILURES, UserError) as exc:
         raise InfraFailure(f"could not rebuild {plan.entry.tag}: {exc}") from None
-    discard(client, result.image_id)  # untagged: removed unless it is the locked image
-    return result.image_id
+    assert found.image_id is not None  # drift allowed: never refused
+    discard(client, found.image_id)  # untagged: removed unless it is the locked image
+    return found.image_id
 
 
 def _base_missing(client: DockerClient, kit: Kit) -> bool:
@@ -226,11 +298,15 @@ def _base_missing(client: DockerClient, kit: Kit) -> bool:
     return state is not ImageState.PRESENT
 
 
-def _require_locked(tag: str, built: str | None, locked: str | None, name: str) -> None:
-    if locked is not None and built != locked:
+def _require_locked(built: Built) -> None:
+    if built.outcome is BuildOutcome.FAILED:
+        raise InfraFailure(f"could not build {built.tag}: {built.error}")
+    if built.locked_id is not None and not built.matches_lock:
+        got = f"rebuilt to {built.image_id}" if built.image_id else "cannot be rebuilt"
         raise InfraFailure(
-            f"{tag} rebuilt to {built}, not the locked {locked}: run "
-            f"`prooflock images verify {name}` to see what differs"
+            f"{built.tag} {got}, not the locked {built.locked_id}: "
+            + "; ".join(built.drift[:3])
+            + (f" (+{len(built.drift) - 3} more)" if len(built.drift) > 3 else "")
         )
 
 

@@ -94,6 +94,11 @@ class SavedImage:
         layers = [outer.getmember(name) for name in manifest[0]["Layers"]]
         return cls(outer, config, layers)
 
+    def config_bytes(self) -> bytes:
+        """The config exactly as saved: its sha256 is the image ID."""
+        manifest = json.load(self.outer.extractfile("manifest.json"))  # type: ignore[arg-type]
+        return self.outer.extractfile(manifest[0]["Config"]).read()  # type: ignore[union-attr]
+
     def layer(self, index: int) -> tarfile.TarFile:
         return tarfile.open(fileobj=self.outer.extractfile(self.layer_members[index]))
 
@@ -108,14 +113,18 @@ class SavedImage:
 Layer = tuple[str, Callable[[], BinaryIO], int]  # diff_id, opener, size
 
 
-def write_archive(target: Path, config: bytes, layers: list[Layer]) -> None:
-    """A loadable `docker save` archive of one untagged image."""
+def write_archive(target: Path | BinaryIO, config: bytes, layers: list[Layer]) -> None:
+    """A loadable `docker save` archive of one untagged image, into a file or a stream."""
     config_name = f"{hashlib.sha256(config).hexdigest()}.json"
     layer_names = [f"{diff_id.split(':')[1]}/layer.tar" for diff_id, _, _ in layers]
     manifest = json.dumps(
         [{"Config": config_name, "RepoTags": None, "Layers": layer_names}]
     ).encode()
-    with tarfile.open(target, "w", format=tarfile.PAX_FORMAT) as tar:
+    if isinstance(target, Path):
+        with target.open("wb") as out:
+            write_archive(out, config, layers)
+        return
+    with tarfile.open(fileobj=target, mode="w|", format=tarfile.PAX_FORMAT) as tar:
         for name, (_, opener, size) in zip(layer_names, layers, strict=True):
             info = tarfile.TarInfo(name)
             info.size = size

@@ -40,7 +40,9 @@ class BaseBuilt:
 
 def debootstrap_argv(entry: BaseEntry, root: Path, mirror: str) -> list[str]:
     argv = ["debootstrap", f"--variant={entry.variant}", "--arch=amd64", "--components=main"]
-    if KEYRING.exists():
+    if mirror.startswith("file://"):
+        argv.append("--no-check-gpg")  # the kit's own repository: each file checked by sha256
+    elif KEYRING.exists():
         argv.append(f"--keyring={KEYRING}")
     if entry.include:
         argv.append(f"--include={','.join(entry.include)}")
@@ -84,11 +86,12 @@ def build_base(
     lock: ImagesLock,
     inputs: BuildInputs,
     *,
+    mirror: str | None = None,
     workdir: Path | None = None,
-    tag: bool = True,
     log: TextIO = sys.stderr,
 ) -> BaseBuilt:
-    """Build, normalize and load the base (tagged unless `tag` is false); return its lock entry."""
+    """Build, normalize and load the base (untagged) from `mirror` (default: the build's);
+    return its lock entry."""
     if shutil.which("debootstrap") is None:
         raise UserError("debootstrap is not installed (`apt-get install debootstrap`)")
     if os.geteuid() != 0:
@@ -101,7 +104,7 @@ def build_base(
     with tempfile.TemporaryDirectory(prefix="prooflock-base-", dir=workdir) as tmp:
         root = Path(tmp) / "rootfs"
         try:
-            _debootstrap(debootstrap_argv(entry, root, inputs.apt_mirror), log)
+            _debootstrap(debootstrap_argv(entry, root, mirror or inputs.apt_mirror), log)
             fixup(root, lock)
             packages = installed_packages(root)
             layer_path = Path(tmp) / "layer.tar"
@@ -122,18 +125,11 @@ def build_base(
         out_path = Path(tmp) / "image.tar"
         archive.write_archive(out_path, config, [(diff_id, archive.file_opener(layer_path), size)])
         archive.load(client, out_path, image_id)
-    if tag:
-        repository, _, version = entry.tag.rpartition(":")
-        client.images.get(image_id).tag(repository, version)
     new_entry = entry.model_copy(
         update={
             "image_id": image_id,
             "diff_ids": [diff_id],
             "packages": packages,
-            "built_with": {
-                "apt_mirror": inputs.provenance()["apt_mirror"],
-                "debootstrap": _debootstrap_version(),
-            },
         }
     )
     return BaseBuilt(
@@ -164,7 +160,7 @@ def _debootstrap(argv: list[str], log: TextIO) -> None:
         raise BuildFailed("base: debootstrap failed:\n" + "\n".join(tail))
 
 
-def _debootstrap_version() -> str:
+def debootstrap_version() -> str:
     done = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Version}", "debootstrap"], capture_output=True, text=True
     )

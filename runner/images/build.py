@@ -41,8 +41,9 @@ class BuildOptions:
     nocache: bool = False
     pins: dict[str, str] = field(default_factory=dict)  # experiments: override lock pins
     base: str | None = None  # a base reference instead of the locked offline base
-    tag: bool = True  # tag the result as the lock's `prooflock/<name>:<version>`
+    tag: bool = True  # a build that may be tagged: its raw build is kept for docker's cache
     verbose: bool = False  # stream all build output, not only the steps
+    allow_drift: bool = False  # build even if not to the locked ID (on a drifted base, too)
     selftest_timeout: int = 1200
 
     @property
@@ -66,6 +67,9 @@ class BuildPlan:
     images_root: Path
     log_dir: Path
     options: BuildOptions = field(default_factory=BuildOptions)
+    # A loopback apt repository holding exactly the locked closure (runner.images.localrepo):
+    # apt-install reads it alone, and the build runs on the host's network to reach it.
+    repository: str = ""
 
     @classmethod
     def of(
@@ -156,7 +160,7 @@ def resolve_arguments(client: DockerClient, plan: BuildPlan) -> Arguments:
             f"--pin {', '.join(unknown)}: not a pin of {plan.name} "
             f"(pins: {', '.join(entry.inputs)})"
         )
-    base = options.base or require_base(client, plan.lock)
+    base = options.base or require_base(client, plan.lock, allow_drift=options.allow_drift)
     epoch_pin = str(options.pins.get("SOURCE_DATE_EPOCH", plan.lock.source_date_epoch))
     if not epoch_pin.isdigit():
         raise UserError(f"--pin SOURCE_DATE_EPOCH={epoch_pin}: expected seconds since 1970")
@@ -210,9 +214,6 @@ def _build(client: DockerClient, plan: BuildPlan, arguments: Arguments, out: Tex
         discard(client, normalized.image_id)
         raise SelfTestFailed(name, result)
 
-    if options.tag:
-        repository, _, version = entry.tag.rpartition(":")
-        client.images.get(normalized.image_id).tag(repository, version)
     listed = run_hardened(client, normalized.image_id, PACKAGES, timeout_s=120)
     if not listed.ok:
         raise BuildFailed(f"{name}: dpkg-query failed in the built image:\n{listed.output[-2000:]}")
@@ -235,15 +236,29 @@ def _build(client: DockerClient, plan: BuildPlan, arguments: Arguments, out: Tex
     )
 
 
+def closure_list(repository: str, suite: str) -> dict[str, bytes]:
+    """The context file that points apt-install at the closure's repository, if there is one."""
+    if not repository:
+        return {}
+    return {"closure.list": f"deb [trusted=yes] {repository} {suite} main\n".encode()}
+
+
 def _docker_build(
     client: DockerClient, plan: BuildPlan, arguments: Arguments, log_path: Path, out: TextIO
 ) -> None:
     name = plan.name
     tail: list[str] = []
+    steps: list[str] = []  # the images of the steps that succeeded, last one last
     with log_path.open("w") as log:
         try:
             stream = client.api.build(
-                fileobj=context.build_context(plan.images_root, name, plan.inputs),
+                fileobj=context.build_context(
+                    plan.images_root,
+                    name,
+                    plan.inputs,
+                    closure_list(plan.repository, plan.lock.base.suite),
+                ),
+                network_mode="host" if plan.repository else None,
                 custom_context=True,
                 tag=arguments.raw,
                 buildargs=arguments.build_args,
@@ -256,17 +271,26 @@ def _docker_build(
             for message in stream:
                 if "error" in message:
                     log.write(message["error"] + "\n")
-                    tail.append(message["error"])
-                    raise BuildFailed(f"{name}: docker build failed:\n" + "\n".join(tail[-40:]))
+                    raise BuildFailed(_failure(name, message["error"], tail, log_path))
                 text = message.get("stream", "")
                 if not text:
                     continue
                 log.write(text)
                 for line in text.splitlines():
                     tail = [*tail[-60:], line]
+                    if line.startswith(" ---> ") and len(line.split()) == 2:
+                        steps.append(line.split()[1])
                     if plan.options.verbose or line.startswith("Step "):
                         print(f"{name}: {line}", file=out, flush=True)
         except (APIError, BuildError) as exc:
-            raise BuildFailed(
-                f"{name}: docker build failed: {exc}\n" + "\n".join(tail[-40:])
-            ) from None
+            raise BuildFailed(_failure(name, str(exc), tail, log_path)) from None
+        except BuildFailed:
+            if steps:
+                discard(client, steps[-1])  # the failed build's last step: nothing tags it
+            raise
+
+
+def _failure(name: str, error: str, tail: list[str], log_path: Path) -> str:
+    """The error and the last lines before it; the whole output is in the log."""
+    shown = "\n".join(f"  {line}" for line in tail[-12:])
+    return f"{name}: docker build failed: {error.strip()}\n{shown}\n(all of it: {log_path})"

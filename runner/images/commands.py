@@ -1,9 +1,11 @@
-"""`prooflock images base|build|verify|pin|list`: parse, call runner.images.api, print.
+"""`prooflock images base|build|verify|pin|relock|vendor|save|load|list`: parse, call
+runner.images.api (or runner.images.archives), print.
 
 Wire into the CLI with `add_image_commands(commands)` and `"images": cmd_images`. Exit codes
-follow the CLI's: 0 done (or reproduced), 1 a build, self-test or verification failed (or, in an
-installed copy, gave another image than the lock's), 2 a user mistake (UserError), 3 no Docker
-daemon or no images lock.
+follow the CLI's: 0 done (reproduced, or drifted with --allow-drift), 1 a build, self-test or
+verification failed, or a build would not give the locked ID (its drift listed), 2 a user mistake
+(UserError), 3 no Docker daemon, no images lock, or a store that does not answer (run it again
+to resume).
 """
 
 from __future__ import annotations
@@ -11,21 +13,29 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import orjson
 
 from runner.core.errors import InfraFailure, UserError
-from runner.images import api
+from runner.images import api, archives
 from runner.images.api import BuildOutcome, Built
 from runner.images.build import BuildOptions
 from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import DEFAULT_LOCK, Kit
-from runner.images.policy import DaemonUnavailable
-from runner.images.state import BASE, ImageState, ImageStatus
+from runner.images.policy import DaemonUnavailable, connect
+from runner.images.state import BASE, ImageState, ImageStatus, tag_if_locked
+from runner.images.usable import usable_image
+from runner.images.vendor import vendor_closures
+from runner.storage import parse_s3_url
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 LIST_SCHEMA = "prooflock.images/1"
-NOT_RECORDED = "not recorded: the installed copy's lock is read-only"
+MOST_LINES = 20  # drift lines a refused build prints (a dead mirror misses every package)
+DRIFT_HELP = (
+    "when the locked closure cannot be had (or the build gives another ID), build anyway with "
+    "the mirror's versions: tagged, recorded on this machine, never in the lock"
+)
 
 
 def _inputs_flags(parser: argparse.ArgumentParser) -> None:
@@ -60,10 +70,13 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
     base.add_argument(
         "--rebuild", action="store_true", help="build even if the locked base is present"
     )
+    base.add_argument("--allow-drift", action="store_true", help=DRIFT_HELP)
     _inputs_flags(base)
     _lock_flag(base)
 
-    build = verbs.add_parser("build", help="build images, normalize, self-test, record in the lock")
+    build = verbs.add_parser(
+        "build", help="build images from their locked closures, normalize, self-test, tag"
+    )
     build.add_argument("names", nargs="*", metavar="IMAGE", help="default: every image in the lock")
     build.add_argument(
         "--rebuild", action="store_true", help="build even if the locked image is present"
@@ -80,6 +93,7 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
         "--base", help="build on this base reference instead of the locked offline base"
     )
     build.add_argument("--verbose", action="store_true", help="stream all build output")
+    build.add_argument("--allow-drift", action="store_true", help=DRIFT_HELP)
     _inputs_flags(build)
     _lock_flag(build)
 
@@ -94,6 +108,32 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
     pin.add_argument("names", nargs="+", metavar="IMAGE")
     _lock_flag(pin)
 
+    relock = verbs.add_parser(
+        "relock", help="record this machine's build of the current definitions and its closure"
+    )
+    relock.add_argument("names", nargs="+", metavar="IMAGE", help=f"image names, or `{BASE}`")
+    _inputs_flags(relock)
+    _lock_flag(relock)
+
+    vendor = verbs.add_parser("vendor", help="put images' closures (.deb files) into the store")
+    vendor.add_argument("names", nargs="+", metavar="IMAGE", help=f"image names, or `{BASE}`")
+    vendor.add_argument(
+        "--to", metavar="s3://BUCKET/PREFIX", help="also copy them to this remote store"
+    )
+    _inputs_flags(vendor)
+    _lock_flag(vendor)
+
+    save = verbs.add_parser(
+        "save", help="write images as content-addressed archives (sha256-<hex>.tar.gz)"
+    )
+    save.add_argument("names", nargs="+", metavar="IMAGE", help=f"image names, or `{BASE}`")
+    save.add_argument("--out", required=True, metavar="DIR|s3://BUCKET/PREFIX")
+    _lock_flag(save)
+
+    load = verbs.add_parser("load", help="check an image archive and load it")
+    load.add_argument("archives", nargs="+", metavar="ARCHIVE|s3://...")
+    _lock_flag(load)
+
     listing = verbs.add_parser("list", help="the locked images and whether this machine has them")
     listing.add_argument(
         "--json", action="store_true", help=f"one JSON document ({LIST_SCHEMA}) on stdout"
@@ -107,6 +147,10 @@ def cmd_images(args: argparse.Namespace) -> int:
         "build": _cmd_build,
         "verify": _cmd_verify,
         "pin": _cmd_pin,
+        "relock": _cmd_relock,
+        "vendor": _cmd_vendor,
+        "save": _cmd_save,
+        "load": _cmd_load,
         "list": _cmd_list,
     }[args.images_command]
     try:
@@ -123,7 +167,7 @@ def cmd_images(args: argparse.Namespace) -> int:
 
 
 def _inputs(args: argparse.Namespace, kit: Kit) -> BuildInputs:
-    return resolve_inputs(
+    inputs = resolve_inputs(
         kit.lock.transport,
         suite=kit.lock.base.suite,
         apt_mirror=args.apt_mirror,
@@ -132,6 +176,9 @@ def _inputs(args: argparse.Namespace, kit: Kit) -> BuildInputs:
         ca_bundle=args.ca_bundle,
         files=args.files,
     )
+    if inputs.note:
+        print(f"prooflock: {inputs.note}", file=sys.stderr, flush=True)
+    return inputs
 
 
 def _pins(specs: list[str]) -> dict[str, str]:
@@ -149,14 +196,20 @@ def _pins(specs: list[str]) -> dict[str, str]:
 
 def _cmd_base(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
-    built = api.build_base_image(kit, _inputs(args, kit), rebuild=args.rebuild)
+    built = api.build_base_image(
+        kit, _inputs(args, kit), rebuild=args.rebuild, allow_drift=args.allow_drift
+    )
     return _report(built)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
     options = BuildOptions(
-        nocache=args.no_cache, pins=_pins(args.pin), base=args.base, verbose=args.verbose
+        nocache=args.no_cache,
+        pins=_pins(args.pin),
+        base=args.base,
+        verbose=args.verbose,
+        allow_drift=args.allow_drift,
     )
     built_images = api.build_images(
         kit, args.names or None, _inputs(args, kit), options, rebuild=args.rebuild
@@ -169,42 +222,67 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _report(built: Built) -> int:
     """Print what happened to one image; its exit code."""
-    name, now, previous = built.name, built.image_id, built.locked_id
-    if built.outcome is BuildOutcome.CURRENT:
-        print(f"{name}: {built.tag} is the locked {previous}: nothing to do")
-    elif built.outcome is BuildOutcome.FAILED:
+    name, now, locked = built.name, built.image_id, built.locked_id
+    took = f"in {built.seconds} s from {built.built_from}"
+    if built.outcome is BuildOutcome.FAILED:
         print(f"prooflock: {built.error}", file=sys.stderr)
         return EXIT_FAILED
-    elif built.outcome is BuildOutcome.EXPERIMENT:
+    if built.outcome is BuildOutcome.REFUSED:
+        _report_refused(built)
+        return EXIT_FAILED
+    if built.outcome is BuildOutcome.EXPERIMENT:
         print(f"{name}: {now} (pins overridden or another base: not tagged, not recorded)")
-    elif not built.recorded:
-        return _report_unrecorded(built)
-    elif previous is None:
-        print(f"{name}: built {now} in {built.seconds} s and recorded it in the lock")
+    elif built.outcome is BuildOutcome.CURRENT and built.matches_lock:
+        print(f"{name}: {built.tag} is the locked {locked}: nothing to do")
+    elif built.outcome is BuildOutcome.CURRENT:
+        print(
+            f"{name}: {built.tag} is {now}, this machine's drifted rebuild of the locked {locked}:"
+        )
+        _lines(built.drift)
     elif built.matches_lock:
-        print(f"{name}: built {now} in {built.seconds} s: the same image ID as the lock")
+        print(f"{name}: built {now} {took}: the locked image ID")
+    elif locked is None:
+        print(
+            f"{name}: built {now} {took}; the lock records no build of it "
+            f"(`prooflock images relock {name}` records this one)"
+        )
     else:
         print(
-            f"{name}: built {now} in {built.seconds} s; the lock had {previous}. Recorded the new "
-            "ID: if the pins did not change, run `prooflock images verify` to see what differs"
+            f"{name}: built {now} {took}: NOT the locked {locked}; drift allowed, so it is tagged "
+            "and recorded on this machine (never in the lock):"
         )
+        _lines(built.drift)
     return EXIT_OK
 
 
-def _report_unrecorded(built: Built) -> int:
-    """A build in the installed copy: compared with the locked ID, never written to the lock."""
-    name, now, previous = built.name, built.image_id, built.locked_id
-    if built.matches_lock:
-        print(f"{name}: built {now} in {built.seconds} s: the same image ID as the lock")
-        return EXIT_OK
-    if previous is None:
-        print(f"{name}: built {now} in {built.seconds} s; no locked ID to compare ({NOT_RECORDED})")
-        return EXIT_OK
+def _report_refused(built: Built) -> None:
+    name, locked = built.name, built.locked_id
+    if built.image_id is None:
+        print(
+            f"prooflock: {name}: the locked closure of {locked} cannot be had; nothing was built:",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"prooflock: {name}: built {built.image_id}, not the locked {locked}; not tagged:",
+            file=sys.stderr,
+        )
+    _lines(built.drift[:MOST_LINES], sys.stderr)
+    if len(built.drift) > MOST_LINES:
+        more = len(built.drift) - MOST_LINES
+        print(
+            f"  ... and {more} more (`prooflock images vendor {name}` lists all)", file=sys.stderr
+        )
     print(
-        f"{name}: built {now} in {built.seconds} s, but the lock has {previous} ({NOT_RECORDED}; "
-        "checks use the locked ID): run `prooflock images verify` to see what differs"
+        f"prooflock: {name}: `prooflock images build {name} --allow-drift` builds it anyway "
+        "(tagged and recorded on this machine, never in the lock)",
+        file=sys.stderr,
     )
-    return EXIT_FAILED
+
+
+def _lines(lines: list[str], out: TextIO | None = None) -> None:
+    for line in lines:
+        print(f"  {line}", file=out or sys.stdout)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -231,8 +309,71 @@ def _cmd_pin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_relock(args: argparse.Namespace) -> int:
+    kit = Kit.open(args.lock)
+    for relocked in api.relock_images(kit, args.names, _inputs(args, kit)):
+        if relocked.recorded and relocked.previous_id != relocked.image_id:
+            what = f"recorded this machine's build {relocked.image_id} (was {relocked.previous_id})"
+        elif relocked.recorded:
+            what = f"recorded this machine's build of the current definitions ({relocked.image_id})"
+        else:
+            what = f"kept the locked build {relocked.image_id}"
+        print(
+            f"{relocked.name}: {what}; closure of {relocked.packages} packages "
+            f"({relocked.changed} new or changed)"
+        )
+    return EXIT_OK
+
+
+def _cmd_vendor(args: argparse.Namespace) -> int:
+    kit = Kit.open(args.lock)
+    vendor_closures(kit, args.names)  # refuse an image without a closure before any work
+    if args.to:
+        parse_s3_url(args.to)
+    worst = EXIT_OK
+    for vendored in api.vendor_images(kit, args.names, _inputs(args, kit), args.to):
+        where = f"; {vendored.uploaded} copied to {args.to}" if args.to else ""
+        print(
+            f"{vendored.name}: {vendored.packages - len(vendored.missing)} of {vendored.packages} "
+            f".debs ({vendored.size_bytes / 1e6:.0f} MB) in the store, {vendored.fetched} "
+            f"fetched now{where}"
+        )
+        if vendored.missing:
+            worst = EXIT_FAILED
+            _lines(vendored.missing, sys.stderr)
+    return worst
+
+
+def _cmd_save(args: argparse.Namespace) -> int:
+    kit = Kit.open(args.lock)
+    entries = {n: kit.lock.base if n == BASE else kit.lock.entry(n) for n in args.names}
+    if args.out.startswith("s3://"):
+        parse_s3_url(args.out)  # a bad URL is refused before any image is saved
+    client = connect()
+    for name, entry in entries.items():
+        image_id = usable_image(name, client, kit).image_id
+        where = archives.save_to(client, image_id, args.out)
+        locked = "" if image_id == entry.image_id else " (a drifted rebuild, not the locked ID)"
+        print(f"{name}: {image_id}{locked} → {where}")
+    return EXIT_OK
+
+
+def _cmd_load(args: argparse.Namespace) -> int:
+    kit = Kit.open(args.lock)
+    for source in args.archives:
+        archives.archive_image_id(source)  # bad names and missing files, before any work
+    client = connect()
+    for source in args.archives:
+        image_id = archives.load_archive(source, client)
+        name = tag_if_locked(client, kit.lock, image_id)
+        said = f"tagged {name}" if name else "not an image of this lock: left untagged"
+        print(f"{source}: loaded {image_id}; {said}")
+    return EXIT_OK
+
+
 STATE_TEXT = {
     ImageState.PRESENT: "present",
+    ImageState.DRIFTED: "a drifted rebuild here (not the locked ID)",
     ImageState.NOT_BUILT: "not built",
     ImageState.UNCHECKED: "recorded (no daemon to check this machine)",
 }

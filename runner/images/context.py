@@ -6,6 +6,7 @@ Layout of the context docker receives:
     build/apt-install, build/finish              (images/common/)
     build/ca.crt                                 (the extra CA bundle, or empty)
     build/files/<name>                           (vendored downloads, if any)
+    build/closure.list                           (the closure's loopback repository, if any)
 """
 
 from __future__ import annotations
@@ -63,15 +64,18 @@ def file_hashes(images_root: Path, name: str) -> dict[str, str]:
     return {key: sha256_of(path) for key, path in kit_files(images_root, name).items()}
 
 
-def build_context(images_root: Path, name: str, inputs: BuildInputs) -> io.BytesIO:
-    """The context as an in-memory tar (small: scripts, pins, a CA bundle)."""
+def build_context(
+    images_root: Path, name: str, inputs: BuildInputs, extra: dict[str, bytes] | None = None
+) -> io.BytesIO:
+    """The context as an in-memory tar (small: scripts, pins, a CA bundle); `extra` files go
+    into `build/` too."""
     entries: dict[str, tuple[bytes, int]] = {
         "Dockerfile": ((images_root / name / "Dockerfile").read_bytes(), 0o644)
     }
     for key, path in kit_files(images_root, name).items():
         target = f"build/{path.name}" if key.startswith(f"{COMMON}/") else key
         entries[target] = (path.read_bytes(), 0o755 if path.stat().st_mode & 0o111 else 0o644)
-    for rel, data in inputs.context_files().items():
+    for rel, data in {**inputs.context_files(), **(extra or {})}.items():
         entries[f"build/{rel}"] = (data, 0o644)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

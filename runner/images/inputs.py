@@ -2,15 +2,19 @@
 proxies that intercept TLS) and vendored copies of downloads that cannot be fetched here.
 
 They are transport, not content: every package is pinned by version or hash, so they never change
-what is installed, and normalization keeps them out of the image. They are recorded in the lock's
-`built_with` as provenance. Set them with CLI flags or `PROOFLOCK_APT_MIRROR`,
-`PROOFLOCK_APT_SECURITY_MIRROR`, `PROOFLOCK_PIP_INDEX`, `PROOFLOCK_CA_BUNDLE`.
+what is installed, and normalization keeps them out of the image. They are recorded as this
+machine's provenance (runner.images.machine), never in the lock. Set them with CLI flags or
+`PROOFLOCK_APT_MIRROR`, `PROOFLOCK_APT_SECURITY_MIRROR`, `PROOFLOCK_PIP_INDEX`,
+`PROOFLOCK_CA_BUNDLE`, and `PROOFLOCK_DEB_STORE` (an `s3://bucket/prefix` holding `.deb`s by
+sha256, the last place a closure's files are looked for).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from runner.core.models import JsonValue
 
 HOST = "host"  # a mirror value meaning: the mirror this machine's own apt sources use
 APT_SOURCES = Path("/etc/apt")
+PROBE_TIMEOUT_S = 8
 
 
 class BuildInputSettings(BaseSettings):
@@ -30,6 +35,7 @@ class BuildInputSettings(BaseSettings):
     apt_security_mirror: str | None = None
     pip_index: str | None = None
     ca_bundle: Path | None = None
+    deb_store: str | None = None
 
 
 def sha256_file(path: Path) -> str:
@@ -45,6 +51,8 @@ class BuildInputs:
     ca_bundle: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)  # vendored downloads by file name
     requested: dict[str, str] = field(default_factory=dict)  # as the user asked (`host`, ...)
+    deb_store: str = ""  # s3://bucket/prefix of a remote .deb store, or empty
+    note: str = ""  # a choice the kit made for the user (another mirror), to say once
 
     def build_args(self) -> dict[str, str]:
         return {
@@ -61,12 +69,11 @@ class BuildInputs:
         return files
 
     def provenance(self) -> dict[str, JsonValue]:
-        """What the lock records. A mirror chosen as `host` is recorded as such, not by URL."""
+        """What this machine's state records of how it built (runner.images.machine)."""
         return {
-            "apt_mirror": self.requested.get("apt_mirror", self.apt_mirror),
-            "apt_security_mirror": self.requested.get(
-                "apt_security_mirror", self.apt_security_mirror
-            ),
+            "apt_mirror": self.apt_mirror,
+            "apt_security_mirror": self.apt_security_mirror,
+            "requested": dict(self.requested),
             "pip_index": self.pip_index or "default",
             "ca_bundle_sha256": sha256_file(self.ca_bundle) if self.ca_bundle else None,
             "files": {name: sha256_file(path) for name, path in sorted(self.files.items())},
@@ -88,6 +95,13 @@ def resolve_inputs(
     main = apt_mirror or env.apt_mirror or transport_defaults["APT_MIRROR"]
     security = apt_security_mirror or env.apt_security_mirror
     requested = {}
+    note = ""
+    if main == transport_defaults["APT_MIRROR"] and not security and not _answers(main, suite):
+        note = (
+            f"{main} does not answer: using this machine's apt mirror instead (the lock's "
+            "closure still fixes every package version)"
+        )
+        main = HOST
     if main == HOST:
         requested["apt_mirror"] = HOST
         main = host_mirror(suite)
@@ -106,7 +120,20 @@ def resolve_inputs(
         ca_bundle=bundle,
         files=_vendored(files or []),
         requested=requested,
+        deb_store=env.deb_store or "",
+        note=note,
     )
+
+
+def _answers(mirror: str, suite: str) -> bool:
+    """Whether the mirror serves the suite's Release within seconds (the lock's snapshot may be
+    unreachable from here: no route, no DNS, a firewall)."""
+    try:
+        request = urllib.request.Request(f"{mirror}/dists/{suite}/Release", method="HEAD")
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S):
+            return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def _vendored(specs: list[str]) -> dict[str, Path]:

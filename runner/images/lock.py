@@ -1,26 +1,32 @@
 """The images lock (`manifests/images.lock.json`): every pin, and what each build produced.
 
 Pins (`inputs`) are the Dockerfiles' `ARG` defaults, repeated here so one file says what an image
-is made of; `prooflock images build` passes them as build arguments. What a build produced (image
-ID, layer diff_ids, the installed Debian packages) and the build inputs it used (mirrors, CA
-bundle: transport, never content) are recorded beside them.
+is made of; `prooflock images build` passes them as build arguments. What a locked build produced
+(image ID, layer diff_ids, the installed Debian packages) and its exact closure (every `.deb` by
+pool path, sha256 and size) are recorded beside them. Only what defines an image is here: how a
+machine built it (mirrors, CA bundle, docker version) is in its state file (runner.images.machine).
+Only `prooflock images pin` and `prooflock images relock` write the lock.
+
+Schema 1 locks (bundles published before closures) are read as schema 2 without a closure.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.core import home
 from runner.core.errors import UserError, explain
 from runner.core.models import JsonValue
 
+BASE_INDEX = "base.Packages"  # beside the lock
 DEFAULT_LOCK = (
     home.LOCK
 )  # relative to the kit's home (runner.core.home): a checkout or the installed copy
@@ -30,7 +36,38 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BaseEntry(Strict):
+class DebFile(Strict):
+    """One `.deb` of a closure, as the archive's Packages index describes it."""
+
+    version: str
+    architecture: str
+    filename: str  # the pool path, below the main or the security archive's root
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    priority: str = ""  # the archive's Priority: debootstrap picks the base's packages by it
+    note: str = ""  # how the sha256 was had when no index listed this version any more
+
+    @property
+    def security(self) -> bool:
+        return self.filename.startswith("pool/updates/")
+
+
+Closure = dict[str, DebFile]  # package name → its .deb
+
+
+class LockedBuild(Strict):
+    """What every locked build records: the image and exactly what went into it."""
+
+    image_id: str | None = None
+    diff_ids: list[str] = Field(default_factory=list)
+    packages: list[str] = Field(default_factory=list)  # `dpkg-query -W` in the built image
+    closure: Closure = Field(default_factory=dict)  # every installed package's .deb
+
+    def versions(self) -> dict[str, str]:
+        return dict(p.split("=", 1) for p in self.packages)
+
+
+class BaseEntry(LockedBuild):
     """The offline base: Debian from debootstrap, normalized and loaded with a fixed config."""
 
     tag: str
@@ -38,28 +75,24 @@ class BaseEntry(Strict):
     variant: str
     include: list[str] = Field(default_factory=list)
     registry_reference: str  # the Dockerfiles' default `BASE`, for machines that reach a registry
-    image_id: str | None = None
-    diff_ids: list[str] = Field(default_factory=list)
-    packages: list[str] = Field(default_factory=list)
-    built_with: dict[str, JsonValue] = Field(default_factory=dict)
+    # sha256 of `base.Packages` beside the lock: the archive's stanzas of the closure, in the
+    # index's order, which debootstrap copies into the image (/var/lib/dpkg/available).
+    index_sha256: str = ""
 
 
-class ImageEntry(Strict):
+class ImageEntry(LockedBuild):
     tag: str
     status: Literal["built", "not built"] = "not built"
     note: str = ""
     dockerfile_sha256: str
     files: dict[str, str] = Field(default_factory=dict)  # other build-context files → sha256
     inputs: dict[str, str] = Field(default_factory=dict)  # the pins: Dockerfile ARG → value
-    image_id: str | None = None
-    diff_ids: list[str] = Field(default_factory=list)
-    packages: list[str] = Field(default_factory=list)  # `dpkg-query -W` in the built image
+    vendored: list[str] = Field(default_factory=list)  # inputs given by hand (`--input NAME=`)
     size_bytes: int | None = None
-    built_with: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 class ImagesLock(Strict):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     source_date_epoch: int  # fixed time for file mtimes, config and history in every image
     transport: dict[str, str]  # build inputs that never change content: ARG → default
     base: BaseEntry
@@ -85,6 +118,32 @@ class ImagesLock(Strict):
             )
         return entry.image_id
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_schema_1(cls, data: Any) -> Any:
+        """Schema 1 kept machine provenance (`built_with`) in each entry: drop it on reading,
+        keeping only the names of vendored inputs, which say what a build needs."""
+        if not isinstance(data, dict) or data.get("schema_version", 1) != 1:
+            return data
+        data = {**data, "schema_version": 2}
+        if isinstance(data.get("base"), dict):
+            data["base"] = {k: v for k, v in data["base"].items() if k != "built_with"}
+        images = data.get("images")
+        if isinstance(images, dict):
+            data["images"] = {name: _entry_from_schema_1(e) for name, e in images.items()}
+        return data
+
+
+def _entry_from_schema_1(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    built_with = entry.get("built_with")
+    files = built_with.get("files") if isinstance(built_with, dict) else None
+    migrated = {k: v for k, v in entry.items() if k != "built_with"}
+    if isinstance(files, dict) and files:
+        migrated["vendored"] = sorted(files)
+    return migrated
+
 
 def load_lock(path: Path | None = None) -> ImagesLock:
     """The lock at `path`, by default the kit's (runner.core.home), wherever the command runs from."""
@@ -97,16 +156,51 @@ def load_lock(path: Path | None = None) -> ImagesLock:
         raise UserError(f"{path}: not a valid images lock: {explain(exc)}") from None
 
 
+def lock_bytes(lock: ImagesLock) -> bytes:
+    """Pretty and key-sorted, one line per closure package, so diffs of the lock stay readable."""
+    return _pretty(lock.model_dump(mode="json"), "") + b"\n"
+
+
+def _pretty(value: JsonValue, indent: str, *, key: str = "") -> bytes:
+    if key == "closure" and isinstance(value, dict) and value:
+        inner = indent + "  "
+        lines = [
+            inner.encode() + _one_line(name) + b": " + _one_line(_without_empty_note(deb))
+            for name, deb in sorted(value.items())
+        ]
+        return b"{\n" + b",\n".join(lines) + b"\n" + indent.encode() + b"}"
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        items = [
+            inner.encode() + _one_line(k) + b": " + _pretty(v, inner, key=k)
+            for k, v in sorted(value.items())
+        ]
+        return b"{\n" + b",\n".join(items) + b"\n" + indent.encode() + b"}"
+    if isinstance(value, list) and value:
+        inner = indent + "  "
+        items = [inner.encode() + _pretty(v, inner) for v in value]
+        return b"[\n" + b",\n".join(items) + b"\n" + indent.encode() + b"]"
+    return _one_line(value)
+
+
+def _one_line(value: JsonValue) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": ")).encode()
+
+
+def _without_empty_note(deb: JsonValue) -> JsonValue:
+    if isinstance(deb, dict):
+        return {k: v for k, v in deb.items() if not (k in ("note", "priority") and v == "")}
+    return deb
+
+
 def save_lock(lock: ImagesLock, path: Path) -> None:
-    """Write atomically, pretty and key-sorted, so diffs of the lock stay readable."""
-    data = orjson.dumps(
-        lock.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
-    )
+    """Write atomically (see `lock_bytes` for the layout)."""
+    data = lock_bytes(lock)
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data + b"\n")
+            out.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -139,6 +233,25 @@ class Kit:
             resolved.parent.parent / "images",
             not resolved.is_relative_to(home.PACKAGED),
         )
+
+    @property
+    def base_index_path(self) -> Path:
+        return self.lock_path.parent / BASE_INDEX
+
+    def base_index(self) -> str | None:
+        """The base's Packages stanzas (see `BaseEntry.index_sha256`), or None when the lock
+        records none; a UserError when the file is not the one the lock records."""
+        recorded = self.lock.base.index_sha256
+        if not recorded:
+            return None
+        path = self.base_index_path
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise UserError(f"{path}: missing (the images lock records its sha256)") from None
+        if hashlib.sha256(data).hexdigest() != recorded:
+            raise UserError(f"{path}: not the file the images lock records (sha256 differs)")
+        return data.decode()
 
     def require_writable(self) -> None:
         if not self.writable:

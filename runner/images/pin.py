@@ -74,7 +74,8 @@ def check_pins_match(images_root: Path, name: str, lock: ImagesLock) -> dict[str
 def pin_images(kit: Kit, names: Iterable[str]) -> list[Pinned]:
     """Record the Dockerfiles' pins and file hashes in the lock (`prooflock images pin`).
 
-    An image whose pins change loses its recorded build: that build is of the old pins.
+    An image whose pins change loses its recorded build and closure: they are of the old pins
+    (build the new ones, then `prooflock images relock`).
     """
     kit.require_writable()
     done = []
@@ -110,6 +111,6 @@ def _unbuilt() -> dict[str, object]:
         "image_id": None,
         "diff_ids": [],
         "packages": [],
+        "closure": {},
         "size_bytes": None,
-        "built_with": {},
     }

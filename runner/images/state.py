@@ -1,7 +1,9 @@
 """What this Docker daemon holds of the locked images.
 
 One question, asked one way everywhere: is the image the lock records here, under its tag, and
-built from the definitions as they are now? Also the removal of what a build leaves behind.
+built from the definitions as they are now? Or, when it is not, a drifted rebuild of the same
+definitions that this machine recorded (runner.images.machine)? Also the removal of what a build
+leaves behind.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from docker import DockerClient
 from docker.errors import APIError, ImageNotFound
 
 from runner.core.errors import UserError
-from runner.images import context
-from runner.images.lock import ImagesLock
+from runner.images import context, machine
+from runner.images.lock import BaseEntry, ImageEntry, ImagesLock
 from runner.images.policy import connect
 
 BASE = "base"  # the offline base, listed and verified beside the prover images
@@ -29,6 +31,7 @@ class ImageState(StrEnum):
     STALE = "stale"  # the tag is another image, the base is not the locked one, or a pin changed
     NOT_BUILT = "not built"  # the lock records no build
     UNCHECKED = "unchecked"  # recorded, but no daemon answered to say whether it is here
+    DRIFTED = "drifted"  # not the locked ID: a rebuild of the same definitions this machine made
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,18 @@ def locked_state(
     return ImageState.PRESENT if unchanged else ImageState.STALE
 
 
+def drifted_rebuild(
+    client: DockerClient, lock: ImagesLock, name: str
+) -> machine.MachineBuild | None:
+    """This machine's recorded rebuild of `name`'s locked definitions (not the locked ID), if
+    the daemon still holds it."""
+    entry = lock.base if name == BASE else lock.entry(name)
+    build = machine.latest(name, machine.definitions_digest(lock, name, entry))
+    if build is None or build.image_id == entry.image_id:
+        return None
+    return build if image_id_of(client, build.image_id) is not None else None
+
+
 def is_current(client: DockerClient, lock: ImagesLock, name: str, images_root: Path) -> bool:
     """The tagged image is the locked one and nothing it was built from has changed since."""
     return locked_state(client, lock, name, images_root) is ImageState.PRESENT
@@ -93,21 +108,43 @@ def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -
             state = ImageState.UNCHECKED
         else:
             state = locked_state(client, lock, name, images_root)
+            if state is not ImageState.PRESENT and drifted_rebuild(client, lock, name):
+                state = ImageState.DRIFTED
         found.append(ImageStatus(name, tag, image_id, state))
     return found
 
 
-def require_base(client: DockerClient, lock: ImagesLock) -> str:
-    """The locked base's tag, once it is here and (when the lock records one) the locked ID."""
+def require_base(client: DockerClient, lock: ImagesLock, *, allow_drift: bool = False) -> str:
+    """The locked base's tag, once it is here and (when the lock records one) the locked ID, or
+    with `allow_drift` a recorded drifted rebuild of it."""
     base = lock.base
     found = image_id_of(client, base.tag)
     if found is None:
         raise UserError(f"the base image {base.tag} is missing: run `prooflock images base`")
+    drifted = drifted_rebuild(client, lock, BASE) if allow_drift else None
     if base.image_id is not None and found != base.image_id:
+        if drifted is not None and drifted.image_id == found:
+            return base.tag
         raise UserError(
             f"{base.tag} is {found}, not the locked {base.image_id}: run `prooflock images base`"
         )
     return base.tag
+
+
+def tag_image(client: DockerClient, tag: str, image_id: str) -> None:
+    """Point `tag` (`prooflock/<name>:<version>`) at `image_id`."""
+    repository, _, version = tag.rpartition(":")
+    client.images.get(image_id).tag(repository, version)
+
+
+def tag_if_locked(client: DockerClient, lock: ImagesLock, image_id: str) -> str | None:
+    """Tag `image_id` as the lock's image (or base) whose ID it is; that name, or None."""
+    entries: dict[str, BaseEntry | ImageEntry] = {BASE: lock.base, **lock.images}
+    for name, entry in sorted(entries.items()):
+        if entry.image_id == image_id:
+            tag_image(client, entry.tag, image_id)
+            return name
+    return None
 
 
 def discard(client: DockerClient, reference: str, *, untag: bool = False) -> None:

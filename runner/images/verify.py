@@ -1,8 +1,9 @@
-"""`prooflock images verify`: rebuild without cache and compare with the lock.
+"""`prooflock images verify`: rebuild without cache from the locked closure and compare.
 
-Same image ID: the recorded image is reproducible from its pins. A different one is explained by
-what differs: the base, the installed packages (the mirror served other versions), or, file by
-file, the image's own layer (a build step that is not deterministic).
+Same image ID: the recorded image is reproducible from its pins and closure. A different one is
+explained by what differs: closure packages that could not be had (the mirror's version was
+used), the base, the installed packages, or, file by file, the image's own layer (a build step
+that is not deterministic).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from docker import DockerClient
 
 from runner.core.errors import UserError
 from runner.images import archive
-from runner.images.base import build_base
-from runner.images.build import BuildOptions, BuildPlan, build_image
+from runner.images.build import BuildOptions, BuildPlan
 from runner.images.inputs import BuildInputs
 from runner.images.layers import index_differences, layer_index
-from runner.images.lock import ImagesLock, Kit
+from runner.images.lock import Kit
+from runner.images.reproduce import reproduce_base, reproduce_image
 from runner.images.state import BASE, connect_for_builds, discard, image_id_of
 
 
@@ -47,18 +48,21 @@ def verify_images(
     client = client or connect_for_builds()
     for name in names:
         if name == BASE:
-            yield verify_base(client, kit.lock, inputs)
+            yield verify_base(client, kit, inputs)
         else:
             yield verify_image(client, BuildPlan.of(kit, name, inputs))
 
 
-def verify_base(client: DockerClient, lock: ImagesLock, inputs: BuildInputs) -> Comparison:
+def verify_base(client: DockerClient, kit: Kit, inputs: BuildInputs) -> Comparison:
+    lock = kit.lock
     if lock.base.image_id is None:
         raise UserError("the base has no recorded build: run `prooflock images base`")
-    built = build_base(client, lock, inputs, tag=False)
-    comparison = Comparison(BASE, lock.base.image_id, built.entry.image_id or "")
+    built = reproduce_base(client, kit, inputs, allow_drift=True)
+    comparison = Comparison(BASE, lock.base.image_id, built.image_id or "")
     if not comparison.same:
-        comparison.differences = package_differences(lock.base.packages, built.entry.packages)
+        comparison.differences = built.missing + package_differences(
+            lock.base.packages, built.packages
+        )
         comparison.differences += top_layer_differences(
             client, lock.base.image_id, comparison.rebuilt_id
         )
@@ -73,9 +77,12 @@ def verify_image(client: DockerClient, plan: BuildPlan) -> Comparison:
         raise UserError(
             f"{plan.name} has no recorded build to verify: run `prooflock images build {plan.name}`"
         )
-    result = build_image(client, replace(plan, options=BuildOptions(nocache=True, tag=False)))
+    options = BuildOptions(nocache=True, tag=False, allow_drift=True)
+    result = reproduce_image(client, replace(plan, options=options))
+    assert result.image_id is not None  # drift allowed: never refused
     comparison = Comparison(plan.name, entry.image_id, result.image_id)
     if not comparison.same:
+        comparison.differences = list(result.missing)
         if result.diff_ids[:-1] != entry.diff_ids[:-1]:
             comparison.differences.append("the base layers differ from the lock's")
         comparison.differences += package_differences(entry.packages, result.packages)

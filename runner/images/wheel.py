@@ -13,13 +13,14 @@ from setuptools.command.build_py import build_py  # type: ignore[import-untyped,
 
 IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
 LOCK = Path("manifests") / "images.lock.json"
+BASE_INDEX = Path("manifests") / "base.Packages"  # the base's archive stanzas (runner.images.lock)
 PACKAGED = Path("runner") / "kit"  # runner.core.home.PACKAGED, relative to the wheel's root
 
 
 def kit_files() -> list[Path]:
     """The files the wheel carries, relative to the project's root (the build's directory)."""
     files = [p for p in sorted(IMAGES.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
-    return [*files, LOCK]
+    return [*files, LOCK, *([BASE_INDEX] if BASE_INDEX.is_file() else [])]
 
 
 class BuildPyWithKit(build_py):

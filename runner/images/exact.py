@@ -1,0 +1,93 @@
+"""Builds that install exactly the locked closure, and the words for when they cannot.
+
+`sources` lists where a closure's `.deb`s are looked for after the local store, `repository`
+serves a gathered closure for one docker build (or, for debootstrap, as a `file://` directory),
+and `missing_lines` says, package by package, why the closure cannot be had: the mirror moved on
+to another version, or the file is in no source at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner.images.debian import Indexes, MirrorUnreachable, read_indexes
+from runner.images.debstore import DebStore, Gathered, MirrorSource, RemoteStore, Source
+from runner.images.inputs import BuildInputs
+from runner.images.localrepo import served, write_repository
+from runner.images.lock import Closure, ImagesLock
+
+
+def sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
+    """After the local store: the build's mirror, the lock's snapshot, the remote store."""
+    found: list[Source] = [
+        MirrorSource(
+            f"the mirror {inputs.apt_mirror}", inputs.apt_mirror, inputs.apt_security_mirror
+        )
+    ]
+    snapshot, snapshot_security = (
+        lock.transport["APT_MIRROR"],
+        lock.transport["APT_SECURITY_MIRROR"],
+    )
+    if snapshot != inputs.apt_mirror:
+        found.append(MirrorSource(f"the snapshot {snapshot}", snapshot, snapshot_security))
+    if inputs.deb_store:
+        found.append(RemoteStore(inputs.deb_store))
+    return found
+
+
+def control_cache(store: DebStore) -> Path:
+    return store.root / "debs" / "control"
+
+
+@contextlib.contextmanager
+def repository(
+    closure: Closure,
+    gathered: Gathered,
+    store: DebStore,
+    suite: str,
+    *,
+    http: bool = True,
+    index: str | None = None,
+) -> Iterator[str]:
+    """The gathered closure as an apt repository for the duration: its loopback URL, or with
+    `http=False` its `file://` URL (debootstrap runs on this machine). `index`: the archive's own
+    stanzas to serve instead of stanzas made from the files."""
+    debs = {name: (closure[name], path) for name, path in gathered.paths.items()}
+    with tempfile.TemporaryDirectory(prefix="prooflock-repo-") as tmp:
+        digest = write_repository(Path(tmp), debs, suite, control_cache(store), index)
+        if not http:
+            yield f"file://{tmp}"
+            return
+        with served(Path(tmp), digest) as url:
+            yield url
+
+
+def live_indexes(lock: ImagesLock, inputs: BuildInputs) -> Indexes | None:
+    """The build's mirror's indexes, or None when it does not answer (drift is then told by
+    what is missing only)."""
+    try:
+        return read_indexes(lock.base.suite, inputs.apt_mirror, inputs.apt_security_mirror)
+    except MirrorUnreachable:
+        return None
+
+
+def missing_lines(name: str, gathered: Gathered, indexes: Indexes | None) -> list[str]:
+    """One line per closure package that cannot be had: what the mirror has instead, or that no
+    source holds it."""
+    hint = (
+        f"vendor the closure (prooflock images vendor {name}) or fetch the archive "
+        f"(prooflock images load ARCHIVE)"
+    )
+    lines = []
+    for missing in gathered.missing:
+        now = indexes.newest(missing.package) if indexes is not None else None
+        if now is not None and now.version != missing.version:
+            lines.append(
+                f"{missing.package} {missing.version} → {now.version}: the mirror moved on; {hint}"
+            )
+        else:
+            lines.append(str(missing))
+    return lines

@@ -1,0 +1,204 @@
+"""One locked image (or the base) built again: exactly from its closure, or drifted when allowed.
+
+The closure's `.deb`s are gathered into the local store (runner.images.debstore) and served as
+the only repository the build sees, so apt (or debootstrap) installs exactly the locked versions.
+When some cannot be had, the build is refused with one line per package, unless drift is
+allowed: then those packages take the mirror's version (the rest stay locked) and, if apt cannot
+resolve that mix, the build takes everything from the live mirror. Nothing here tags or records:
+the caller decides what a result is worth (runner.images.api).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import TextIO
+
+from docker import DockerClient
+
+from runner.images.base import BaseBuilt, build_base
+from runner.images.build import BuildFailed, BuildPlan, BuildResult, build_image
+from runner.images.closure import PackageDrift, as_deb, package_drift
+from runner.images.debian import Indexes
+from runner.images.debstore import DebStore, Gathered, MirrorSource, gather
+from runner.images.exact import live_indexes, missing_lines, repository, sources
+from runner.images.inputs import BuildInputs
+from runner.images.lock import Closure, ImagesLock, Kit
+from runner.images.state import BASE
+
+LOCKED_CLOSURE = "the locked closure"
+
+
+@dataclass
+class Reproduction:
+    """What a rebuild of a locked definition gave (image_id None: refused before building)."""
+
+    name: str
+    tag: str
+    locked_id: str | None
+    image_id: str | None = None
+    built_from: str = ""
+    missing: list[str] = field(default_factory=list)  # closure packages that could not be had
+    drift: list[PackageDrift] = field(default_factory=list)  # locked → built, by package
+    diff_ids: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)
+    size_bytes: int | None = None
+    seconds: int = 0
+
+    @property
+    def exact(self) -> bool:
+        return self.image_id is not None and self.image_id == self.locked_id
+
+    def drift_lines(self) -> list[str]:
+        """Package by package, why this is not the locked image."""
+        if self.image_id is None:
+            return self.missing
+        lines = [f"{item}: the mirror moved on" for item in self.drift]
+        if not lines and not self.exact and self.locked_id is not None:
+            lines = [
+                "the packages are the locked ones; the image's own files differ: run "
+                f"`prooflock images verify {self.name}` to list them"
+            ]
+        return lines
+
+
+def reproduce_image(
+    client: DockerClient, plan: BuildPlan, *, out: TextIO = sys.stderr
+) -> Reproduction:
+    entry = plan.entry
+    started = time.monotonic()
+    found = Reproduction(plan.name, entry.tag, entry.image_id)
+    closure = beyond_base(entry.closure, plan.lock)
+    if not entry.closure or plan.options.experiment:
+        result = build_image(client, plan, out=out)
+        found.built_from = f"the mirror {plan.inputs.apt_mirror} (no locked closure applies)"
+        return _finish(found, result, entry.versions(), started)
+    store = DebStore()
+    gathered = _gather(plan.name, closure, store, plan.lock, plan.inputs, out)
+    if gathered.complete:
+        with repository(closure, gathered, store, plan.lock.base.suite) as url:
+            result = build_image(client, replace(plan, repository=url), out=out)
+        found.built_from = LOCKED_CLOSURE
+        return _finish(found, result, entry.versions(), started)
+    indexes = live_indexes(plan.lock, plan.inputs)
+    found.missing = missing_lines(plan.name, gathered, indexes)
+    if not plan.options.allow_drift:
+        return found
+    result, found.built_from = _build_drifted(client, plan, gathered, indexes, store, out)
+    return _finish(found, result, entry.versions(), started)
+
+
+def reproduce_base(
+    client: DockerClient,
+    kit: Kit,
+    inputs: BuildInputs,
+    *,
+    allow_drift: bool,
+    out: TextIO = sys.stderr,
+) -> Reproduction:
+    lock = kit.lock
+    base = lock.base
+    started = time.monotonic()
+    found = Reproduction(BASE, base.tag, base.image_id)
+    store = DebStore()
+    gathered = _gather(BASE, base.closure, store, lock, inputs, out) if base.closure else None
+    if gathered is not None and gathered.complete:
+        index = kit.base_index()
+        with repository(base.closure, gathered, store, base.suite, http=False, index=index) as url:
+            built = build_base(client, lock, inputs, mirror=url, log=out)
+        found.built_from = LOCKED_CLOSURE
+        return _finish_base(found, built, base.versions(), started)
+    if gathered is not None:
+        found.missing = missing_lines(BASE, gathered, live_indexes(lock, inputs))
+        if not allow_drift:
+            return found
+    built = build_base(client, lock, inputs, log=out)
+    found.built_from = f"the mirror {inputs.apt_mirror}"
+    return _finish_base(found, built, base.versions(), started)
+
+
+def beyond_base(closure: Closure, lock: ImagesLock) -> Closure:
+    """What a build on the locked base installs: the closure less the packages the base already
+    has at the same version (apt keeps those; the repository need not hold them)."""
+    return {name: deb for name, deb in closure.items() if lock.base.closure.get(name) != deb}
+
+
+def _gather(
+    name: str, closure: Closure, store: DebStore, lock: ImagesLock, inputs: BuildInputs, out: TextIO
+) -> Gathered:
+    gathered = gather(closure, store, sources(lock, inputs))
+    if gathered.fetched:
+        print(
+            f"{name}: fetched {gathered.fetched} of {len(closure)} closure packages into the "
+            f"store ({gathered.fetched_bytes / 1e6:.0f} MB)",
+            file=out,
+            flush=True,
+        )
+    return gathered
+
+
+def _build_drifted(
+    client: DockerClient,
+    plan: BuildPlan,
+    gathered: Gathered,
+    indexes: Indexes | None,
+    store: DebStore,
+    out: TextIO,
+) -> tuple[BuildResult, str]:
+    """The closure with the mirror's version of each package that cannot be had; the live
+    mirror alone when apt cannot resolve that mix."""
+    closure = beyond_base(plan.entry.closure, plan.lock)
+    newer = {}
+    for missing in gathered.missing:
+        stanza = indexes.newest(missing.package) if indexes is not None else None
+        if stanza is not None:
+            newer[missing.package] = as_deb(stanza)
+    mirror = MirrorSource(
+        plan.inputs.apt_mirror, plan.inputs.apt_mirror, plan.inputs.apt_security_mirror
+    )
+    extra = gather(newer, store, [mirror])
+    if len(newer) == len(gathered.missing) and extra.complete:
+        mixed = {**{n: closure[n] for n in gathered.paths}, **newer}
+        both = Gathered(paths={**gathered.paths, **extra.paths})
+        try:
+            with repository(mixed, both, store, plan.lock.base.suite) as url:
+                result = build_image(client, replace(plan, repository=url), out=out)
+            return result, (
+                f"{LOCKED_CLOSURE}, with the mirror's version of {len(newer)} package(s)"
+            )
+        except BuildFailed:
+            print(
+                f"{plan.name}: apt could not install the locked closure with the mirror's newer "
+                "packages; building from the live mirror",
+                file=out,
+                flush=True,
+            )
+    return build_image(client, plan, out=out), f"the live mirror {plan.inputs.apt_mirror}"
+
+
+def _finish(
+    found: Reproduction, result: BuildResult, locked: dict[str, str], started: float
+) -> Reproduction:
+    found.image_id = result.image_id
+    found.diff_ids, found.packages, found.size_bytes = (
+        result.diff_ids,
+        result.packages,
+        result.size_bytes,
+    )
+    return _drift(found, locked, started)
+
+
+def _finish_base(
+    found: Reproduction, built: BaseBuilt, locked: dict[str, str], started: float
+) -> Reproduction:
+    found.image_id = built.entry.image_id
+    found.diff_ids, found.packages = built.entry.diff_ids, built.entry.packages
+    return _drift(found, locked, started)
+
+
+def _drift(found: Reproduction, locked: dict[str, str], started: float) -> Reproduction:
+    if locked and not found.exact:
+        found.drift = package_drift(locked, dict(p.split("=", 1) for p in found.packages))
+    found.seconds = int(time.monotonic() - started)
+    return found

@@ -1,0 +1,177 @@
+"""Image archives: an image saved as `sha256-<hex>.tar.gz`, in a directory or S3 (moto on loopback),
+loads back to the same ID; a corrupted, truncated or misnamed archive is refused, naming it, with
+nothing loaded; a store that does not answer is an infra failure (exit 3)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from runner.core.errors import UserError
+from runner.images import archive
+from runner.images.archives import (
+    DamagedArchive,
+    archive_name,
+    fetch_image,
+    load_archive,
+    save_archive,
+    save_to,
+)
+from runner.images.state import image_id_of
+from runner.storage import StorageUnavailable
+from tests.support.docker_daemon import client
+from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint
+
+__all__ = ["client", "s3_bucket", "s3_endpoint"]  # fixtures
+pytestmark = [pytest.mark.docker]
+OTHER = "sha256:" + "1" * 64
+
+
+@pytest.fixture
+def tiny_image(client, tmp_path):
+    """A one-file image loaded into the daemon, made here (no registry, no build); removed after."""
+    info = tarfile.TarInfo("hello.txt")
+    data = f"hello from {tmp_path.name}\n".encode()  # a new image ID per test
+    info.size = len(data)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.addfile(info, io.BytesIO(data))
+    layer = buffer.getvalue()
+    diff_id = f"sha256:{hashlib.sha256(layer).hexdigest()}"
+    config = archive.canonical_config({"Cmd": ["sh"]}, [diff_id], [{"created_by": "test"}], 0)
+    image_id = archive.image_id(config)
+    path = tmp_path / "image.tar"
+    archive.write_archive(path, config, [(diff_id, lambda: io.BytesIO(layer), len(layer))])
+    archive.load(client, path, image_id)
+    yield image_id
+    remove(client, image_id)
+
+
+def remove(client, image_id: str) -> None:
+    if image_id_of(client, image_id) is not None:
+        client.images.remove(image_id, force=True)
+
+
+def test_an_archive_is_named_by_its_image_id_and_the_same_image_gives_the_same_bytes(
+    client, tiny_image, tmp_path
+):
+    first = save_archive(client, tiny_image, tmp_path / "a")
+    second = save_archive(client, tiny_image, tmp_path / "b")
+    assert first.name == archive_name(tiny_image) == f"sha256-{tiny_image[7:]}.tar.gz"
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes()[4:8] == b"\0\0\0\0"  # gzip mtime 0
+
+    remove(client, tiny_image)
+    assert load_archive(first, client) == tiny_image
+    assert image_id_of(client, tiny_image) == tiny_image
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncate", "rename"])
+def test_a_damaged_or_misnamed_archive_is_refused_naming_it_and_nothing_is_loaded(
+    client, tiny_image, tmp_path, damage
+):
+    good = save_archive(client, tiny_image, tmp_path / "good")
+    remove(client, tiny_image)
+    data = bytearray(good.read_bytes())
+    bad = tmp_path / "bad" / good.name
+    bad.parent.mkdir()
+    if damage == "corrupt":
+        data[len(data) // 2] ^= 0xFF
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        bad = bad.with_name(archive_name(OTHER))
+    bad.write_bytes(bytes(data))
+
+    with pytest.raises(DamagedArchive) as refused:
+        load_archive(bad, client)
+
+    assert str(bad) in str(refused.value) and "nothing was loaded" in str(refused.value)
+    if damage == "rename":
+        assert f"holds image {tiny_image}, not the {OTHER}" in str(refused.value)
+    assert image_id_of(client, tiny_image) is None
+
+
+def test_a_name_that_is_not_an_image_id_is_a_user_mistake(client, tmp_path):
+    path = tmp_path / "image.tar.gz"
+    path.write_bytes(b"")
+    with pytest.raises(UserError, match="not an image archive name"):
+        load_archive(path, client)
+    with pytest.raises(UserError, match="not an image ID"):
+        archive_name("sha256:abc")
+
+
+def test_archives_travel_through_s3_and_fetch_image_takes_the_first_store_that_has_it(
+    client, tiny_image, tmp_path, s3_endpoint, s3_bucket, monkeypatch
+):
+    for key, value in endpoint_env(s3_endpoint).items():
+        monkeypatch.setenv(key, value)
+    where = save_to(client, tiny_image, f"s3://{s3_bucket}/store/images")
+    assert where == f"s3://{s3_bucket}/store/images/{archive_name(tiny_image)}"
+    assert save_to(client, tiny_image, f"s3://{s3_bucket}/store/images") == where  # kept
+
+    remove(client, tiny_image)
+    assert load_archive(where, client) == tiny_image
+
+    remove(client, tiny_image)
+    empty = tmp_path / "empty-store"
+    assert not fetch_image(tiny_image, [str(empty)], client)
+    assert fetch_image(tiny_image, [str(empty), f"s3://{s3_bucket}/store"], client)
+    assert image_id_of(client, tiny_image) == tiny_image
+
+    objects = raw_client(s3_endpoint).list_objects_v2(Bucket=s3_bucket)["Contents"]
+    assert [o["Key"] for o in objects] == [f"store/images/{archive_name(tiny_image)}"]
+
+
+def test_a_store_that_does_not_answer_is_an_infra_failure_to_retry(tmp_path, monkeypatch):
+    for key, value in endpoint_env("http://127.0.0.1:9").items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PROOFLOCK_S3_MAX_ATTEMPTS", "1")
+    with pytest.raises(StorageUnavailable, match="did not answer"):
+        fetch_image(OTHER, ["s3://bucket/store"])
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "images",
+            "load",
+            f"s3://bucket/x/{archive_name(OTHER)}",
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "PROOFLOCK_S3_ACCESS_KEY_ID": "k",
+            "PROOFLOCK_S3_SECRET_ACCESS_KEY": "s",
+        },
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "did not answer" in done.stderr
+
+
+def test_every_user_mistake_is_one_line_and_exit_2(tmp_path):
+    for argv in (
+        ["images", "load", str(tmp_path / "missing.tar.gz")],
+        ["images", "load", str(tmp_path / "sha256-00.tar.gz")],
+        ["images", "save", "nosuchimage", "--out", str(tmp_path)],
+        ["images", "vendor", "lean"],
+        ["images", "save", "rocq", "--out", "s3://Not_A_Bucket/x"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "runner.cli", *argv],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        assert done.returncode == 2, (argv, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, (argv, done.stderr)
