@@ -276,8 +276,10 @@ def test_a_check_whose_container_dies_is_retried_on_a_fresh_one(tmp_path):
     with Checker(settings) as checker:  # cold: Rocq's own sandbox path, not its warm worker
         assert checker.check_one(request, cold=True).verdict is Verdict.PASS
         backend = checker.backend_for("rocq")
-        (box,) = next(iter(backend._warm.values()))
-        backend.api.kill(box.container_id)  # as if the agent died between checks
+        # The check and its independent re-check (coqchk) each used a container; both wait idle.
+        (idle,) = backend._warm.values()
+        for box in idle:
+            backend.api.kill(box.container_id)  # as if the agent died between checks
         again = checker.check_one(request, cold=True)
     assert again.verdict is Verdict.PASS and again.provenance.attempts == 2
     assert json.dumps(again.provenance.tools).count("sandbox_agent") == 1

@@ -15,8 +15,8 @@ import pytest
 from runner import Checker
 from runner.core.models import CheckRequest, Verdict
 from runner.provers.rocq import source, worker
-from tests.adversarial.test_cheats_rocq import CHEATS
 from tests.helpers import ARTIFACTS
+from tests.support.rocq_cheats import CHEATS
 
 CORPUS = sorted((ARTIFACTS / "rocq").glob("*.v"))
 # Files that run until they are stopped: a short limit decides them as well as a long one.

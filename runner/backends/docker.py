@@ -555,11 +555,20 @@ class DockerBackend:
         try:
             yield box
         finally:
-            if self.settings.isolation == "warm" and box.reset():
+            warm = self.settings.isolation == "warm"
+            if warm and box.reset():
                 with self._lock:
                     self._warm.setdefault(pool, []).append(box)
             else:
                 self._remove(box)
+                if warm:  # it died: what killed it (OOM killer, a restarted daemon) hit its peers
+                    self._drop_idle(pool)
+
+    def _drop_idle(self, pool: Pool) -> None:
+        with self._lock:
+            idle = self._warm.pop(pool, [])
+        for box in idle:
+            self._remove(box)
 
     def _take_warm(self, pool: Pool) -> DockerSandbox | None:
         with self._lock:

@@ -45,9 +45,11 @@ from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, now
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
+from runner.provers.common.server import ServerTimeout
 from runner.provers.common.verdicts import infra_error
 
 K = TypeVar("K")
+DEADLINE_SLACK_S = 0.5  # a read cut by the deadline wakes up about then
 WARM_KINDS = {"warm", "server"}  # results a warm server gave: what a canary re-checks
 
 
@@ -230,6 +232,11 @@ class Checker:
                 else:
                     assert adapter.check_batch is not None
                     outcomes = list(adapter.check_batch(batch, run))
+            except ServerTimeout as exc:  # before BackendUnavailable, which it is
+                if len(batch) == 1 and time.monotonic() >= run.deadline - DEADLINE_SLACK_S:
+                    outcomes = [_unanswered(batch[0])]  # the artifact used up its own time
+                else:
+                    outcomes = [infra_error(str(exc))] * len(batch)
             except BackendUnavailable as exc:
                 outcomes = [infra_error(str(exc))] * len(batch)
             except InfraFailure:
@@ -454,6 +461,17 @@ def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome |
     return outcome.model_copy(
         update={"verdict": Verdict.TIMEOUT, "diagnostics": [Diagnostic(message=message)]}
     )
+
+
+def _unanswered(request: ResolvedRequest) -> Outcome:
+    """A worker silent until the check's whole budget ran out: the artifact's time is up (an
+    artifact that makes its worker hang must not escape as an infra error)."""
+    limit = request.limits.timeout_s
+    message = (
+        f"no answer within the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit): "
+        "its worker was stopped and is restarted for the next check"
+    )
+    return Outcome(verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)])
 
 
 def _batched(result: CheckResult, size: int, splits: int) -> CheckResult:

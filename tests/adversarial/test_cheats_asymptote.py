@@ -41,8 +41,8 @@ from runner.core.models import CheckRequest, Limits, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import render as asy_render
-from tests.completeness.test_asymptote_gallery import docker_skip_reason
 from tests.helpers import resolved
+from tests.support.docker_daemon import docker_skip_reason
 
 pytestmark = pytest.mark.slow
 

@@ -32,6 +32,7 @@ from runner.backends.base import Backend
 from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Limits, Verdict
 from runner.core.settings import Settings
+from tests.support.docker_daemon import docker_skip_reason
 
 EXAMPLES = Path("/usr/share/doc/asymptote/examples")
 MISSING = (
@@ -115,25 +116,6 @@ def request(name: str, fmt: str = FORMAT, timeout_s: int = TIMEOUT_S) -> CheckRe
 
 
 @functools.cache
-def docker_skip_reason() -> str | None:
-    """Why the docker backend cannot check asymptote at its locked image here, or None."""
-    from runner.images.api import list_images
-    from runner.images.lock import Kit
-    from runner.images.state import ImageState
-
-    try:
-        states = {status.name: status.state for status in list_images(Kit.open())}
-    except Exception as exc:  # noqa: BLE001 - no daemon, no lock: all the same to this test
-        return f"no Docker daemon answered to list the images ({exc})"
-    state = states.get("asymptote")
-    if state is not ImageState.PRESENT:
-        return (
-            f"the asymptote image is not at its locked ID here (state: {state}); the gallery "
-            "runs on docker once `prooflock images build asymptote` reproduces the lock"
-        )
-    return None
-
-
 @dataclass
 class Side:
     """One backend: the kit's checker there, and bare asy where the kit's asy runs."""

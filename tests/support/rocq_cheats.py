@@ -1,0 +1,343 @@
+"""Rocq files that try to earn a `pass` they have not (or to reach outside their check), with the
+verdicts each may get: the adversarial suite and the warm worker's tests both run them."""
+
+from __future__ import annotations
+
+from runner.core.models import Verdict
+
+FAIL, AXIOM, PLACEHOLDER = {Verdict.FAIL}, {Verdict.AXIOM}, {Verdict.PLACEHOLDER}
+WRONG, CRASH = {Verdict.WRONG_STATEMENT}, {Verdict.CRASH}
+# Contained, not refused: coqc's own error where the sandbox stops the write, else the axiom.
+ESCAPE = FAIL | AXIOM
+OUT = "{outside}"  # replaced with a host directory no check may write to
+
+CHEAT = "Axiom cheat : False.\n"
+ONE_IS_TWO = "Theorem one_is_two : 1 = 2.\nProof. destruct cheat. Qed.\n"
+NEEDS_CHEAT = CHEAT + ONE_IS_TWO
+ONE_IS_TWO_TARGET = {"target": {"name": "one_is_two", "statement": "1 = 2"}}
+
+# name → (file, the verdicts it may get, request fields)
+CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
+    # -- printing and search options: the audit reads none of them ---------------------------
+    "search-output-name-only-global": (
+        "Global Set Search Output Name Only.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "search-output-name-only-local": ("Set Search Output Name Only.\n" + NEEDS_CHEAT, AXIOM, {}),
+    "search-blacklist": ('Add Search Blacklist "cheat" "one_is_two".\n' + NEEDS_CHEAT, AXIOM, {}),
+    "search-blacklist-global": (
+        'Global Add Search Blacklist "Artifact".\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "printing-width-global-attribute": (
+        "#[global] Set Printing Width 3.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "printing-all-export-attribute": ("#[ export ] Set Printing All.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "export-set": ("Export Set Printing Depth 1.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "printing-options-local": (
+        "Set Printing Width 1.\nSet Printing Depth 0.\nUnset Printing Notations.\n" + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    # -- notations and printed text that imitate the report -------------------------------------
+    "printed-closed-under-the-global-context": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "Closed under the global context".\nCheck "Axioms: <none>".\n' + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    "printed-fake-summary": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "CONTEXT SUMMARY\n===============\n* Axioms: <none>\n".\n' + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    "notation-prints-false-as-true": (
+        "Notation \"'True'\" := False (only printing).\n" + NEEDS_CHEAT,
+        AXIOM,
+        {},
+    ),
+    "axiom-named-like-an-allowed-one": (
+        "Module Classical_Prop.\nAxiom classic : False.\nEnd Classical_Prop.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct Classical_Prop.classic. Qed.\n",
+        AXIOM,
+        {
+            "allowed_axioms": [
+                "classic",
+                "Classical_Prop.classic",
+                "Coq.Logic.Classical_Prop.classic",
+            ]
+        },
+    ),
+    "printed-anomaly-on-a-failing-file": (
+        "Require Import String.\nOpen Scope string_scope.\n"
+        'Check "Anomaly: Out of memory. Cannot allocate memory".\n'
+        "Theorem one_is_two : 1 = 2.\nProof. reflexivity. Qed.\n",
+        FAIL,
+        {},
+    ),
+    # -- options that would outlive the file (a later Require re-runs them) --------------------
+    "global-unset-universe-checking": (
+        "Global Unset Universe Checking.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "global-set-warnings": ('Global Set Warnings "-all".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "export-unset-positivity": ("#[export] Unset Positivity Checking.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "local-unset-guard-checking": (
+        "Local Unset Guard Checking.\nFixpoint f (n : nat) : False := f n.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (f 0). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    # -- axioms under other names or in other places -------------------------------------------
+    "private-name": (
+        "Axiom Private_cheat : False.\nTheorem one_is_two : 1 = 2.\nProof. destruct Private_cheat. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "subproof-name": (
+        "Axiom one_is_two_subproof : 1 = 2.\nTheorem one_is_two : 1 = 2.\n"
+        "Proof. exact one_is_two_subproof. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "parameter": ("Parameter cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "conjecture": ("Conjecture cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "hypothesis-outside-a-section": ("Hypothesis cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "variable-outside-a-section": ("Variable cheat : False.\n" + ONE_IS_TWO, AXIOM, {}),
+    "context-outside-a-section": ("Context (cheat : False).\n" + ONE_IS_TWO, AXIOM, {}),
+    "declared-module": (
+        "Module Type T.\nAxiom a : False.\nEnd T.\nDeclare Module M : T.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct M.a. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "functor-applied-to-a-declared-module": (
+        "Module Type T.\nParameter a : False.\nEnd T.\n"
+        "Module F (X : T).\nDefinition b := X.a.\nEnd F.\n"
+        "Declare Module Y : T.\nModule Z := F Y.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct Z.b. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-behind-a-sealed-module": (
+        "Module Type T.\nParameter b : False.\nEnd T.\n"
+        "Module M : T.\nAxiom a : False.\nDefinition b := a.\nEnd M.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct M.b. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-deep-in-modules": (
+        "Module A.\nModule B.\nAxiom c : False.\nEnd B.\nEnd A.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct A.B.c. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "axiom-nothing-uses": (
+        "Axiom unused : False.\nLemma fine : True.\nProof. exact I. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    # -- Admitted wherever it hides -------------------------------------------------------------
+    "admitted-in-a-section": (
+        "Section S.\nLemma l : 1 = 2.\nAdmitted.\nEnd S.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admitted-in-nested-modules": (
+        "Module A.\nModule B.\nLemma l : 1 = 2.\nAdmitted.\nEnd B.\nEnd A.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact A.B.l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admitted-in-an-applied-functor": (
+        "Module Type Empty.\nEnd Empty.\nModule F (X : Empty).\nLemma l : 1 = 2.\nAdmitted.\n"
+        "End F.\nModule E.\nEnd E.\nModule G := F E.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. exact G.l. Qed.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "admit-behind-a-tactic-notation": (
+        'Tactic Notation "finish" := admit.\nTheorem one_is_two : 1 = 2.\nProof. finish. Admitted.\n',
+        PLACEHOLDER,
+        {},
+    ),
+    "admit-obligations": (
+        "Require Import Program.\n"
+        "Program Definition x : {n : nat | n = 1 /\\ n = 2} := 0.\nAdmit Obligations.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    # -- unchecked universes, fixpoints and positivity ----------------------------------------
+    "girard-with-universe-checking-off": (
+        "Require Import Coq.Logic.Hurkens.\nUnset Universe Checking.\n"
+        "Definition absurd : False := TypeNeqSmallType.paradox Type eq_refl.\n"
+        "Set Universe Checking.\nTheorem one_is_two : 1 = 2.\nProof. destruct absurd. Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "bypass-guard-attribute": (
+        "#[bypass_check(guard)] Fixpoint f (n : nat) : False := f n.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (f 0). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "unset-positivity-checking": (
+        "Unset Positivity Checking.\nInductive Bad := mk : (Bad -> False) -> Bad.\n"
+        "Set Positivity Checking.\n"
+        "Definition app (b : Bad) : Bad -> False := match b with mk f => f end.\n"
+        "Definition omega : Bad -> False := fun b => app b b.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (omega (mk omega)). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    "bypass-positivity-without-schemes": (
+        "Unset Elimination Schemes.\n"
+        "#[bypass_check(positivity)] Inductive Bad := mk : (Bad -> False) -> Bad.\n"
+        "Definition app (b : Bad) : Bad -> False := match b with mk f => f end.\n"
+        "Theorem one_is_two : 1 = 2.\nProof. destruct (app (mk (fun b => app b b)) "
+        "(mk (fun b => app b b))). Qed.\n",
+        AXIOM,
+        {},
+    ),
+    # -- Fail and Abort --------------------------------------------------------------------------
+    "abort": ("Theorem one_is_two : 1 = 2.\nProof.\nAbort.\n", PLACEHOLDER, {}),
+    "fail-qed-then-abort": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nFail Qed.\nAbort.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "axiom-inside-fail-fail": ("Fail Fail Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}),
+    "axiom-inside-succeed": ("Succeed Axiom cheat : False.\n" + ONE_IS_TWO, FAIL, {}),
+    "fail-timeout-then-admit": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nFail Timeout 1 reflexivity.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "quit-before-the-end": ("Theorem one_is_two : 1 = 2.\nProof.\nQuit.\n", FAIL, {}),
+    # Rewinding is accepted: the library is what is judged, and it then declares nothing.
+    "reset-initial": (NEEDS_CHEAT + "Reset Initial.\n", FAIL | WRONG | AXIOM, ONE_IS_TWO_TARGET),
+    "back": (NEEDS_CHEAT + "Back 2.\n", FAIL | WRONG | AXIOM, ONE_IS_TWO_TARGET),
+    # -- the file system and code ---------------------------------------------------------------
+    # Writes, plugins and load paths are contained by the sandbox, not refused: each escape
+    # below also carries an axiom, which is what must stop it (or coqc's own error).
+    "redirect-absolute": (f'Redirect "{OUT}/redirected" Print nat.\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "redirect-relative-escape": (
+        'Redirect "../../../escape" Print nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "redirect-behind-time": ('Time Redirect "out" Check nat.\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "extraction-to-a-file": (
+        f'Require Extraction.\nExtraction "{OUT}/extracted.ml" nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "separate-extraction": (
+        "Require Extraction.\nSeparate Extraction nat.\n" + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "cd": (f'Cd "{OUT}".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "cd-into-tmp": ('Cd "/tmp".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "load": ('Load "/etc/hostname".\n', FAIL, {}),
+    "add-loadpath": (f'Add LoadPath "{OUT}" as Evil.\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "native-compute-profile-file": (
+        "Set NativeCompute Profiling.\n"
+        f'Set NativeCompute Profile Filename "{OUT}/profile".\n'
+        "Eval native_compute in 1 + 1.\n" + NEEDS_CHEAT,
+        ESCAPE | CRASH,
+        {},
+    ),
+    "native-compute-tactic": (
+        "Goal 1 + 1 = 2.\nProof. native_compute. reflexivity. Qed.\n" + NEEDS_CHEAT,
+        ESCAPE | CRASH,
+        {},
+    ),
+    "locate-file": ('Locate File "hostname".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "drop": ("Drop.\n" + NEEDS_CHEAT, ESCAPE, {}),
+    "declare-ml-module": ('Declare ML Module "evil_plugin".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    "declare-ml-module-of-a-real-plugin": (
+        'Declare ML Module "coq-core.plugins.extraction".\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "extract-constant": (
+        'Require Extraction.\nExtract Constant False => "unit".\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    # -- round 3: what the re-check and the pristine target session must stop ------------------
+    # The file's own Require opens Q_scope: read after it, the target would mean rationals.
+    "target-read-in-the-files-scope": (
+        "Require Import QArith.\n"
+        "Theorem between : exists x, 0 < x /\\ x < 1.\n"
+        "Proof. exists (1#2). split; reflexivity. Qed.\n",
+        WRONG,
+        {"target": {"name": "between", "statement": "exists x, 0 < x /\\ x < 1"}},
+    ),
+    "target-read-in-a-scope-the-file-opens": (
+        "Require Import ZArith.\nOpen Scope Z_scope.\n"
+        "Theorem neg : exists x, x + 1 = 0.\nProof. exists (-1). reflexivity. Qed.\n",
+        WRONG,
+        {"target": {"name": "neg", "statement": "exists x, x + 1 = 0"}},
+    ),
+    "declaration-only-under-succeed": (
+        "Succeed Axiom cheat : False.\nTheorem one_is_two : 1 = 2.\nProof. Fail exact cheat.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+    "own-primitive-operation": (
+        "From Coq Require Import PrimInt63.\n"
+        "Primitive my_add : int -> int -> int := #int63_add.\n"
+        "Definition two := my_add 1 1.\n",
+        AXIOM,
+        {},
+    ),
+    "print-universes-outside": (f'Print Universes "{OUT}/u.txt".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    # Written to the kit's frame channel, the worker's stdout (pid 1 or 2 in the sandbox).
+    "print-universes-into-the-frames": (
+        'Universe u.\nPrint Universes "/proc/1/fd/1".\nPrint Universes "/proc/2/fd/1".\n'
+        'Print Universes "/proc/3/fd/1".\n' + NEEDS_CHEAT,
+        FAIL | AXIOM,
+        {},
+    ),
+    "a-scratch-file-for-the-next-check": (
+        'Redirect "/tmp/left" Print nat.\nRedirect "left" Print nat.\n' + NEEDS_CHEAT,
+        ESCAPE,
+        {},
+    ),
+    "flipped-bool-for-primitives": (
+        "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
+    "definitional-uip": ("Set Definitional UIP.\n" + NEEDS_CHEAT, FAIL, {}),
+    "load-hides-a-refused-sentence": ('Load "Artifact.v".\n', FAIL, {}),
+    "register-a-kernel-primitive": (
+        "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
+    # -- time-out abuse -------------------------------------------------------------------------
+    "audit-outlives-the-time-limit": (
+        "Require Import NArith.\n"
+        "Fixpoint flip (n : nat) (b : bool) : bool := match n with 0 => b | S n => flip n (negb b) end.\n"
+        "Lemma big : flip (N.to_nat 4000000) true = true.\nProof. vm_compute. reflexivity. Qed.\n",
+        {Verdict.TIMEOUT, Verdict.MEMORY},
+        # coqc takes about 1 s (the VM), coqchk's re-check about 20 s (no VM): a limit between
+        # them, so only skipping or cutting short the kernel's audit could give a pass.
+        {"timeout": 8},
+    ),
+    "timeout-inside-the-file": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nTimeout 1 repeat reflexivity.\nAdmitted.\n",
+        PLACEHOLDER,
+        {},
+    ),
+}
