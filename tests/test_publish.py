@@ -25,8 +25,8 @@ def bundle(finished_run, tmp_path) -> Path:
     return publish(finished_run, tmp_path / "bundle").path
 
 
-def audit_json(cli, source: str) -> dict:
-    done = cli("audit", source, "--json")
+def audit_json(cli, source: str, *options: str) -> dict:
+    done = cli("audit", source, "--json", *options)
     data = json.loads(done.stdout)
     assert data["exit_code"] == done.returncode, done.stderr
     return data
@@ -65,9 +65,11 @@ def test_a_clean_bundle_audits_clean_and_replays(cli, bundle):
 @pytest.mark.parametrize("name", ["example", "example-local"])
 def test_the_bundled_examples_audit_clean_with_every_request_recorded(cli, name):
     """What `nox -s reproduce` replays: stale after an adapter version bump or a re-lock."""
-    example = Path(__file__).parent.parent / "manifests" / "results" / name
+    manifests = Path(__file__).parent.parent / "manifests"
+    example = manifests / "results" / name
     requests = (example.parent / "example-requests.jsonl").read_text().splitlines()
-    data = audit_json(cli, str(example))
+    key = manifests / "keys" / "example.pub"
+    data = audit_json(cli, str(example), "--trust", str(key), "--require-signature")
     assert data["clean"], problems(data)
     assert data["results"] == len(requests)
 
