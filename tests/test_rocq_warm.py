@@ -2,8 +2,8 @@
 
 Cold is Debian's coqc, coqchk and two drivers in a fresh sandbox; warm is the worker that forks
 per check from a parent holding the file's `Require`s. Both must give the same verdict and the
-same result digest on every corpus: the checked-in files, the cheats, and the generated small
-files shaped like model output.
+same result digest on every corpus: the checked-in files and the generated small files shaped
+like model output (the cheats are compared warm against cold in tests/adversarial).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from runner import Checker
 from runner.core.models import CheckRequest, Verdict
 from runner.provers.rocq import source, worker
 from tests.helpers import ARTIFACTS
-from tests.support.rocq_cheats import CHEATS
 
 CORPUS = sorted((ARTIFACTS / "rocq").glob("*.v"))
 # Files that run until they are stopped: a short limit decides them as well as a long one.
@@ -67,16 +66,6 @@ def test_the_corpus_gets_the_same_results_warm_and_cold(path: Path, checker):
     limit = {"timeout": NEVER_ENDS[path.name]} if path.name in NEVER_ENDS else {}
     same_warm_and_cold(
         checker, CheckRequest(prover="rocq", name=path.name, content=path.read_text(), **limit)
-    )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(CHEATS))
-def test_every_cheat_gets_the_same_result_warm_and_cold(name, checker, tmp_path):
-    text, _, fields = CHEATS[name]
-    content = text.replace("{outside}", str(tmp_path))
-    same_warm_and_cold(
-        checker, CheckRequest(prover="rocq", name=f"{name}.v", content=content, **fields)
     )
 
 

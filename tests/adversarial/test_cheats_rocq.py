@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from runner import Checker
-from runner.core.models import CheckRequest, Verdict
+from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.core.settings import Settings
 from tests.support.rocq_cheats import CHEATS, OUT
 
@@ -47,6 +47,10 @@ def checker(request, tmp_path_factory):
         yield checker
 
 
+# (backend, cheat) → the other path's result: warm and cold must agree on every cheat too.
+OTHER_PATH: dict[tuple[str, str], CheckResult] = {}
+
+
 def _host_litter() -> set[str]:
     """Names in the places a misdirected write would land: the kit's cwd and the temp dir."""
     return set(os.listdir(os.getcwd())) | set(os.listdir(tempfile.gettempdir()))
@@ -68,6 +72,12 @@ def test_no_cheat_passes_and_nothing_escapes(name, warm, checker, outside):
     assert not {"redirected", "extracted.ml", "nat.ml", "escape", "profile", "out.out"} & (
         _host_litter() - before
     )
+    other = OTHER_PATH.setdefault((checker.settings.backend, name), result)
+    if other is not result:  # the warm worker and a cold coqc judge a cheat alike
+        assert (other.verdict, other.result_digest) == (result.verdict, result.result_digest), (
+            other.diagnostics,
+            result.diagnostics,
+        )
 
 
 def test_refusals_point_at_the_refused_sentence(checker, outside):
