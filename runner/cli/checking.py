@@ -405,6 +405,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     bundle=source.bundle,
                     executor=executor,
                     on=_lines_to_replay_on(args.on),
+                    stores=source.stores,
                 )
                 canary = canary_failed(checker)
         finally:

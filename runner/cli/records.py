@@ -60,8 +60,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Write LOG as a bundle: the log, every artifact under its sha256, the lock\n"
         "entries of the images used, and statement.intoto.json (an in-toto Statement v1 with an\n"
         "SLSA Provenance v1 predicate); with --sign (or PROOFLOCK_SIGNING_KEY), also\n"
-        "statement.intoto.dsse.json, a DSSE envelope of it. OUT ending in .tar writes one\n"
-        "reproducible tar file.",
+        "statement.intoto.dsse.json, a DSSE envelope of it; with --with-images, the archive of\n"
+        "every image used (images/sha256-<ID>.tar.gz, listed in the statement), from which\n"
+        "`replay` and `audit --rebuild` load an image missing where they run. OUT ending in .tar\n"
+        "writes one reproducible tar file.",
         epilog="example:\n  prooflock keygen --out publisher.key\n"
         "  prooflock publish checkpoints/requests.jsonl --out results/run-1 --sign publisher.key\n"
         "  prooflock audit results/run-1 --trust publisher.key.pub",
@@ -73,6 +75,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="KEY",
         help="sign the statement with this Ed25519 private key (default: PROOFLOCK_SIGNING_KEY)",
+    )
+    publish.add_argument(
+        "--with-images",
+        action="store_true",
+        help="also write the archive of every image the records used (they must be here)",
     )
     publish.add_argument("--json", action="store_true", help="print what was written as JSON")
 
@@ -136,8 +143,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     upload = commands.add_parser(
         "upload",
         help="upload a bundle to S3-compatible storage (content-addressed, write-once)",
-        description="Upload a published bundle: every file under its sha256, then an index. "
-        "Re-running a killed upload completes it. Credentials: boto3's chain or PROOFLOCK_S3_*.",
+        description="Upload a published bundle: every file under its sha256 (an image archive\n"
+        "under its own name, images/sha256-<ID>.tar.gz, so the prefix is an image store too),\n"
+        "then an index. Re-running a killed upload completes it. Credentials: boto3's chain or\n"
+        "PROOFLOCK_S3_*.",
         epilog="example:\n  prooflock upload bundle/ s3://results/run-1 "
         "--endpoint-url http://127.0.0.1:9000",
     )
@@ -246,7 +255,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from runner.records.publish import publish  # noqa: PLC0415
     from runner.records.signing import UNSIGNED, load_signer  # noqa: PLC0415
 
-    bundle = publish(args.log, args.out, signer=load_signer(args.sign))
+    bundle = publish(
+        args.log, args.out, signer=load_signer(args.sign), with_images=args.with_images
+    )
+    if args.with_images and not bundle.images:
+        note("--with-images: no image to bundle (every record was checked on the local backend)")
     if args.json:
         print_json(
             {
@@ -257,6 +270,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
                 "subjects": bundle.subjects,
                 "blobs": bundle.blobs,
                 "images": bundle.images,
+                "archives": {name: found.as_json() for name, found in bundle.archives.items()},
                 "signed_by": bundle.signed_by,
             }
         )
@@ -267,6 +281,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
             f"{bundle.subjects} subjects, {bundle.blobs} blobs, images: "
             f"{', '.join(bundle.images) or 'none (local backend)'}; {signed}"
         )
+        for name, found in bundle.archives.items():
+            print(f"  {name}: {found.size / 2**20:.1f} MiB, sha256 {found.sha256[:16]}")
     return EXIT_OK
 
 
@@ -294,7 +310,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from runner.images.api import rebuilt_id  # noqa: PLC0415
 
         rebuild = rebuilt_id
-    with open_source(args.source) as source:
+    with open_source(args.source, archives=True) as source:
         found = audit(source, rebuild=rebuild, trust=trust)
     if args.json:
         data = found.to_json()

@@ -3,9 +3,10 @@ re-running it.
 
 In seconds: everything `runner.records.verify` checks (the chain, each record's digests, the
 requests digest, every claim of the statement recomputed, the signature against `--trust` keys,
-attached reproduction reports); then every artifact blob has the bytes its name says; every image
-is in the lock (shown with its pins) and present on this machine (with `rebuild`, rebuilt to the
-same ID); and the prover adapters and the kit here are the versions the results were made with.
+attached reproduction reports); then every artifact blob has the bytes its name says, and every
+image archive the statement lists has the bytes it lists; every image is in the lock (shown with
+its pins) and present on this machine (with `rebuild`, first loaded from the bundle's archive when
+missing here, then rebuilt to the same ID); and the prover adapters and the kit here are the versions the results were made with.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckResult
 from runner.core.provenance import kit_version
 from runner.images.lock import ImageEntry, ImagesLock, load_lock
-from runner.records.bundles import Source
+from runner.records.bundles import Source, load_missing_images
 from runner.records.checkpoint import ChainReport
-from runner.records.layout import BLOBS, BUNDLE_LOCK
+from runner.records.layout import BLOBS, BUNDLE_LOCK, STATEMENT, image_archive
+from runner.records.statement import Statement, listed_archives
 from runner.records.verify import INTEGRITY_ONLY, Finding, TrustPolicy, Verification, verify_source
 
 SCHEMA = "prooflock.audit/1"
@@ -108,6 +110,11 @@ def audit(
     results = [result for _, result in verified.runs]
     if source.bundle is not None:
         _audit_blobs(report, source.bundle, verified.runs)
+        _audit_archives(report, source.bundle)
+    if rebuild is not None:
+        load_missing_images(
+            results, source.stores, lambda line: report.note("image archives", line)
+        )
     _audit_images(report, source, results, rebuild)
     _audit_versions(report, verified.chain, results)
     return report
@@ -127,6 +134,35 @@ def _audit_blobs(report: AuditReport, bundle: Path, runs: list) -> None:
         "; ".join(problems[:5]) or "every artifact blob is present and has the bytes its name says"
     )
     report.add("blobs", not problems, detail)
+
+
+def _audit_archives(report: AuditReport, bundle: Path) -> None:
+    """Each image archive the statement lists is in the bundle with the bytes it lists."""
+    try:
+        listed = listed_archives(Statement.from_json((bundle / STATEMENT).read_bytes()))
+    except (OSError, ValueError):
+        return  # no readable statement: its own finding says so
+    problems = []
+    for image_id, expected in sorted(listed.items()):
+        name = image_archive(image_id)
+        path = bundle / name
+        if not path.is_file():
+            problems.append(f"{name}: listed in the statement, missing from the bundle")
+            continue
+        with path.open("rb") as data:
+            found = hashlib.file_digest(data, "sha256").hexdigest()
+        if (found, path.stat().st_size) != (expected.sha256, expected.size):
+            problems.append(
+                f"{name}: its bytes are not the ones the statement lists (sha256 {found[:16]}, "
+                f"listed {expected.sha256[:16]}): damaged or replaced"
+            )
+    if listed:
+        report.add(
+            "image archives",
+            not problems,
+            "; ".join(problems[:5])
+            or f"{len(listed)} listed, each present with the bytes the statement lists",
+        )
 
 
 def _images_of(results: list[CheckResult]) -> dict[tuple[str, str], int]:

@@ -1,4 +1,6 @@
-"""Where a published result comes from: a checkpoint log, a bundle directory, or an s3:// bundle."""
+"""Where a published result comes from: a checkpoint log, a bundle directory, or an s3:// bundle;
+and, for a bundle that carries image archives (`publish --with-images`), loading an image it used
+that is missing here from the bundle's own store (its directory, or its s3:// location)."""
 
 from __future__ import annotations
 
@@ -6,33 +8,42 @@ import contextlib
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.core.errors import UserError
-from runner.records.layout import BUNDLE_LOG
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.models import CheckResult
+from runner.records.layout import BUNDLE_LOG, image_archive
+from runner.records.statement import images_used
 
 
 @dataclass(frozen=True)
 class Source:
     log: Path
     bundle: Path | None  # the bundle directory, when the source is one
+    remote: str | None = None  # the s3:// bundle the directory was downloaded from
 
     @property
     def origin(self) -> str:
         return str(self.bundle or self.log)
 
+    @property
+    def stores(self) -> list[str]:
+        """Where the bundle's image archives can be had (`runner.images.archives` stores)."""
+        return [str(place) for place in (self.bundle, self.remote) if place is not None]
+
 
 @contextlib.contextmanager
-def open_source(spec: str) -> Iterator[Source]:
-    """The log (and bundle) named by `spec`; an s3:// bundle is downloaded for the duration."""
+def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
+    """The log (and bundle) named by `spec`; an s3:// bundle is downloaded for the duration,
+    its image archives only with `archives` (otherwise they are fetched when needed)."""
     if spec.startswith("s3://"):
         from runner.storage import fetch_to_temp  # noqa: PLC0415 - boto3 only when needed
 
-        bundle = fetch_to_temp(spec)
+        bundle = fetch_to_temp(spec, archives=archives)
         try:
-            yield Source(bundle / BUNDLE_LOG, bundle)
+            yield Source(bundle / BUNDLE_LOG, bundle, spec)
         finally:
             shutil.rmtree(bundle.parent, ignore_errors=True)
         return
@@ -66,3 +77,40 @@ def unpack_tar(tar_path: Path, into: Path) -> Path:
                 raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
         tar.extractall(into, filter="data")
     return into
+
+
+def load_missing_images(
+    results: list[CheckResult], stores: list[str], say: Callable[[str], None]
+) -> list[str]:
+    """Load every image the docker records used that is missing on this machine from the first
+    of `stores` holding its archive, saying so in one line each; return the IDs loaded. An
+    archive that does not check out (damaged, truncated, another image) is refused, naming it,
+    and the image stays missing: what follows (a rebuild, or drift) is the caller's usual path."""
+    used = images_used(results)
+    if not used or not stores:
+        return []
+    from runner.images.archives import fetch_image  # noqa: PLC0415 - docker only when needed
+    from runner.images.policy import connect  # noqa: PLC0415
+    from runner.images.state import image_id_of  # noqa: PLC0415
+    from runner.storage import StorageUnavailable  # noqa: PLC0415
+
+    try:
+        client = connect(timeout=30)
+    except (BackendUnavailable, InfraFailure):
+        return []  # no daemon: nothing to load into, and the caller says why it cannot run
+    loaded: list[str] = []
+    for tag, image_id in sorted(used.items()):
+        if image_id in loaded or image_id_of(client, image_id) is not None:
+            continue
+        try:
+            found = fetch_image(image_id, stores, client)
+        except UserError as exc:  # DamagedArchive, or docker refusing the bytes
+            say(f"{tag}: refused the bundle's archive {image_archive(image_id)}: {exc}")
+            continue
+        except StorageUnavailable as exc:
+            say(f"{tag}: could not fetch the bundle's archive {image_archive(image_id)}: {exc}")
+            continue
+        if found:
+            say(f"{tag}: loaded {image_id} from the bundle's archive")
+            loaded.append(image_id)
+    return loaded

@@ -4,6 +4,8 @@
       log.jsonl               the checkpoint log, byte for byte
       blobs/sha256/<hex>      every artifact's bytes, reference files, kept renders
       images.lock.json        the lock entries (pins and build results) of every image used
+      [images/sha256-<hex>.tar.gz]  with --with-images: each image used, as a content-addressed
+                              archive (runner.images.archives); the bundle is then an image store
       statement.intoto.json   an in-toto Statement v1 with an SLSA Provenance v1 predicate
       [statement.intoto.dsse.json]  with --sign: a DSSE envelope of exactly those bytes
       [attestations/*.json]   reproduction reports attached later (`prooflock attach`)
@@ -13,7 +15,7 @@ What the statement says, and why all of it can be recomputed, is in `runner.reco
 
 from __future__ import annotations
 
-import io
+import hashlib
 import os
 import shutil
 import tarfile
@@ -29,9 +31,16 @@ from runner.core.errors import UserError
 from runner.core.models import CheckResult
 from runner.images.lock import ImagesLock, load_lock
 from runner.records.checkpoint import inspect_chain, recorded_runs
-from runner.records.layout import BLOBS, BUNDLE_LOCK, BUNDLE_LOG, SIGNATURE, STATEMENT
+from runner.records.layout import (
+    BLOBS,
+    BUNDLE_LOCK,
+    BUNDLE_LOG,
+    SIGNATURE,
+    STATEMENT,
+    image_archive,
+)
 from runner.records.signing import sign
-from runner.records.statement import Evidence, build_statement, images_used, sha256
+from runner.records.statement import ArchiveFile, Evidence, build_statement, images_used, sha256
 
 if TYPE_CHECKING:
     from securesystemslib.signer import CryptoSigner
@@ -48,6 +57,7 @@ class Bundle:
     blobs: int
     images: list[str] = field(default_factory=list)
     signed_by: str | None = None  # the key id of the envelope's signature
+    archives: dict[str, ArchiveFile] = field(default_factory=dict)  # bundle path → its file
 
 
 def renders_dir(log: Path) -> Path:
@@ -79,9 +89,12 @@ def _lock_bytes(lock: ImagesLock, tags: set[str]) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def publish(log: Path, out: Path, *, signer: CryptoSigner | None = None) -> Bundle:
+def publish(
+    log: Path, out: Path, *, signer: CryptoSigner | None = None, with_images: bool = False
+) -> Bundle:
     """Write the bundle for `log` into `out` (a new directory, or `out.tar` as one tar file),
-    with a DSSE envelope of its statement when a `signer` is given."""
+    with a DSSE envelope of its statement when a `signer` is given, and with `with_images` the
+    archive of every image the records used (each must be on this machine)."""
     if out.exists():
         raise UserError(f"{out} already exists: publish writes a new bundle")
     chain = inspect_chain(log)
@@ -113,23 +126,34 @@ def publish(log: Path, out: Path, *, signer: CryptoSigner | None = None) -> Bund
     if lock is not None:
         files[BUNDLE_LOCK] = _lock_bytes(lock, set(used))
         bundle_lock = ImagesLock.model_validate_json(files[BUNDLE_LOCK])
-    evidence = Evidence(
-        chain=chain,
-        log_sha256=sha256(log_bytes),
-        runs=runs,
-        lock=bundle_lock,
-        lock_sha256=sha256(files[BUNDLE_LOCK]) if BUNDLE_LOCK in files else None,
-    )
-    made = build_statement(evidence)
-    files[STATEMENT] = made.to_bytes()
-    if signer is not None:
-        files[SIGNATURE] = sign(files[STATEMENT], signer)
     for digest_hex, data in blobs.items():
         files[str(BLOBS / digest_hex)] = data
-    if out.suffix == ".tar":
-        _write_tar(out, files)
-    else:
-        _write_dir(out, files)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Staged beside `out`, then renamed (or packed): never half a bundle.
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        saved = _save_archives(used, staging) if with_images else {}
+        evidence = Evidence(
+            chain=chain,
+            log_sha256=sha256(log_bytes),
+            runs=runs,
+            lock=bundle_lock,
+            lock_sha256=sha256(files[BUNDLE_LOCK]) if BUNDLE_LOCK in files else None,
+            archives=saved,
+        )
+        made = build_statement(evidence)
+        files[STATEMENT] = made.to_bytes()
+        if signer is not None:
+            files[SIGNATURE] = sign(files[STATEMENT], signer)
+        _write_files(staging, files)
+        if out.suffix == ".tar":
+            _write_tar(out, staging)
+            shutil.rmtree(staging)
+        else:
+            os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return Bundle(
         out,
         len(chain.records),
@@ -138,36 +162,57 @@ def publish(log: Path, out: Path, *, signer: CryptoSigner | None = None) -> Bund
         len(blobs),
         sorted(used),
         signer.public_key.keyid if signer is not None else None,
+        {image_archive(image_id): found for image_id, found in sorted(saved.items())},
     )
 
 
-def _write_dir(out: Path, files: dict[str, bytes]) -> None:
-    """Write into a temporary directory beside `out`, then rename: never half a bundle."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        for relpath, data in sorted(files.items()):
-            path = staging / relpath
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+def _save_archives(used: dict[str, str], bundle: Path) -> dict[str, ArchiveFile]:
+    """Save each image used (tag → ID) once as `bundle/images/sha256-<hex>.tar.gz`; image ID →
+    the archive's digest."""
+    if not used:
+        return {}
+    from runner.images.archives import save_archive  # noqa: PLC0415 - docker only when asked
+    from runner.images.policy import connect  # noqa: PLC0415
+    from runner.images.state import image_id_of  # noqa: PLC0415
+
+    client = connect()
+    saved: dict[str, ArchiveFile] = {}
+    for tag, image_id in sorted(used.items()):
+        if image_id in saved:
+            continue
+        if image_id_of(client, image_id) is None:
+            raise UserError(
+                f"--with-images: {tag} {image_id} is not on this machine, so its archive cannot "
+                "be bundled (load or rebuild it, or publish without --with-images)"
+            )
+        path = save_archive(client, image_id, (bundle / image_archive(image_id)).parent)
+        with path.open("rb") as data:
+            digest = hashlib.file_digest(data, "sha256").hexdigest()
+        saved[image_id] = ArchiveFile(digest, path.stat().st_size)
+    return saved
 
 
-def _write_tar(out: Path, files: dict[str, bytes]) -> None:
-    """One reproducible tar: sorted entries, fixed times and owners."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+def _write_files(root: Path, files: dict[str, bytes]) -> None:
+    for relpath, data in sorted(files.items()):
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _write_tar(out: Path, staging: Path) -> None:
+    """One reproducible tar of the staged files: sorted entries, fixed times and owners."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
-            for relpath, data in sorted(files.items()):
-                info = tarfile.TarInfo(relpath)
-                info.size, info.mode, info.mtime = len(data), 0o644, 0
+            names = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*"))
+            for name in (n for n in names if (staging / n).is_file()):
+                path = staging / name
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = path.stat().st_size, 0o644, 0
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""
-                tar.addfile(info, io.BytesIO(data))
+                with path.open("rb") as data:
+                    tar.addfile(info, data)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -7,7 +7,9 @@ field: nothing the statement says is taken on its word.
 
 Subjects: the log (with its record count, head digest and verdict counts) and every artifact.
 Predicate: the requests digest, prover/mode/limits/options, the images by ID with their lock
-entries and archive address, the lock's digest, the kit that made the results (from the log's
+entries and archive address (and, when the bundle carries the archive, its file's sha256 and
+size: a claim about the bundle's files that `audit` checks against them, so it is carried over
+rather than recomputed), the lock's digest, the kit that made the results (from the log's
 header), the backends, isolation and hosts, and the run's first and last times.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import orjson
@@ -114,6 +116,17 @@ class Statement(OpenModel):
 
 
 @dataclass(frozen=True)
+class ArchiveFile:
+    """An image archive a bundle carries (`images/sha256-<image ID>.tar.gz`): its file's digest."""
+
+    sha256: str
+    size: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "size": self.size}
+
+
+@dataclass(frozen=True)
 class Evidence:
     """What a statement is made of: the log, its results, and the bundle's lock file."""
 
@@ -122,6 +135,7 @@ class Evidence:
     runs: list[Run]
     lock: ImagesLock | None
     lock_sha256: str | None
+    archives: dict[str, ArchiveFile] = field(default_factory=dict)  # image ID → its archive
 
     @property
     def results(self) -> list[CheckResult]:
@@ -227,6 +241,8 @@ def _resolved_dependencies(
         annotations: dict[str, Any] = {"locked": entry is not None and entry.image_id == image_id}
         if entry is not None:
             annotations.update(diff_ids=entry.diff_ids, pins=entry.inputs)
+        if with_uri and image_id in evidence.archives:
+            annotations["archive"] = evidence.archives[image_id].as_json()
         found.append(
             ResourceDescriptor(
                 name=tag,
@@ -247,6 +263,20 @@ def _resolved_dependencies(
         )
     )
     return found
+
+
+def listed_archives(statement: Statement) -> dict[str, ArchiveFile]:
+    """Image ID → the archive file the statement says the bundle carries for it."""
+    listed: dict[str, ArchiveFile] = {}
+    for dependency in statement.predicate.buildDefinition.resolvedDependencies:
+        archive = (dependency.annotations or {}).get("archive")
+        image = (dependency.digest or {}).get("sha256")
+        if not isinstance(archive, dict) or not isinstance(image, str):
+            continue
+        digest, size = archive.get("sha256"), archive.get("size")
+        if isinstance(digest, str) and isinstance(size, int):
+            listed[f"sha256:{image}"] = ArchiveFile(digest, size)
+    return listed
 
 
 def _rfc3339(stamp: str) -> str:

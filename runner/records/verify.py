@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from runner.records.statement import (
     Run,
     Statement,
     build_statement,
+    listed_archives,
 )
 
 OK, PROBLEM, NOTE = "ok", "problem", "note"
@@ -281,6 +282,8 @@ def statement_findings(data: bytes | None, evidence: Evidence) -> list[Finding]:
         ]
     if claimed.build_type not in BUILD_TYPES:
         return [Finding("build type", PROBLEM, f"{claimed.build_type!r} is not a prooflock run")]
+    # The archives a bundle carries are checked against their files by `audit`, not recomputed.
+    evidence = replace(evidence, archives=listed_archives(claimed))
     expected = build_statement(evidence, claimed.build_type)
     found: dict[str, list[str]] = {}
     for path, said, made in differences(claimed.as_dict(), expected.as_dict()):

@@ -20,6 +20,7 @@ from typing import Any
 from runner.check.checker import Checker
 from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.records.bundles import load_missing_images
 from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
 from runner.records.verify import statement_problems
 from runner.runs.resumable import Executor
@@ -270,10 +271,13 @@ def replay(
     bundle: Path | None = None,
     executor: Executor | None = None,
     on: dict[str, str] | None = None,
+    stores: list[str] | None = None,
 ) -> ReplayReport:
     """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
 
-    For a bundle, its statement must still name this log (count and head digest) and artifacts.
+    For a bundle, its statement must still name this log (count and head digest) and artifacts,
+    and an image it used that is missing here is first loaded from its archive in `stores` (by
+    default the bundle directory), before the checker would consider rebuilding it.
     `on`: prover → another line (pinned version) to re-check that prover's records on, to see
     which verdicts drift across versions.
     """
@@ -283,6 +287,10 @@ def replay(
     report = ReplayReport(log, chain, recorded=len(runs), on=dict(on))
     if bundle is not None:
         report.unanchored = statement_problems(bundle, log, chain, runs)
+    if checker.settings.backend != "local":
+        same_line = [result for _, result in runs if result.prover not in on]
+        default = [str(bundle)] if bundle is not None else []
+        load_missing_images(same_line, default if stores is None else stores, checker.notify)
     work = [
         (index, checker.resolve(_on_line(request, on))) for index, (request, _) in enumerate(runs)
     ]

@@ -1,7 +1,8 @@
 """Publish a bundle directory to S3 and fetch it back: write-once, and verified by SHA-256.
 
-Layout under `s3://bucket/prefix`: each file's bytes at `blobs/sha256/<hex>`, then
-`bundle-index.json` (relative path -> sha256 and size). The index is written last, so a reader
+Layout under `s3://bucket/prefix`: each file's bytes at `blobs/sha256/<hex>` (an image archive at
+its own name, `images/sha256-<image ID>.tar.gz`), then `bundle-index.json` (relative path ->
+sha256 and size). The index is written last, so a reader
 that finds an index finds all its blobs. Nothing is ever overwritten: every write is conditional.
 """
 
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runner.core.canonical import canonical_bytes
 from runner.core.errors import NotTrusted, UserError, explain
 from runner.storage.s3_settings import MiB, S3Settings, load_s3_settings, make_client
-from runner.storage.s3_url import INDEX_NAME, S3Location, parse_s3_url
+from runner.storage.s3_url import INDEX_NAME, S3Location, is_image_archive, parse_s3_url
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -146,8 +147,10 @@ def download_bundle(
     *,
     settings: S3Settings | None = None,
     progress: Progress | None = None,
+    archives: bool = True,
 ) -> Path:
-    """Fetch the bundle at `url` into the new directory `dest`, all of it verified, or nothing."""
+    """Fetch the bundle at `url` into the new directory `dest`, all of it verified, or nothing;
+    without `archives`, its image archives stay in the store (fetched when an image is missing)."""
     location = parse_s3_url(url)
     if dest.exists() or dest.is_symlink():
         raise UserError(f"{dest}: already exists; download into a directory that does not exist")
@@ -168,6 +171,8 @@ def download_bundle(
             if index is None:
                 raise UserError(f"no bundle at {location}: {INDEX_NAME} not found there")
             for name, entry in sorted(index.files.items()):
+                if not archives and is_image_archive(name):
+                    continue
                 _fetch_blob(client, location, name, entry, staging / name)
                 say(f"downloaded {name} ({_human(entry.size)})")
         staging.rename(dest)
@@ -178,13 +183,19 @@ def download_bundle(
 
 
 def fetch_to_temp(
-    url: str, *, settings: S3Settings | None = None, progress: Progress | None = None
+    url: str,
+    *,
+    settings: S3Settings | None = None,
+    progress: Progress | None = None,
+    archives: bool = True,
 ) -> Path:
     """Download into a fresh temporary directory (for `audit s3://…`); the caller removes the
     returned directory's parent when done."""
     root = Path(tempfile.mkdtemp(prefix="prooflock-bundle-"))
     try:
-        return download_bundle(url, root / "bundle", settings=settings, progress=progress)
+        return download_bundle(
+            url, root / "bundle", settings=settings, progress=progress, archives=archives
+        )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -255,12 +266,16 @@ class _Publisher:
         )
 
     def _put_file(self, file: BundleFile) -> None:
-        key = self.location.blob_key(file.sha256)
+        key = self.location.file_key(file.name, file.sha256)
         conflict = (
             f"{self.location.url(key)} already holds other bytes than {file.name}; "
             "write-once objects are never overwritten"
         )
-        label = f"{file.name} as blobs/sha256/{file.sha256[:12]}…"
+        label = (
+            file.name
+            if is_image_archive(file.name)
+            else f"{file.name} as blobs/sha256/{file.sha256[:12]}…"
+        )
         if self._already_there(key, file.sha256, file.size, conflict):
             self._skipped(label)
         elif file.size > self.settings.multipart_threshold_mb * MiB:
@@ -437,7 +452,7 @@ def _fetch_blob(
 ) -> None:
     """Stream one blob to `target`, hashing the bytes as they arrive: the store's word is not
     enough (moto, for one, never checks the checksums it is sent)."""
-    key = location.blob_key(entry.sha256)
+    key = location.file_key(name, entry.sha256)
     try:
         body = client.get_object(Bucket=location.bucket, Key=key)["Body"]
     except ClientError as error:

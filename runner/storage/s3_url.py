@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from runner.core.errors import UserError
 
 INDEX_NAME = "bundle-index.json"
+# A bundle's image archive (`images/sha256-<image ID>.tar.gz`) is stored under its own name, not
+# under its bytes' sha256: its name already says what it holds, and so the bundle's prefix is an
+# image store (`runner.images.archives.fetch_image`).
+IMAGE_ARCHIVE = re.compile(r"images/sha256-[0-9a-f]{64}\.tar\.gz")
 
 # S3's rules for new buckets: 3-63 lowercase letters, digits, dots and hyphens, alphanumeric ends.
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -30,11 +34,19 @@ class S3Location:
     def blob_key(self, sha256_hex: str) -> str:
         return self.key(f"blobs/sha256/{sha256_hex}")
 
+    def file_key(self, name: str, sha256_hex: str) -> str:
+        """Where the bundle file `name` with these bytes is stored."""
+        return self.key(name) if is_image_archive(name) else self.blob_key(sha256_hex)
+
     def url(self, key: str | None = None) -> str:
         return f"s3://{self.bucket}/{key if key is not None else self.prefix}".rstrip("/")
 
     def __str__(self) -> str:
         return self.url()
+
+
+def is_image_archive(name: str) -> bool:
+    return IMAGE_ARCHIVE.fullmatch(name) is not None
 
 
 def parse_s3_url(url: str) -> S3Location:
