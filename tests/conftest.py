@@ -13,11 +13,13 @@ import pytest
 from runner.core.settings import Settings
 
 # Fixtures shared by several test modules: a real S3 endpoint (moto's HTTP server on loopback),
-# a local Ray cluster, and a finished real Rocq run.
+# a local Ray cluster, a finished real Rocq run, the Docker daemon and a tiny image in it.
 pytest_plugins = [
     "tests.support.s3_endpoint",
     "tests.support.ray_cluster",
     "tests.support.finished_run",
+    "tests.support.docker_daemon",
+    "tests.support.tiny_image",
 ]
 
 

@@ -24,12 +24,10 @@ from runner.records.checkpoint import recorded_runs
 from runner.records.layout import STATEMENT
 from runner.runs.replay import load_recorded, replay
 from tests.helpers import rewrite
-from tests.support.docker_daemon import client
 from tests.support.finished_run import NAMES
-from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint
-from tests.support.tiny_image import remove, tiny_image
+from tests.support.s3_endpoint import endpoint_env, raw_client
+from tests.support.tiny_image import remove
 
-__all__ = ["client", "s3_bucket", "s3_endpoint", "tiny_image"]  # fixtures
 pytestmark = [pytest.mark.docker]
 TAG = "prooflock-test/tiny:1"
 

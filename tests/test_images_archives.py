@@ -4,18 +4,14 @@ nothing loaded; a store that does not answer is an infra failure (exit 3)."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from runner.core.errors import UserError
-from runner.images import archive
 from runner.images.archives import (
     DamagedArchive,
     archive_name,
@@ -26,37 +22,11 @@ from runner.images.archives import (
 )
 from runner.images.state import image_id_of
 from runner.storage import StorageUnavailable
-from tests.support.docker_daemon import client
-from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint
+from tests.support.s3_endpoint import endpoint_env, raw_client
+from tests.support.tiny_image import remove
 
-__all__ = ["client", "s3_bucket", "s3_endpoint"]  # fixtures
 pytestmark = [pytest.mark.docker]
 OTHER = "sha256:" + "1" * 64
-
-
-@pytest.fixture
-def tiny_image(client, tmp_path):
-    """A one-file image loaded into the daemon, made here (no registry, no build); removed after."""
-    info = tarfile.TarInfo("hello.txt")
-    data = f"hello from {tmp_path.name}\n".encode()  # a new image ID per test
-    info.size = len(data)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.addfile(info, io.BytesIO(data))
-    layer = buffer.getvalue()
-    diff_id = f"sha256:{hashlib.sha256(layer).hexdigest()}"
-    config = archive.canonical_config({"Cmd": ["sh"]}, [diff_id], [{"created_by": "test"}], 0)
-    image_id = archive.image_id(config)
-    path = tmp_path / "image.tar"
-    archive.write_archive(path, config, [(diff_id, lambda: io.BytesIO(layer), len(layer))])
-    archive.load(client, path, image_id)
-    yield image_id
-    remove(client, image_id)
-
-
-def remove(client, image_id: str) -> None:
-    if image_id_of(client, image_id) is not None:
-        client.images.remove(image_id, force=True)
 
 
 def test_an_archive_is_named_by_its_image_id_and_the_same_image_gives_the_same_bytes(

@@ -25,9 +25,7 @@ from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd
 from runner.images.inputs import resolve_inputs
 from runner.images.lock import Kit, load_lock
 from runner.images.state import discard, image_id_of
-from tests.support.docker_daemon import client
 
-__all__ = ["client"]  # a fixture
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,10 +35,8 @@ from runner.images import machine
 from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
 from runner.images.lock import DebFile, ImageEntry, load_lock, save_lock
 from runner.images.state import discard, image_id_of
-from tests.support.docker_daemon import client
-from tests.support.s3_endpoint import endpoint_env, raw_client, s3_bucket, s3_endpoint
+from tests.support.s3_endpoint import endpoint_env, raw_client
 
-__all__ = ["client", "s3_bucket", "s3_endpoint"]  # fixtures
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,13 +39,7 @@ from runner.storage import (
     upload_bundle,
 )
 from runner.storage.s3_settings import load_s3_settings
-from tests.support.s3_endpoint import (  # noqa: F401
-    endpoint_env,
-    iam_enforced,
-    raw_client,
-    s3_bucket,
-    s3_endpoint,
-)
+from tests.support.s3_endpoint import endpoint_env, iam_enforced, raw_client
 
 MiB = 1024 * 1024
 
