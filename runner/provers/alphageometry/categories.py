@@ -36,13 +36,14 @@ class Tally:
         return len(self.outcomes.get(outcome, []))
 
     def rows(self) -> list[tuple[str, int, int]]:
-        """(category, count, median ms): outcomes, then syntax errors by class."""
+        """(category, count, median ms): outcomes, then the syntax errors again by class (rows
+        indented under their outcome: they are a breakdown, not more problems)."""
         rows = [
             (name, len(ms), int(statistics.median(ms)))
             for name, ms in sorted(self.outcomes.items())
         ]
         rows += [
-            (f"syntax_error: {name}", len(ms), int(statistics.median(ms)))
+            (f"  of which {name}", len(ms), int(statistics.median(ms)))
             for name, ms in sorted(self.syntax_classes.items())
         ]
         return rows
