@@ -216,8 +216,9 @@ def judge(prover: str, path: Path, result) -> None:
     assert loaded is not None
     if advisory.affects(loaded.version_of(result.environment)):
         assert path.stem in result.advisories
-        if advisory.independent_check == "catches":  # what the data claims, held to it
-            assert result.verdict is not Verdict.PASS
+        # What the data claims, held to it: a re-check that catches it, or a kit that refuses it.
+        if advisory.independent_check == "catches" or advisory.kit.startswith("refused"):
+            assert result.verdict is not Verdict.PASS, result.diagnostics
     else:
         assert result.verdict is not Verdict.PASS, "a bug fixed on this line passed"
 

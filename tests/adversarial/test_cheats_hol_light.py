@@ -314,6 +314,28 @@ CHEATS = [
         "let MY_TAC = CHEAT_TAC;;\nlet ONE_IS_TWO = prove (`1 = 2`, MY_TAC);;\n",
         Verdict.PLACEHOLDER,
     ),
+    # -- soundness bugs of the OCaml in the image (4.13) ------------------------------------------
+    Cheat(  # ocaml/ocaml#7241: the guard swaps what the compiled match already tested
+        "guard_mutates_the_matched_record",
+        "type slot = Fake of (term list * term) option | Real of thm;;\n"
+        "type cell = {mutable slot : slot};;\n"
+        "let forge tm = let c = {slot = Real TRUTH} in match c with\n"
+        "  | {slot = Fake _} -> TRUTH\n"
+        "  | _ when (c.slot <- Fake (Some ([], tm)); false) -> TRUTH\n"
+        "  | {slot = Real th} -> th;;\n"
+        "let ONE_IS_TWO = forge `1 = 2`;;\n",
+        Verdict.FAIL,
+        where=(5, 11),
+        words="ocaml/ocaml#7241",
+        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
+    ),
+    Cheat(  # ocaml/ocaml#13579: GADTs and non-injective types
+        "gadt_constructor",
+        "type _ t = Thm : thm t | Num : int t;;\n",
+        Verdict.FAIL,
+        where=(1, 11),
+        words="ocaml/ocaml#13579",
+    ),
 ]
 
 
@@ -351,6 +373,18 @@ def test_no_cheat_passes(hol, cheat):
             assert (diagnostic.line, diagnostic.column) == cheat.where, diagnostic
         if cheat.words is not None:
             assert cheat.words in diagnostic.message, diagnostic
+
+
+def test_a_guard_over_tuples_and_variants_is_no_cheat(hol):
+    """Only guards over records, arrays and lazy values are refused: the usual ones stay."""
+    content = (
+        "let rec first_pos = function [] -> 0 | x :: _ when x > 0 -> x | _ :: t -> first_pos t;;\n"
+        "let THREE = prove (`3 = 3`, REFL_TAC);;\n"
+        "let _ = match (first_pos [0; 3], Some 1) with (n, Some _) when n > 1 -> () | _ -> failwith"
+        ' "guard";;\n'
+    )
+    result = hol.check("guards.ml", content=content, target=Target(name="THREE", statement="3 = 3"))
+    assert result.verdict is Verdict.PASS, result.diagnostics
 
 
 def test_memory_is_read_from_the_process_not_from_its_text(hol):

@@ -10,7 +10,9 @@ What decides a verdict (server.ml, protocol.py):
   deny-list: Obj, Marshal, Sys, Unix, the toplevel, file I/O, loaders, `exit`, `unsafe_*`, ...)
   or the file binds itself; no modules, `open`, `external`, classes; no rebinding of a name
   HOL Light binds. Anything else is `fail` at the offending identifier. `needs` of HOL Light's
-  own library files is allowed as the first phrases only.
+  own library files is allowed as the first phrases only. Two soundness bugs of the image's
+  OCaml 4.13 are closed the same way: a `when` guard in a match whose patterns read records,
+  arrays or lazy values (#7241) and GADT constructors (#13579) are refused.
 - The child reports on a pipe the artifact cannot reach: where it stopped, and once the file ran
   to its end, the axioms (`new_axiom`, `mk_thm`; CHEAT_TAC's as placeholders), definitions and
   the theorems it bound (name and statement), read from the kernel and the toplevel environment.
@@ -34,7 +36,7 @@ from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.hol_light import forkserver, source
 from runner.provers.hol_light.options import HolLightOptions
 
-VERSION = "3"  # 3: parse-based allow-list, kernel report on its own pipe, theorems, targets
+VERSION = "4"  # 4: guards that OCaml 4.13 miscompiles (#7241) and GADTs (#13579) refused
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
 

@@ -214,6 +214,59 @@ end = struct
     iterator.pat iterator pattern;
     List.rev !found
 
+  (* Two soundness bugs of the OCaml in the image (4.13; both fixed in 5.3) forge a `thm` with
+     no kernel rule, so what they need is refused (advisories PL-HOLLIGHT-OCAML7241 and
+     PL-HOLLIGHT-OCAML13579): a `when` guard in a match whose patterns read through records,
+     arrays or lazy values (the guard can change what the compiled match already tested), and
+     GADT constructors (unsound with non-injective types). Proofs need neither. *)
+  let reads_through_mutable pattern =
+    let found = ref false in
+    let iterator =
+      { Ast_iterator.default_iterator with
+        pat =
+          (fun it p ->
+            (match p.ppat_desc with
+             | Ppat_record _ | Ppat_array _ | Ppat_lazy _ -> found := true
+             | _ -> ());
+            Ast_iterator.default_iterator.pat it p) }
+    in
+    iterator.pat iterator pattern;
+    !found
+
+  let check_cases (cases : Parsetree.case list) =
+    if List.exists (fun c -> reads_through_mutable c.pc_lhs) cases then
+      List.iter
+        (fun c ->
+          match c.pc_guard with
+          | Some guard ->
+              refuse guard.pexp_loc
+                "a `when` guard in a match whose patterns read records, arrays or lazy values is \
+                 not allowed in a checked file: OCaml 4.13 can be made to trust a value the guard \
+                 changed (ocaml/ocaml#7241, advisory PL-HOLLIGHT-OCAML7241); test with `if` \
+                 inside the case instead"
+          | None -> ())
+        cases
+
+  let gadt loc =
+    refuse loc
+      "a GADT constructor is not allowed in a checked file: OCaml 4.13 is unsound with GADTs \
+       and non-injective types (ocaml/ocaml#13579, advisory PL-HOLLIGHT-OCAML13579)"
+
+  let check_type_declaration (declaration : Parsetree.type_declaration) =
+    match declaration.ptype_kind with
+    | Ptype_variant constructors ->
+        List.iter
+          (fun (c : Parsetree.constructor_declaration) ->
+            if c.pcd_res <> None then gadt c.pcd_loc)
+          constructors
+    | _ -> ()
+
+  let check_extension (extension : Parsetree.type_extension) =
+    List.iter
+      (fun (c : Parsetree.extension_constructor) ->
+        match c.pext_kind with Pext_decl (_, Some _) -> gadt c.pext_loc | _ -> ())
+      extension.ptyext_constructors
+
   let fence names =
     let open Ast_iterator in
     let no what loc = not_allowed loc what "it could hide what the file runs" in
@@ -227,6 +280,8 @@ end = struct
            | Pexp_pack _ -> no "a first-class module" e.pexp_loc
            | Pexp_object _ | Pexp_new _ | Pexp_send _ | Pexp_setinstvar _ | Pexp_override _ ->
                no "an object" e.pexp_loc
+           | Pexp_match (_, cases) | Pexp_function cases | Pexp_try (_, cases) ->
+               check_cases cases
            | _ -> ());
           default_iterator.expr it e);
       binding_op =
@@ -255,6 +310,8 @@ end = struct
            | Pstr_open _ -> no "`open`" item.pstr_loc
            | Pstr_include _ -> no "`include`" item.pstr_loc
            | Pstr_class _ | Pstr_class_type _ -> no "a class" item.pstr_loc
+           | Pstr_type (_, declarations) -> List.iter check_type_declaration declarations
+           | Pstr_typext extension -> check_extension extension
            | _ -> ());
           default_iterator.structure_item it item);
       module_expr = (fun _ m -> no "a module expression" m.pmod_loc);
