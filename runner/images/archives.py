@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 import zlib
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from docker import DockerClient
 
@@ -34,7 +34,9 @@ from runner.core.errors import InfraFailure, UserError
 from runner.images import archive
 from runner.images.lock import Kit
 from runner.images.state import image_id_of, tag_if_locked
-from runner.storage.blobs import S3Files
+
+if TYPE_CHECKING:
+    from runner.storage.blobs import S3Files
 
 NAME = re.compile(r"^sha256-([0-9a-f]{64})\.tar\.gz$")
 IMAGES_DIR = "images"  # below a store's root
@@ -92,7 +94,7 @@ def save_to(client: DockerClient, image_id: str, destination: str) -> str:
     where the archive is."""
     if not destination.startswith("s3://"):
         return str(save_archive(client, image_id, Path(destination)))
-    remote = S3Files(destination)
+    remote = _s3_files(destination)
     with tempfile.TemporaryDirectory(prefix="prooflock-upload-") as tmp:
         path = save_archive(client, image_id, Path(tmp))
         remote.put(path.name, path, _sha256_file(path))
@@ -117,7 +119,7 @@ def load_archive(source: str | Path, client: DockerClient) -> str:
         _image_of(name, text)  # a bad name is refused before anything is downloaded
         with tempfile.TemporaryDirectory(prefix="prooflock-download-") as tmp:
             local = Path(tmp) / name
-            if S3Files(prefix).get(name, local) is None:
+            if _s3_files(prefix).get(name, local) is None:
                 raise UserError(f"{text}: no such archive")
             return _load_checked(local, client, text)
     path = Path(source)
@@ -134,7 +136,7 @@ def fetch_image(image_id: str, stores: list[str], client: DockerClient | None = 
     name = f"{IMAGES_DIR}/{archive_name(image_id)}"
     for store in stores:
         if store.startswith("s3://"):
-            remote = S3Files(store)
+            remote = _s3_files(store)
             found: str | Path | None = remote.url(name) if remote.has(name) else None
         else:
             found = Path(store) / name if (Path(store) / name).is_file() else None
@@ -221,3 +223,9 @@ def _image_of(name: str, label: str) -> str:
 def _sha256_file(path: Path) -> str:
     with path.open("rb") as data:
         return hashlib.file_digest(data, "sha256").hexdigest()
+
+
+def _s3_files(url: str) -> S3Files:
+    from runner.storage.blobs import S3Files  # boto3 only for an S3 store: the CLI starts faster
+
+    return S3Files(url)

@@ -27,7 +27,7 @@ from runner.images.policy import DaemonUnavailable, connect
 from runner.images.state import BASE, ImageState, ImageStatus, tag_if_locked
 from runner.images.usable import usable_image
 from runner.images.vendor import vendor_closures
-from runner.storage import parse_s3_url
+from runner.storage.s3_url import parse_s3_url
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 LIST_SCHEMA = "prooflock.images/1"

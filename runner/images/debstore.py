@@ -21,7 +21,6 @@ from typing import Protocol
 from runner.core.settings import Settings
 from runner.images.debian import MirrorUnreachable, download
 from runner.images.lock import Closure, DebFile
-from runner.storage.blobs import S3Files
 
 STORE_DIR = Path("debs") / "sha256"  # below a store's root, local or remote
 
@@ -99,6 +98,10 @@ class RemoteStore:
     """A store in S3: `prefix/debs/sha256/<hex>`."""
 
     def __init__(self, url: str):
+        from runner.storage.blobs import (
+            S3Files,  # boto3 only for a store in S3: the CLI starts faster
+        )
+
         self.files = S3Files(url)
         self.label = f"the remote store {url}"
 

@@ -19,7 +19,6 @@ from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, Kit
 from runner.images.reproduce import beyond_base
 from runner.images.state import BASE
-from runner.storage.blobs import S3Files
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,11 @@ def vendor_images(
     kit: Kit, names: Iterable[str], inputs: BuildInputs, to: str | None = None
 ) -> list[Vendored]:
     closures = vendor_closures(kit, names)
-    remote = S3Files(to) if to else None
+    remote = None
+    if to:
+        from runner.storage.blobs import S3Files  # boto3 only when asked: the CLI starts faster
+
+        remote = S3Files(to)
     store = DebStore()
     done = []
     for name, closure in closures.items():
