@@ -97,11 +97,10 @@ class HolLight:
 
     def check(self, name: str, *, content: str | None = None, **fields) -> CheckResult:
         request = CheckRequest(
-            timeout=self.timeout,
             prover="hol-light",
             name=name,
             content=artifact("hol-light", name) if content is None else content,
-            **fields,
+            **{"timeout": self.timeout, **fields},
         )
         return self.checker.check_one(request)
 

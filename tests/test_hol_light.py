@@ -165,7 +165,7 @@ def test_forged_theorems_are_refused_before_they_run(hol, name, where, word):
 
 @pytest.mark.slow
 def test_infinite_loop_times_out_at_its_phrase_and_the_worker_lives_on(hol):
-    looping = hol.check("diverge.ml")
+    looping = hol.check("diverge.ml", timeout=10)  # a short limit decides it as well as a long one
     assert looping.verdict is Verdict.TIMEOUT
     assert only_error(looping).line == 3
     after = hol.check("pass_arith.ml")

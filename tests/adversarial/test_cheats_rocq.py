@@ -56,8 +56,17 @@ def _host_litter() -> set[str]:
     return set(os.listdir(os.getcwd())) | set(os.listdir(tempfile.gettempdir()))
 
 
+# Both paths locally (where warm and cold are also compared); in a container the warm worker,
+# the path a run takes (the cold path in containers: tests/completeness/test_rocq_corpora.py).
+PATHS = [
+    pytest.param("local", True, id="local-warm"),
+    pytest.param("local", False, id="local-cold"),
+    pytest.param("docker", True, id="docker-warm", marks=[pytest.mark.docker]),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+@pytest.mark.parametrize(("checker", "warm"), PATHS, indirect=["checker"])
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_no_cheat_passes_and_nothing_escapes(name, warm, checker, outside):
     text, verdicts, fields = CHEATS[name]
