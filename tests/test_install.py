@@ -19,7 +19,15 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["runner", "images", "manifests/images.lock.json", "pyproject.toml", "README.md"]
+SOURCES = [
+    "runner",
+    "images",
+    "manifests/images.lock.json",
+    "manifests/base.Packages",
+    "manifests/advisories",
+    "pyproject.toml",
+    "README.md",
+]
 PROOF = "Lemma one_plus_one : 1 + 1 = 2.\nProof. reflexivity. Qed.\n"
 
 
@@ -122,6 +130,8 @@ def test_the_installed_copy_checks_a_rocq_file_from_any_directory(installed):
     (line,) = done.stdout.splitlines()
     result = json.loads(line)
     assert (result["artifact"], result["verdict"], result["backend"]) == ("one.v", "pass", "local")
+    # The advisory data travels in the wheel: Rocq 8.16.1's known bugs are counted on stderr.
+    assert "advisories apply to this environment" in done.stderr, done.stderr
 
 
 def test_the_installed_lock_is_never_written(installed):

@@ -1,4 +1,5 @@
-"""The wheel's copy of the kit: `images/` and the images lock, as `runner/kit/` package data.
+"""The wheel's copy of the kit: `images/`, the images lock and the advisories, as `runner/kit/`
+package data.
 
 pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`, which loads this file on its own
 while it builds (so: the standard library and setuptools only, no `runner` imports). An installed
@@ -14,13 +15,15 @@ from setuptools.command.build_py import build_py  # type: ignore[import-untyped,
 IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
 LOCK = Path("manifests") / "images.lock.json"
 BASE_INDEX = Path("manifests") / "base.Packages"  # the base's archive stanzas (runner.images.lock)
+ADVISORIES = Path("manifests") / "advisories"  # known soundness bugs (runner.check.advisories)
 PACKAGED = Path("runner") / "kit"  # runner.core.home.PACKAGED, relative to the wheel's root
 
 
 def kit_files() -> list[Path]:
     """The files the wheel carries, relative to the project's root (the build's directory)."""
     files = [p for p in sorted(IMAGES.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
-    return [*files, LOCK, *([BASE_INDEX] if BASE_INDEX.is_file() else [])]
+    advisories = sorted(ADVISORIES.glob("*.toml"))
+    return [*files, LOCK, *([BASE_INDEX] if BASE_INDEX.is_file() else []), *advisories]
 
 
 class BuildPyWithKit(build_py):
