@@ -13,9 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -441,16 +439,3 @@ def test_the_worker_runs_inside_the_local_sandbox(tmp_path, monkeypatch):
             if result.provenance.isolation != "bubblewrap":
                 pytest.skip("bubblewrap cannot run on this machine")
             assert result.verdict is Verdict.PASS, result.diagnostics  # loopback TCP inside
-
-
-@pytest.mark.slow
-def test_per_check_protocol_overhead_with_the_double(isabelle):
-    isabelle.check(GOOD)
-    times = []
-    for _ in range(15):
-        started = time.perf_counter()
-        assert isabelle.check(GOOD).verdict is Verdict.PASS
-        times.append((time.perf_counter() - started) * 1000)
-    median = statistics.median(times)
-    print(f"\nIsabelle per-check overhead with the server double: median {median:.1f} ms")
-    assert median < 1000

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -473,16 +471,3 @@ def test_the_server_runs_inside_the_local_sandbox(tmp_path, monkeypatch):
                 update={"content": HEADER + "theorem t : 1 = 1 := by sorry\n"}
             )
             assert checker.check_one(sorry).verdict is Verdict.PLACEHOLDER
-
-
-@pytest.mark.slow
-def test_per_check_protocol_overhead_with_the_double(lean):
-    lean.check(GOOD)  # boot
-    times = []
-    for _ in range(15):
-        started = time.perf_counter()
-        assert lean.check(GOOD).verdict is Verdict.PASS
-        times.append((time.perf_counter() - started) * 1000)
-    median = statistics.median(times)
-    print(f"\nLean per-check overhead with the REPL double: median {median:.1f} ms")
-    assert median < 1000
