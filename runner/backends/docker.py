@@ -561,7 +561,9 @@ class DockerBackend:
                     self._warm.setdefault(pool, []).append(box)
             else:
                 self._remove(box)
-                if warm:  # it died: what killed it (OOM killer, a restarted daemon) hit its peers
+                # A failed reset is mostly a dead container, and what killed it (the OOM killer,
+                # a restarted daemon) hits its idle peers too: new ones cost only a start.
+                if warm:
                     self._drop_idle(pool)
 
     def _drop_idle(self, pool: Pool) -> None:
