@@ -207,7 +207,7 @@ def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package()
 
 
 def test_a_schema_1_lock_from_an_older_bundle_is_read_without_its_provenance():
-    old = json.loads((ROOT / "manifests/results/example/images.lock.json").read_text())
+    old = json.loads((ROOT / "tests/artifacts/legacy-bundle/images.lock.json").read_text())
     assert old["schema_version"] == 1 and "built_with" in old["images"]["rocq"]
     old["images"]["alphageometry"] = {
         **old["images"]["newclid"],

@@ -2,8 +2,8 @@
 
 Every check, warm or cold:
 1. The few sentences that change the kernel's theory in ways no re-check verifies
-   (`Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`, and
-   `Load`, which could hide them) are refused before the file runs (source.refusals; the worker
+   (`Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`,
+   `Primitive` (coq/coq#18503), and `Load`, which could hide them) are refused before the file runs (source.refusals; the worker
    refuses them again on Coq's own parse). Everything else is contained by the sandbox.
 2. The file is compiled exactly as `coqc -q -noglob -Q . "" Artifact.v` compiles it.
 3. The compiled library is re-checked by coqchk's code in a process the file never ran in; its
@@ -35,7 +35,8 @@ from runner.provers.rocq.source import Prefix
 # decides (trust `replayed`), its rejection is `fail` whatever its exit code; what the file
 # declared read from the library only; standard-library primitives are not assumptions; the
 # refusals cut to what the kernel cannot re-check; a dead worker is judged by a control check.
-VERSION = "4"
+# 5: `Primitive` refused (coq/coq#18503: a clean proof of False on 8.16, coqchk included).
+VERSION = "5"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
 

@@ -48,9 +48,13 @@ _LOCALITY = re.compile(
 #   re-checks under the declaration's own flag and lists neither in its summary.
 # - `Load`: runs sentences read from another file, which neither this reading nor the worker's
 #   second wall sees, so it would carry the two above past both.
+# - `Primitive`: declares one of the kernel's primitives, which only Rocq's own library needs;
+#   on 8.16 module subtyping accepts any definition for a primitive a module type declares, and
+#   coqchk shares the flaw (coq/coq#18503, advisory PL-ROCQ-18503: a clean proof of False).
 _KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
 _THEORY_OPTIONS = re.compile(r"Set\s+(Definitional\s+UIP|Cumulative\s+StrictProp)(?![\w'])")
 _LOAD = re.compile(r"Load(?:\s+Verbose)?(?![\w'])")
+_PRIMITIVE = re.compile(r"Primitive(?![\w'])")
 _THEOREM = (
     r"(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Axiom|"
     r"Parameter|Conjecture)"
@@ -136,6 +140,8 @@ def refusals(content: str) -> list[Refusal]:
             found.append(_refusal(THEORY_REFUSED.format(option=name), offset, code, lines))
         elif _LOAD.match(text):
             found.append(_refusal(LOAD_REFUSED, offset, code, lines))
+        elif _PRIMITIVE.match(text):
+            found.append(_refusal(PRIMITIVE_REFUSED, offset, code, lines))
     return sorted(found, key=lambda r: (r.line, r.column))
 
 
@@ -146,6 +152,12 @@ REGISTER_REFUSED = (
 THEORY_REFUSED = (
     "`{option}` is not allowed in a checked file: it extends the kernel's theory, and the "
     "independent checker neither verifies nor reports that"
+)
+
+PRIMITIVE_REFUSED = (
+    "`Primitive` is not allowed in a checked file: only Rocq's own library declares the "
+    "kernel's primitives, and on 8.16 a module type's primitive can be implemented by any "
+    "definition, unseen by coqchk (coq/coq#18503)"
 )
 
 LOAD_REFUSED = (

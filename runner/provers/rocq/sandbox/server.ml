@@ -276,7 +276,8 @@ let write_fd fd s =
 exception Refused of string
 
 (* The kit's refusals (runner/provers/rocq/source.py says why each remains): what changes the
-   kernel's theory in a way no re-check verifies, and `Load`, which would hide it. *)
+   kernel's theory in a way no re-check verifies, `Primitive` (coq/coq#18503), and `Load`,
+   which would hide them. *)
 let check_sentence (cmd : Vernacexpr.vernac_control) =
   let open Vernacexpr in
   let v = cmd.CAst.v in
@@ -287,6 +288,7 @@ let check_sentence (cmd : Vernacexpr.vernac_control) =
   in
   match v.expr with
   | VernacLoad _ -> raise (Refused "Load")
+  | VernacPrimitive _ -> raise (Refused "Primitive")
   | VernacRegister (_, RegisterCoqlib q)
     when Names.DirPath.equal (Libnames.qualid_path q) (Libnames.dirpath_of_string "kernel") ->
     raise (Refused "Register ... as kernel")
