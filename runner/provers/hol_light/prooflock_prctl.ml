@@ -1,0 +1,2 @@
+external nondumpable : unit -> int = "prooflock_nondumpable"
+external subreaper : unit -> int = "prooflock_subreaper"
