@@ -13,13 +13,20 @@
    any other theorem is written out in full. Nothing here is trusted: the replayer checks every
    step. *)
 
+(* Terms by structure: a proof builds the same term afresh over and over. *)
+module Terms = Hashtbl.Make (struct
+  type t = term
+  let equal a b = a == b || compare a b = 0
+  let hash = Hashtbl.hash_param 64 1000
+end);;
+
 module Prooflock_export = struct
 
   type writer = {
     out : Buffer.t;
     strings : (string, int) Hashtbl.t;
     types : (hol_type, int) Hashtbl.t;
-    terms : (int, (term * int) list) Hashtbl.t;   (* by Hashtbl.hash, then physical identity *)
+    terms : int Terms.t;                           (* term -> id, as HOL Light compares terms *)
     consed : (int * int * int, int) Hashtbl.t;     (* (tag, a, b) -> term id *)
     thms : (int, int) Hashtbl.t;                   (* proof serial -> theorem id *)
     tydefs : (int, int) Hashtbl.t;                 (* type definition serial -> abs theorem id *)
@@ -31,7 +38,7 @@ module Prooflock_export = struct
 
   let new_writer () = {
     out = Buffer.create 65536; strings = Hashtbl.create 1024; types = Hashtbl.create 1024;
-    terms = Hashtbl.create 65536; consed = Hashtbl.create 65536; thms = Hashtbl.create 65536;
+    terms = Terms.create 65536; consed = Hashtbl.create 65536; thms = Hashtbl.create 65536;
     tydefs = Hashtbl.create 64; n_strings = 0; n_types = 0; n_terms = 0; n_thms = 0 }
 
   let magic = "PLHP1\n"
@@ -74,10 +81,9 @@ module Prooflock_export = struct
         let i = w.n_terms in
         w.n_terms <- i + 1; Hashtbl.add w.consed key i; i
 
+  (* A term met again, as the same object or built afresh, is not walked again. *)
   let rec tm w t =
-    let h = Hashtbl.hash t in
-    let bucket = try Hashtbl.find w.terms h with Not_found -> [] in
-    match List.assq_opt t bucket with
+    match Terms.find_opt w.terms t with
       Some i -> i
     | None ->
         let i =
@@ -99,7 +105,7 @@ module Prooflock_export = struct
             let a = tm w v in
             let b = tm w body in
             cons w (3, a, b) (fun () -> tag w 'A'; int w a; int w b) in
-        Hashtbl.replace w.terms h ((t, i) :: bucket);
+        Terms.replace w.terms t i;
         i
 
   let new_thm w serial =
@@ -223,18 +229,24 @@ module Prooflock_export = struct
   let chunks = ref 0
 
   (* Every toplevel value whose type is the kernel's theorem type, as a thunk list. *)
+  let head_path env ty =
+    match (Ctype.expand_head env ty).Types.desc with
+      Types.Tconstr (path, [], _) -> Some path
+    | _ -> None
+
+  (* The kernel's type of theorems with abbreviations expanded (thm is Hol.thm). *)
   let thm_path =
     let env = !Toploop.toplevel_env in
     let path, _ = Env.find_type_by_name (Longident.Lident "thm") env in
-    path
+    match head_path env (Ctype.newconstr path []) with Some p -> p | None -> path
 
   let toplevel_theorems () =
     let env = !Toploop.toplevel_env in
     let found = ref [] in
     Env.fold_values
       (fun _ path description () ->
-        match (Ctype.expand_head env description.Types.val_type).Types.desc with
-          Types.Tconstr (p, [], _) when Path.same p thm_path ->
+        match head_path env description.Types.val_type with
+          Some p when Path.same p thm_path ->
             found := (Obj.obj (Toploop.eval_value_path env path) : thm) :: !found
         | _ -> ())
       None env ();

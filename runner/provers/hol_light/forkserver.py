@@ -30,13 +30,7 @@ from runner.provers.hol_light import protocol, source
 from runner.provers.hol_light.options import HolLightOptions
 
 SERVER_FILE = "server.ml"
-WORKER_FILES = (
-    SERVER_FILE,
-    "recording_fusion.ml",
-    "export.ml",
-    "prooflock_stubs.c",
-    "prooflock_prctl.ml",
-)
+WORKER_FILES = (SERVER_FILE, "recording_fusion.ml", "export.ml")
 REPLAYER_FILES = ("replay.ml", "replay_server.ml", "build_replay.sh")
 LIBRARY_FILE = "library.export"
 EXPORT_FILE = "proof.export"
@@ -249,6 +243,8 @@ def judge_reply(
     if replay_ms is not None:
         outcome.worker["replay_ms"] = replay_ms
         outcome.worker["export_bytes"] = len(export)
+        records = replayed.get("records")
+        outcome.worker["replayed_records"] = records if isinstance(records, int) else None
     if reply.swept:
         outcome.worker["swept_processes"] = reply.swept
     return outcome

@@ -234,7 +234,6 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
             for t in theorems
         ],
         "phrases": _phrase_count(reply),
-        "replayed_records": int(replay.get("records", 0)),
     }
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
     forbidden = [a for a in axioms if a not in request.allowed_axioms]

@@ -39,7 +39,25 @@ module Prooflock_boot = struct
   let started = Unix.gettimeofday ()
 end;;
 
-(* Containment first: built and loaded before anything else runs (prooflock_stubs.c). *)
+(* Containment first, built and loaded before anything else runs: what the worker needs of the
+   kernel that OCaml's libraries do not offer.
+   - Non-dumpable: no process of this user may ptrace the worker, read or write its memory or
+     open its file descriptors through /proc, so a checked file's shells cannot reach the worker
+     or its checks (a check's child inherits it; what it execs does not).
+   - A child subreaper: processes orphaned below the worker (a check's setsid escapees) become
+     its children, so the sweep after each check finds them. *)
+let prooflock_stub_sources =
+  [ ("prooflock_stubs.c",
+     "#include <sys/prctl.h>\n#include <caml/mlvalues.h>\n\
+      value prooflock_nondumpable(value unit) { return Val_int(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)); }\n\
+      value prooflock_subreaper(value unit) { return Val_int(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)); }\n");
+    ("prooflock_prctl.ml",
+     "external nondumpable : unit -> int = \"prooflock_nondumpable\"\n\
+      external subreaper : unit -> int = \"prooflock_subreaper\"\n") ];;
+let () =
+  List.iter
+    (fun (name, text) -> let oc = open_out_bin name in output_string oc text; close_out oc)
+    prooflock_stub_sources;;
 let prooflock_stubs_built =
   Sys.command
     "{ ocamlc -c prooflock_stubs.c && ocamlmklib -o prooflock_stubs prooflock_stubs.o \
