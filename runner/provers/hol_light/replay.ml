@@ -387,9 +387,14 @@ let rec print_term prec tm =
     if fname = "NUMERAL" then
       (match numeral x with Some n -> Num.string_of_num n | None -> "NUMERAL " ^ print_term 100 x)
     else if List.mem fname binders && is_abs x then
-      let v, body = dest_abs x in
-      let name = shown '_' (fst (dest_var v)) in
-      paren 0 (fname ^ name ^ ". " ^ print_term 0 body)
+      (* !m n. body for !m. !n. body *)
+      let rec gather acc tm =
+        match (try Some (dest_comb tm) with Failure _ -> None) with
+          Some (g, y) when name_of g = fname && is_const g && is_abs y ->
+            let v, body = dest_abs y in gather (shown '_' (fst (dest_var v)) :: acc) body
+        | _ -> (List.rev acc, tm) in
+      let names, body = gather [] tm in
+      paren 0 (fname ^ String.concat " " names ^ ". " ^ print_term 0 body)
     else if fname = "~" then paren 30 ("~" ^ print_term 30 x)
     else
       match (try Some (dest_comb f) with Failure _ -> None) with
@@ -402,9 +407,12 @@ let rec print_term prec tm =
             | "real_gt" -> ">" | "int_add" -> "+" | "int_sub" -> "-" | "int_mul" -> "*"
             | "int_le" -> "<=" | "int_lt" -> "<" | "int_ge" -> ">=" | "int_gt" -> ">"
             | "int_pow" -> "pow" | s -> s in
-          let shown = if fst (dest_type (type_of l)) = "bool" && op_name = "=" then "<=>" else shown in
+          let shown = if type_of l = bool_ty && op_name = "=" then "<=>" else shown in
           paren p (print_term (p + 1) l ^ " " ^ shown ^ " " ^ print_term p x)
       | _ -> paren 50 (print_term 50 f ^ " " ^ print_term 51 x)
+
+(* Printing is for the report only: a term it cannot print is shown as such, never a failure. *)
+let print_term prec tm = try print_term prec tm with Failure _ | Not_found -> "<term>"
 
 (* An axiom or a definition, printed as HOL Light prints the theorem it is. *)
 let print_fact tm = fresh_names := []; "|- " ^ print_term 0 tm
