@@ -1,144 +1,151 @@
-"""HOL Light: boot cost, per-check latency through the forkserver, and the cold per-file cost.
+"""HOL Light: the first check on a machine (HOL Light's boot included), the steady state per
+check, and the replay of HOL Light's own 100-theorems files, next to naive `hol-light < file`.
 
-    python benchmarks/hol_light.py [--backend local|docker] [--rounds 2] [--cold 2] [--json OUT]
+    python -m benchmarks [--quick] hol_light
 
-Checks 16 small proof files (each `--rounds` times) through one warm worker via the Checker, then
-boots HOL Light per file for the first `--cold` of them, as a checker without a forkserver must.
-Prints a summary and, with --json, writes the numbers. Nothing here is asserted: these are
-measurements for the README, not tests.
+The naive baseline is what an evaluation script does without the kit: a fresh HOL Light toplevel
+per file, `#use "hol.ml"` then the file. The kit's first check is a fresh Checker's first check:
+it boots the worker (HOL Light with the recording kernel, the library export) and the replayer
+(built, then the library re-derived by HOL Light's kernel alone). Steady state is the median of
+small proofs on that warm pair. Nothing here is asserted: these are measurements.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
+import os
 import statistics
-import sys
+import subprocess
+import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
+from benchmarks.table import Row, median_ms
 from runner.check.checker import Checker
-from runner.core.models import CheckRequest, Verdict
+from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.core.settings import Settings
 
+HOL_DIR = Path("/usr/share/hol-light")
+HUNDRED = HOL_DIR / "100"
+CORE_ONLY = [
+    "arithmetic.ml",
+    "birthday.ml",
+    "cantor.ml",
+    "euler.ml",
+    "konigsberg.ml",
+    "lagrange.ml",
+    "quartic.ml",
+    "ramsey.ml",
+    "subsequence.ml",
+]
+QUICK_HUNDRED = ["cantor.ml", "birthday.ml"]
 SMALL_PROOFS = {
     "add_comm.ml": "let X = prove(`!m n. m + n = n + m`, ARITH_TAC);;",
     "arith_rule.ml": "let X = ARITH_RULE `2 + 2 = 4`;;",
     "mult_zero.ml": "let X = prove(`!n. n * 0 = 0`, REWRITE_TAC[MULT_CLAUSES]);;",
-    "le_refl.ml": "let X = prove(`!n. n <= n`, REWRITE_TAC[LE_REFL]);;",
-    "suc_ne.ml": "let X = prove(`!n. ~(SUC n = 0)`, REWRITE_TAC[NOT_SUC]);;",
-    "even_double.ml": "let X = prove(`!n. EVEN(2 * n)`, REWRITE_TAC[EVEN_MULT; ARITH]);;",
     "taut.ml": "let X = TAUT `p /\\ q ==> q /\\ p`;;",
     "meson.ml": "let X = prove(`(!x. P x ==> Q x) /\\ P a ==> Q a`, MESON_TAC[]);;",
-    "induction.ml": (
-        "let X = prove(`!n. 2 * nsum(0..n) (\\i. i) = n * (n + 1)`,\n"
-        "  INDUCT_TAC THEN ASM_REWRITE_TAC[NSUM_CLAUSES_NUMSEG; LE_0] THEN ASM_ARITH_TAC);;"
-    ),
     "real_arith.ml": "let X = REAL_ARITH `!x y:real. x + y = y + x`;;",
-    "int_arith.ml": "let X = INT_ARITH `!x:int. x - x = &0`;;",
     "sets.ml": "let X = SET_RULE `!s t:A->bool. s INTER t SUBSET s`;;",
-    "lists.ml": "let X = prove(`!l:A list. APPEND l [] = l`, REWRITE_TAC[APPEND_NIL]);;",
-    "exists.ml": "let X = prove(`?n. n + 1 = 3`, EXISTS_TAC `2` THEN ARITH_TAC);;",
     "definition.ml": (
         "let triple = new_definition `triple n = 3 * n`;;\n"
         "let X = prove(`triple 2 = 6`, REWRITE_TAC[triple] THEN ARITH_TAC);;"
     ),
-    "num_reduce.ml": "let X = NUM_REDUCE_CONV `12 * 13 + 7`;;",
 }
+TIMEOUT = 600
+BACKENDS: dict[str, Literal["local", "docker"]] = {"local warm": "local", "docker warm": "docker"}
 
 
-def request(name: str, timeout: int) -> CheckRequest:
-    return CheckRequest(
-        prover="hol-light", name=name, content=SMALL_PROOFS[name] + "\n", timeout=timeout
-    )
+def request(name: str, content: str) -> CheckRequest:
+    return CheckRequest(prover="hol-light", name=name, content=content + "\n", timeout=TIMEOUT)
 
 
-def warm(settings: Settings, rounds: int, timeout: int) -> dict:
-    """One worker: its boot, then every proof `rounds` times."""
-    latencies, verdicts = [], {}
-    with Checker(settings) as checker:
+def naive(name: str, content: str) -> tuple[float, bool]:
+    """`hol-light < file`: a fresh toplevel loads HOL Light, then the file. Seconds, and whether
+    the file went through (a failed phrase prints an error and the toplevel carries on)."""
+    with tempfile.TemporaryDirectory() as work:
+        Path(work, name).write_text(content + "\n")
+        script = f'#use "{HOL_DIR}/hol.ml";;\n#use "{name}";;\n'
         clock = time.monotonic()
-        first = checker.check_one(request("arith_rule.ml", timeout))  # opens the worker: the boot
-        boot_wall_ms = int((time.monotonic() - clock) * 1000)
-        for _ in range(rounds):
-            for name in SMALL_PROOFS:
-                result = checker.check_one(request(name, timeout))
-                verdicts[name] = result.verdict.value
-                latencies.append(result.provenance.wall_ms)
-                print(
-                    f"  warm {name}: {result.verdict.value} {result.provenance.wall_ms} ms",
-                    file=sys.stderr,
-                )
-    return {
-        "boot_ms": first.provenance.extra.get("boot_ms"),
-        "first_check_wall_ms": boot_wall_ms,
-        "checks": len(latencies),
-        "median_ms": statistics.median(latencies),
-        "p90_ms": sorted(latencies)[int(0.9 * (len(latencies) - 1))],
-        "min_ms": min(latencies),
-        "max_ms": max(latencies),
-        "verdicts": verdicts,
-    }
-
-
-def cold(settings: Settings, count: int, timeout: int) -> dict:
-    """HOL Light started afresh for each file, as checkers without a forkserver do."""
-    walls, verdicts = [], {}
-    with Checker(settings) as checker:
-        for name in list(SMALL_PROOFS)[:count]:
-            clock = time.monotonic()
-            result = checker.check_one(request(name, timeout), cold=True)  # a fresh server each
-            wall = int((time.monotonic() - clock) * 1000)
-            walls.append(wall)
-            verdicts[name] = result.verdict.value
-            print(f"  cold {name}: {result.verdict.value} {wall} ms", file=sys.stderr)
-    return {
-        "checks": len(walls),
-        "median_ms": statistics.median(walls) if walls else None,
-        "verdicts": verdicts,
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="local", choices=("auto", "docker", "local"))
-    parser.add_argument("--rounds", type=int, default=2, help="passes over the 16 proofs (warm)")
-    parser.add_argument("--cold", type=int, default=2, help="files to check with a boot each")
-    parser.add_argument("--timeout", type=int, default=60)
-    parser.add_argument("--json", type=Path, help="also write the numbers here")
-    args = parser.parse_args(argv)
-    settings = Settings(backend=args.backend, cache=False, retries=0)
-
-    report: dict = {
-        "host": platform.node(),
-        "python": platform.python_version(),
-        "backend": args.backend,
-    }
-    report["warm"] = warm(settings, args.rounds, args.timeout)
-    report["cold"] = cold(settings, args.cold, args.timeout) if args.cold else None
-    failed = [n for n, v in report["warm"]["verdicts"].items() if v != Verdict.PASS.value]
-    if report["cold"] and report["cold"]["median_ms"]:
-        report["cold_over_warm"] = round(
-            report["cold"]["median_ms"] / max(report["warm"]["median_ms"], 1)
+        done = subprocess.run(
+            [str(HOL_DIR / "ocaml")],
+            input=script,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            env={**os.environ, "HOLLIGHT_DIR": str(HOL_DIR)},
         )
+        seconds = time.monotonic() - clock
+    ok = done.returncode == 0 and "Exception" not in done.stdout and "Error" not in done.stdout
+    return seconds, ok
 
-    warm_part = report["warm"]
-    print(f"boot (HOL Light loaded once): {warm_part['boot_ms']} ms")
-    print(
-        f"forkserver, {warm_part['checks']} checks: median {warm_part['median_ms']} ms, "
-        f"p90 {warm_part['p90_ms']} ms (min {warm_part['min_ms']}, max {warm_part['max_ms']})"
+
+def kit(
+    backend: Literal["local", "docker"], files: dict[str, str]
+) -> tuple[float, list[float], list[CheckResult]]:
+    """A fresh Checker: its first check (both boots included), then the rest, warm."""
+    settings = Settings(backend=backend, cache=False, retries=0, daemon="off")
+    with Checker(settings) as checker:
+        results, walls = [], []
+        for name, content in files.items():
+            clock = time.monotonic()
+            results.append(checker.check_one(request(name, content)))
+            walls.append(time.monotonic() - clock)
+    return walls[0], walls[1:], results
+
+
+def rows(quick: bool) -> list[Row]:
+    if not (HOL_DIR / "hol.ml").exists():
+        return [Row("hol-light", "-", 0, "", None, note="Debian's hol-light is not installed")]
+    small = dict(list(SMALL_PROOFS.items())[: 4 if quick else None])
+    hundred = {
+        name: (HUNDRED / name).read_text() for name in (QUICK_HUNDRED if quick else CORE_ONLY)
+    }
+    baseline_name, baseline_content = next(iter(small.items()))
+    baseline_s, _ = naive(baseline_name, baseline_content)
+    first = Row(
+        "hol-light",
+        "first check on a machine (boot included)",
+        1,
+        "hol-light < file",
+        round(baseline_s * 1000, 1),
     )
-    if report["cold"]:
-        cold_part = report["cold"]
-        print(f"cold, {cold_part['checks']} files: median {cold_part['median_ms']} ms per file")
-        print(f"cold / forkserver median: {report.get('cold_over_warm')}x")
-    if failed:
-        print(f"did not pass: {', '.join(failed)}")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 1 if failed else 0
+    steady = Row(
+        "hol-light",
+        f"small proofs, warm ({len(small) - 1})",
+        len(small) - 1,
+        "hol-light < file",
+        round(baseline_s * 1000, 1),
+    )
+    replayed = Row("hol-light", f"100-theorems, core-only ({len(hundred)})", len(hundred), "", None)
+    notes: dict[str, list[str]] = {"first": [], "steady": [], "hundred": []}
+    for column, backend in BACKENDS.items():
+        try:
+            first_s, rest, results = kit(backend, {**small, **hundred})
+        except Exception as exc:  # noqa: BLE001 - a missing daemon or image is a note, not a crash
+            notes["first"].append(f"{column}: {exc}")
+            continue
+        small_results = results[: len(small)]
+        hundred_results = results[len(small) :]
+        first.kit_ms[column] = round(first_s * 1000, 1)
+        steady.kit_ms[column] = median_ms(rest[: len(small) - 1])
+        replayed.kit_ms[column] = median_ms(rest[len(small) - 1 :])
+        steady.identical = all(r.verdict is Verdict.PASS for r in small_results)
+        replay_ms = [r.provenance.extra.get("replay_ms") for r in hundred_results]
+        known = [int(ms) for ms in replay_ms if isinstance(ms, int)]
+        passed = sum(r.verdict is Verdict.PASS for r in hundred_results)
+        notes["hundred"].append(
+            f"{column}: {passed}/{len(hundred)} pass; replay median "
+            f"{statistics.median(known) if known else '-'} ms, worst {max(known, default='-')} ms"
+        )
+    first.note = "; ".join(notes["first"]) or "a fresh Checker: worker and replayer boot"
+    steady.note = "median per check once both servers are warm"
+    replayed.note = "; ".join(notes["hundred"])
+    return [first, steady, replayed]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from benchmarks.table import markdown
+
+    print(markdown(rows(quick=True)))

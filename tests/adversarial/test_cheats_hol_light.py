@@ -1,340 +1,161 @@
-"""Cheats and escapes against the HOL Light adapter: none passes, none leaves a trace outside.
+"""Cheats against the HOL Light adapter, written for the replay design: none passes.
 
-Each case is a file someone might submit to get a `pass` it has not earned, or to act outside the
-check: forge a theorem past the kernel, hide an axiom, rebind what a proof means, lie about what
-it proved, or reach the machine. Every case runs on both backends (local and docker), and after
-each the places it aimed at outside the sandbox's work dir must still hold nothing of it.
+A verdict on a file that ran rests on a replay of its proofs by HOL Light's unmodified kernel in
+another sandbox, so these files are free to do anything OCaml allows: forge theorems with
+`Obj.magic` or with a type confusion of OCaml 4.13 itself, rebind what HOL Light binds, load
+library files, start shells that outlive the check or write the kit's frames. What they get is
+what the replay derives, and every process they start dies with the check.
 
-The cases are written for this suite; tests/test_hol_light.py keeps the corpus the adapter was
-built against. The local worker is the one test_hol_light.py uses (one boot per session, see tests/helpers).
+Every case runs on both backends; the local worker is the one tests/test_hol_light.py uses (one
+boot per session, see tests/helpers).
 """
 
 from __future__ import annotations
 
-import glob
+import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from runner.core.models import CheckResult, Target, Verdict
+from runner.core.models import CheckResult, Target, Trust, Verdict
 from tests.helpers import HolLight, session_checker
 
 pytestmark = pytest.mark.slow
 
-TRACE = "prooflock-hol-escape"  # every escape below aims at a path containing this
-HOME = Path.home()
-TRACE_GLOBS = [f"/tmp/{TRACE}*", f"{HOME}/{TRACE}*", f"/var/tmp/{TRACE}*"]
-FORGE = "Obj.magic (Some ([], `F`))"  # a theorem |- F that no kernel rule made
+# OCaml 4.13 compiles this match with one read of `b` for the tests and another after the guard
+# changed it (the mutable-field family of OCaml issue #7241): a value of any type comes out as
+# any other type, without Obj.
+CONFUSE = """
+type ('a, 'b) either_cell = Lcell of 'a | Rcell of 'b;;
+type ('a, 'b) holder = { flag : bool; mutable held : ('a, 'b) either_cell };;
+let confuse (x : ('a, 'b) holder) (v : 'b) : 'a option =
+  match x with
+  | { flag = false } -> None
+  | { held = Rcell _ } -> None
+  | _ when (x.held <- Rcell v; false) -> None
+  | { flag = true; held = Lcell y } -> Some y;;
+let forge (v : term list * term * 'p) : thm =
+  match confuse { flag = true; held = Lcell TRUTH } v with Some th -> th | None -> TRUTH;;
+"""
 
 
 @dataclass(frozen=True)
 class Cheat:
     name: str
     content: str
-    verdict: Verdict
-    where: tuple[int, int] | None = None  # where the refusal points
-    words: str | None = None  # in the (only) diagnostic
+    verdicts: tuple[Verdict, ...]  # what it may get; never pass
+    words: str | None = None  # in the diagnostics
     fields: dict[str, Any] = field(default_factory=dict)
 
 
+def target(name: str, statement: str) -> dict[str, Any]:
+    return {"target": Target(name=name, statement=statement)}
+
+
 CHEATS = [
-    # -- HOL Light's own file functions around the fence -------------------------------------
+    # -- theorems no kernel rule made ----------------------------------------------------------
     Cheat(
-        "write_then_loadt",
-        f'file_of_string "/tmp/{TRACE}-forge.ml" "let FORGED : thm = {FORGE};;";;\n'
-        f'loadt "/tmp/{TRACE}-forge.ml";;\n'
-        "let ONE_IS_TWO = CONTR `1 = 2` FORGED;;\n",
-        Verdict.FAIL,
-        where=(1, 0),
-        words="`file_of_string` is not allowed",
+        "type_confusion_forges_false",
+        CONFUSE + "let FALSE_THM = forge ([], `F`, proof_of TRUTH);;\n",
+        (Verdict.WRONG_STATEMENT,),
+        words="states: |- T",
+        fields=target("FALSE_THM", "F"),
     ),
     Cheat(
-        "write_then_loads_a_shell_command",
-        f'file_of_string "{TRACE}.ml" "Sys.command \\"touch /tmp/{TRACE}-shell\\";;";;\n'
-        f'loads "{TRACE}.ml";;\n',
-        Verdict.FAIL,
-        where=(1, 0),
-    ),
-    Cheat("loadt_alone", 'loadt "/etc/hostname";;\n', Verdict.FAIL, where=(1, 0), words="`loadt`"),
-    Cheat("help_runs_sed", 'help "REFL";;\n', Verdict.FAIL, where=(1, 0), words="`help`"),
-    Cheat("hol_dir_moved", 'hol_dir := "/tmp";;\n', Verdict.FAIL, where=(1, 0)),
-    # -- text the old fence misread: the real parse decides ------------------------------------
-    Cheat(
-        "comment_with_char_literal",
-        f"(* x'\"' *)\nlet FORGED : thm = {FORGE};;\nlet ONE_IS_TWO = CONTR `1 = 2` FORGED;;\n",
-        Verdict.FAIL,
-        where=(2, 19),
-        words="`Obj.magic` is not allowed",
+        "obj_magic_forges_false",
+        "let FALSE_THM : thm = Obj.magic ([], `F`, proof_of TRUTH);;\n",
+        (Verdict.WRONG_STATEMENT,),
+        words="states: |- T",
+        fields=target("FALSE_THM", "F"),
     ),
     Cheat(
-        "comment_with_string",
-        f'(* "*)" *)\nlet FORGED : thm = {FORGE};;\n',
-        Verdict.FAIL,
-        where=(2, 19),
+        "forged_theorem_without_a_proof_object",
+        "let FALSE_THM : thm = Obj.magic ([], `F`, 0);;\n",
+        (Verdict.FAIL, Verdict.CRASH),
+        fields=target("FALSE_THM", "F"),
     ),
     Cheat(
-        "quotation_with_lone_quote",
-        f'let q = `x"`;;\nlet FORGED : thm = {FORGE};;\nlet closing = "";;\n',
-        Verdict.FAIL,
-        where=(2, 19),
-    ),
-    # -- OCaml's ways around the kernel --------------------------------------------------------
-    Cheat(
-        "obj_through_stdlib",
-        "let FORGED : thm = Stdlib.Obj.magic (Some ([], `F`));;\n",
-        Verdict.FAIL,
-        where=(1, 19),
-        words="module Obj",
+        "forged_premise_used_by_real_rules",
+        "let FORGED : thm = Obj.magic ([], `1 = 2`, proof_of TRUTH);;\n"
+        "let ONE_IS_TWO = SYM (SYM FORGED);;\n",
+        (Verdict.FAIL,),
+        words="could not re-derive",
+        fields=target("ONE_IS_TWO", "1 = 2"),
     ),
     Cheat(
-        "obj_through_a_module_alias",
-        "module Mo = Obj;;\nlet FORGED : thm = Mo.magic (Some ([], `F`));;\n",
-        Verdict.FAIL,
-        where=(1, 0),
+        "library_theorem_mutated_in_place",
+        "Obj.set_field (Obj.repr TRUTH) 1 (Obj.repr `1 = 2`);;\n"
+        "let ONE_IS_TWO = EQ_MP (REFL `1 = 2`) TRUTH;;\n",
+        (Verdict.FAIL,),
+        fields=target("ONE_IS_TWO", "1 = 2"),
     ),
+    # -- axioms under other names ----------------------------------------------------------------
     Cheat(
-        "obj_through_a_functor",
-        "module Cast (Xs : sig end) = struct let cast = Obj.magic end;;\n",
-        Verdict.FAIL,
-        where=(1, 0),
-        words="a module definition",
-    ),
-    Cheat(
-        "obj_through_a_local_module",
-        "let cast x = let module Mo = Stdlib in Mo.Obj.magic x;;\n",
-        Verdict.FAIL,
-        where=(1, 13),
-        words="a local module",
-    ),
-    Cheat(
-        "obj_through_a_first_class_module",
-        "let m = (module Stdlib : sig val print_string : string -> unit end);;\n",
-        Verdict.FAIL,
-    ),
-    Cheat(
-        "obj_through_open", "let cast x = let open Obj in magic x;;\n", Verdict.FAIL, where=(1, 13)
-    ),
-    Cheat(
-        "external_identity",
-        "external cast : 'a -> 'b = \"%identity\";;\nlet FORGED : thm = cast (Some ([], `F`));;\n",
-        Verdict.FAIL,
-        where=(1, 0),
-        words="`external`",
-    ),
-    Cheat(
-        "unmarshal",
-        'let FORGED : thm = Marshal.from_string "" 0;;\n',
-        Verdict.FAIL,
-        where=(1, 19),
-    ),
-    Cheat(
-        "unsafe_string_mutation",
-        'let mutable_f = Bytes.unsafe_of_string "F";;\n',
-        Verdict.FAIL,
-        where=(1, 16),
-    ),
-    Cheat(
-        "gc_finaliser_runs_later",
-        "let () = Gc.finalise (fun _ -> ignore (new_axiom `F`)) (ref 0);;\n",
-        Verdict.FAIL,
-        where=(1, 9),
-    ),
-    Cheat(
-        "toplevel_itself",
-        "let toplevel = Toploop.toplevel_env;;\n",
-        Verdict.FAIL,
-        where=(1, 15),
-        words="module Toploop",
-    ),
-    # -- the machine -----------------------------------------------------------------------------
-    Cheat(
-        "sys_command_through_stdlib",
-        f'let _ = Stdlib.Sys.command "touch /tmp/{TRACE}-stdlib";;\n',
-        Verdict.FAIL,
-        where=(1, 8),
-        words="module Sys",
-    ),
-    Cheat(
-        "sys_command_home",
-        f'let _ = Sys.command "touch {HOME}/{TRACE}-home";;\n',
-        Verdict.FAIL,
-        where=(1, 8),
-    ),
-    Cheat(
-        "open_out_tmp",
-        f'let () = let oc = open_out "/tmp/{TRACE}-open-out" in output_string oc "x";;\n',
-        Verdict.FAIL,
-        where=(1, 18),
-        words="`open_out`",
-    ),
-    Cheat(
-        "temp_file",
-        f'let path = Filename.temp_file "{TRACE}" ".ml";;\n',
-        Verdict.FAIL,
-        where=(1, 11),
-    ),
-    Cheat(
-        "needs_outside_hol_light",
-        f'needs "../../../../../../tmp/{TRACE}.ml";;\n',
-        Verdict.FAIL,
-        where=(1, 6),
-        words="HOL Light's own library files",
-    ),
-    Cheat("needs_itself", 'needs "artifact.ml";;\n', Verdict.FAIL, where=(1, 6)),
-    Cheat(
-        "needs_later_in_the_file",
-        'let X = TRUTH;;\nneeds "Library/iter.ml";;\n',
-        Verdict.FAIL,
-        where=(2, 0),
-    ),
-    # camlp5 runs #load and #directory while it parses: refused before they run.
-    Cheat("directive_load", '#load "unix.cma";;\n', Verdict.FAIL, where=(1, 0)),
-    Cheat("directive_directory", '#directory "/tmp";;\n', Verdict.FAIL, where=(1, 0)),
-    # -- ending early, or with the report in disarray ---------------------------------------------
-    Cheat(
-        "exit_mid_file",
-        "let FINE = ARITH_RULE `1 + 1 = 2`;;\nexit 0;;\nlet NEVER = prove (`1 = 2`, ARITH_TAC);;\n",
-        Verdict.FAIL,
-        where=(2, 0),
-    ),
-    Cheat("exit_through_pervasives", "Pervasives.exit 0;;\n", Verdict.FAIL, where=(1, 0)),
-    Cheat(
-        "at_exit_hook",
-        'at_exit (fun () -> print_string "RESULT 0\\n");;\n',
-        Verdict.FAIL,
-        where=(1, 0),
-    ),
-    Cheat(
-        "prints_report_frames",
-        'print_string "\\nEND 0\\nRESULT 0\\n";;\nFormat.print_string "RESULT 0";;\n'
-        'failwith "stop here";;\n',
-        Verdict.FAIL,
-        words='Failure "stop here"',
-    ),
-    Cheat(
-        "output_that_raises",
-        "Format.set_formatter_output_functions (fun _ _ _ -> raise Exit) (fun () -> raise Exit);;\n"
-        "let ONE_IS_TWO = new_axiom `1 = 2`;;\n",
-        Verdict.FAIL,
-    ),
-    Cheat(
-        "axiom_then_two_megabytes_of_output",
-        "let ONE_IS_TWO = new_axiom `1 = 2`;;\n"
-        "let () = for i = 1 to 20000 do print_string (String.make 100 'x') done;;\n"
-        "let () = for i = 1 to 20000 do Format.print_string (String.make 100 'y') done;;\n",
-        Verdict.AXIOM,
-    ),
-    # -- memory as text ---------------------------------------------------------------------------
-    Cheat(
-        "fail_tac_out_of_memory",
-        'let ONE_IS_TWO = prove (`1 = 2`, FAIL_TAC "Out_of_memory");;\n',
-        Verdict.FAIL,
-    ),
-    Cheat("failure_out_of_memory", 'failwith "Out_of_memory";;\n', Verdict.FAIL),
-    Cheat("raise_out_of_memory", "let x : int = raise Out_of_memory;;\n", Verdict.FAIL),
-    # -- what a proof means ----------------------------------------------------------------------
-    Cheat(
-        "rebind_prove",
-        "let prove (tm, tac) = TRUTH;;\nlet ONE_IS_TWO = prove (`1 = 2`, ARITH_TAC);;\n",
-        Verdict.FAIL,
-        where=(1, 4),
-        words="rebinding `prove`",
-        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
-    ),
-    Cheat(
-        "rebind_the_goal_stack",
-        "let top_thm () = TRUTH;;\ng `1 = 2`;;\nlet ONE_IS_TWO = top_thm ();;\n",
-        Verdict.FAIL,
-        where=(1, 4),
-        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
-    ),
-    Cheat(
-        "rebind_a_kernel_rule",
-        "let REFL tm = TRUTH;;\nlet ONE_IS_TWO = REFL `1 = 2`;;\n",
-        Verdict.FAIL,
-        where=(1, 4),
-    ),
-    Cheat(
-        "rebind_a_library_name_after_needs",
-        'needs "Library/iter.ml";;\nlet ITER = TRUTH;;\n',
-        Verdict.FAIL,
-        where=(2, 4),
-    ),
-    Cheat(
-        "rebind_cheat_tac",
-        "let CHEAT_TAC = ALL_TAC;;\n",
-        Verdict.FAIL,
-        where=(1, 4),
-    ),
-    Cheat(
-        "prove_shadowed_locally",
-        "let ONE_IS_TWO = let prove (_, _) = TRUTH in prove (`1 = 2`, ARITH_TAC);;\n",
-        Verdict.WRONG_STATEMENT,
-        words="`ONE_IS_TWO` states: |- T",
-        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
-    ),
-    Cheat(
-        "a_theorem_type_of_its_own",
-        "type thm = Sequent of term list * term;;\nlet ONE_IS_TWO = Sequent ([], `1 = 2`);;\n",
-        Verdict.WRONG_STATEMENT,
-        words="is not a theorem",
-        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
-    ),
-    Cheat(
-        "notation_moves_the_target",
-        'override_interface ("*", `(+):num->num->num`);;\n'
-        "let TWO_IS_A_SQUARE = prove (`?n. n * n = 2`, EXISTS_TAC `1` THEN ARITH_TAC);;\n",
-        Verdict.WRONG_STATEMENT,
-        words="states: |- ?n. n + n = 2",
-        fields={"target": Target(name="TWO_IS_A_SQUARE", statement="?n. n * n = 2")},
-    ),
-    Cheat(
-        "interface_prints_f_as_t",
-        'override_interface ("T", `F`);;\nlet LIE = new_axiom `F`;;\n',
-        Verdict.AXIOM,
+        "an_axiom_nobody_binds",
+        "new_axiom `F`;;\nlet T1 = ARITH_RULE `1 + 1 = 2`;;\n",
+        (Verdict.AXIOM,),
         words="|- F",
-        fields={"allowed_axioms": ("|- T",)},
     ),
     Cheat(
-        "user_printer_lies",
-        'install_user_printer ("lie", fun fmt _ -> Format.pp_print_string fmt "T");;\n'
-        "let LIE = new_axiom `F`;;\n",
-        Verdict.FAIL,
-        where=(1, 0),
-        fields={"allowed_axioms": ("|- T",)},
+        "a_decision_procedure_rebound_to_mk_thm",
+        "let ARITH_RULE tm = mk_thm ([], tm);;\nlet ONE_IS_TWO = ARITH_RULE `1 = 2`;;\n",
+        (Verdict.AXIOM,),
+        fields=target("ONE_IS_TWO", "1 = 2"),
     ),
-    Cheat("install_printer_directive", "#install_printer print_num;;\n", Verdict.FAIL, (1, 0)),
-    # -- axioms by other names ---------------------------------------------------------------------
-    Cheat("mk_thm", "let ONE_IS_TWO = mk_thm ([], `1 = 2`);;\n", Verdict.AXIOM, words="|- 1 = 2"),
-    Cheat("kernel_new_axiom", "let ONE_IS_TWO = Hol.new_axiom `1 = 2`;;\n", Verdict.AXIOM),
     Cheat(
-        "cheat_tac_renamed",
-        "let MY_TAC = CHEAT_TAC;;\nlet ONE_IS_TWO = prove (`1 = 2`, MY_TAC);;\n",
-        Verdict.PLACEHOLDER,
+        "cheat_tac_rebound_so_no_placeholder_is_seen",
+        "let CHEAT_TAC = fun (asl, w) -> ACCEPT_TAC (mk_thm ([], w)) (asl, w);;\n"
+        "let ONE_IS_TWO = prove (`1 = 2`, CHEAT_TAC);;\n",
+        (Verdict.AXIOM, Verdict.PLACEHOLDER),
+        fields=target("ONE_IS_TWO", "1 = 2"),
     ),
-    # -- soundness bugs of the OCaml in the image (4.13) ------------------------------------------
-    Cheat(  # ocaml/ocaml#7241: the guard swaps what the compiled match already tested
-        "guard_mutates_the_matched_record",
-        "type slot = Fake of (term list * term) option | Real of thm;;\n"
-        "type cell = {mutable slot : slot};;\n"
-        "let forge tm = let c = {slot = Real TRUTH} in match c with\n"
-        "  | {slot = Fake _} -> TRUTH\n"
-        "  | _ when (c.slot <- Fake (Some ([], tm)); false) -> TRUTH\n"
-        "  | {slot = Real th} -> th;;\n"
-        "let ONE_IS_TWO = forge `1 = 2`;;\n",
-        Verdict.FAIL,
-        where=(5, 11),
-        words="ocaml/ocaml#7241",
-        fields={"target": Target(name="ONE_IS_TWO", statement="1 = 2")},
+    Cheat(
+        "a_kernel_of_its_own",
+        'loads "fusion.ml";;\nlet ONE_IS_TWO = Hol.new_axiom `1 = 2`;;\n',
+        (Verdict.FAIL, Verdict.WRONG_STATEMENT),
+        fields=target("ONE_IS_TWO", "1 = 2"),
     ),
-    Cheat(  # ocaml/ocaml#13579: GADTs and non-injective types
-        "gadt_constructor",
-        "type _ t = Thm : thm t | Num : int t;;\n",
-        Verdict.FAIL,
-        where=(1, 11),
-        words="ocaml/ocaml#13579",
+    # -- the target's meaning --------------------------------------------------------------------
+    Cheat(
+        "a_constant_stands_for_the_targets_free_variable",
+        "let x = new_definition `x = 1`;;\nlet X_IS_ONE = x;;\n",
+        (Verdict.WRONG_STATEMENT,),
+        fields=target("X_IS_ONE", "x = 1"),
+    ),
+    Cheat(
+        "notation_changed_before_the_target_is_read",
+        'override_interface ("+", `( * ):num->num->num`);;\n'
+        "let ONE_PLUS_ONE = ARITH_RULE `1 + 1 = 1`;;\n",
+        (Verdict.WRONG_STATEMENT,),
+        words="1 * 1 = 1",
+        fields=target("ONE_PLUS_ONE", "1 + 1 = 1"),
+    ),
+    Cheat(
+        "parse_term_rebound",
+        "let parse_term _ = `T`;;\nlet ONE_IS_TWO = TRUTH;;\n",
+        (Verdict.WRONG_STATEMENT,),
+        fields=target("ONE_IS_TWO", "1 = 2"),
+    ),
+    Cheat(
+        "a_theorem_with_hypotheses",
+        "let ONE_IS_TWO = ASSUME `1 = 2`;;\n",
+        (Verdict.WRONG_STATEMENT,),
+        words="hypotheses",
+        fields=target("ONE_IS_TWO", "1 = 2"),
+    ),
+    # -- the kit's own channel -------------------------------------------------------------------
+    Cheat(
+        "a_shell_writes_the_kits_frames_then_the_file_fails",
+        "Sys.command \"for f in /proc/$PPID/fd/*; do printf 'END 0\\nRESULT 0\\n' > $f; done\";;\n"
+        'failwith "stop here";;\n',
+        (Verdict.FAIL,),
+    ),
+    Cheat(
+        "a_shell_writes_the_kits_frames_then_the_file_exits",
+        "Sys.command \"for f in /proc/$PPID/fd/*; do printf 'END 0\\nRESULT 0\\n' > $f; done\";;\n"
+        "exit 0;;\n",
+        (Verdict.FAIL,),
     ),
 ]
 
@@ -344,68 +165,69 @@ def hol(request) -> HolLight:
     return HolLight(session_checker(request, request.param))  # one worker per backend per session
 
 
-@pytest.fixture(autouse=True)
-def no_traces():
-    """Whatever the check did, nothing it aimed at outside the work dir exists afterwards."""
-    for path in _traces():  # left by an earlier run of a broken kit: start clean
-        Path(path).unlink()
-    yield
-    assert _traces() == []
+def check(hol: HolLight, cheat: Cheat, **more: Any) -> CheckResult:
+    return hol.check(cheat.name + ".ml", content=cheat.content, **{**cheat.fields, **more})
 
 
-def _traces() -> list[str]:
-    return sorted(path for pattern in TRACE_GLOBS for path in glob.glob(pattern))
-
-
-def check(hol, cheat: Cheat) -> CheckResult:
-    return hol.check(f"{cheat.name}.ml", content=cheat.content, **cheat.fields)
-
-
-@pytest.mark.parametrize("cheat", CHEATS, ids=lambda cheat: cheat.name)
+@pytest.mark.parametrize("cheat", CHEATS, ids=lambda c: c.name)
 def test_no_cheat_passes(hol, cheat):
     result = check(hol, cheat)
-    assert result.verdict is not Verdict.PASS
-    assert result.verdict is cheat.verdict, result.diagnostics
-    assert result.provenance.attempts == 1  # the artifact's verdict, never an infra error
-    if cheat.where is not None or cheat.words is not None:
-        [diagnostic] = result.diagnostics
-        if cheat.where is not None:
-            assert (diagnostic.line, diagnostic.column) == cheat.where, diagnostic
-        if cheat.words is not None:
-            assert cheat.words in diagnostic.message, diagnostic
+    assert result.verdict in cheat.verdicts, result.diagnostics
+    assert result.provenance.attempts == 1  # never an infra error
+    if cheat.words:
+        said = " ".join(d.message for d in result.diagnostics) + " ".join(result.assumptions)
+        assert cheat.words in said
 
 
-def test_a_guard_over_tuples_and_variants_is_no_cheat(hol):
-    """Only guards over records, arrays and lazy values are refused: the usual ones stay."""
-    content = (
-        "let rec first_pos = function [] -> 0 | x :: _ when x > 0 -> x | _ :: t -> first_pos t;;\n"
-        "let THREE = prove (`3 = 3`, REFL_TAC);;\n"
-        "let _ = match (first_pos [0; 3], Some 1) with (n, Some _) when n > 1 -> () | _ -> failwith"
-        ' "guard";;\n'
+def test_a_forged_theorem_is_listed_as_what_the_replay_derived(hol):
+    """Without a target the forgery is no lie: the record says |- T, the one thing it proved."""
+    result = hol.check(
+        "forged.ml", content=CONFUSE + "let FALSE_THM = forge ([], `F`, proof_of TRUTH);;\n"
     )
-    result = hol.check("guards.ml", content=content, target=Target(name="THREE", statement="3 = 3"))
-    assert result.verdict is Verdict.PASS, result.diagnostics
-
-
-def test_memory_is_read_from_the_process_not_from_its_text(hol):
-    # A real exhaustion: the address-space limit (local) or the cgroup's OOM killer (docker).
-    grow = "let rec grow acc = grow (Array.make 1000000 0 :: acc);;\nlet _ = grow [];;\n"
-    result = hol.check("grow.ml", content=grow)
-    assert result.verdict is Verdict.MEMORY, result.diagnostics
-    assert "memory" in result.diagnostics[0].message
-    after = hol.check("fine.ml", content="let X = ARITH_RULE `1 + 1 = 2`;;\n")
-    assert after.verdict is Verdict.PASS  # the worker survived its child
-
-
-def test_what_a_file_proved_is_listed_from_the_kernel(hol):
-    # Names bound to theorems and what they state, as the kernel holds them: not what any printer
-    # or the file's own comments say.
-    content = (
-        "(* proves 1 = 2 *)\n"
-        'override_interface ("T", `F`);;\n'
-        "let ONE_IS_TWO = let prove (_, _) = TRUTH in prove (`1 = 2`, ARITH_TAC);;\n"
-        "let NOT_A_THEOREM = 3;;\n"
-    )
-    result = hol.check("lists.ml", content=content)
     assert result.verdict is Verdict.PASS
-    assert result.details["theorems"] == [{"name": "ONE_IS_TWO", "statement": "|- T"}]
+    assert result.trust is Trust.REPLAYED
+    assert result.details["theorems"] == [{"name": "FALSE_THM", "statement": "|- T"}]
+
+
+def test_a_setsid_process_dies_with_its_check(hol):
+    marker = "987.654321"
+    result = hol.check(
+        "escape.ml",
+        content=f"Sys.command \"setsid sh -c 'sleep {marker}' > /dev/null 2>&1 &\";;\n"
+        'Sys.command "sleep 1";;\nlet T1 = ARITH_RULE `1 + 1 = 2`;;\n',
+    )
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a process the check started outlived it"
+    assert hol.check("after.ml", content="let T2 = ARITH_RULE `2 + 2 = 4`;;\n").verdict is (
+        Verdict.PASS
+    )
+
+
+def test_a_check_that_kills_itself_is_a_crash_not_memory(hol):
+    result = hol.check("suicide.ml", content="Unix.kill (Unix.getpid ()) Sys.sigkill;;\n")
+    assert result.verdict is Verdict.CRASH, result.diagnostics
+
+
+def test_a_type_whose_name_has_a_space_is_reported_not_an_infra_error(hol):
+    result = hol.check(
+        "spaced.ml",
+        content='new_type ("odd name", 0);;\nlet R = REFL (mk_var ("x", mk_type ("odd name", [])));;\n',
+    )
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert result.details["types"] == [{"name": "odd name", "arity": 0}]
+
+
+@pytest.mark.parametrize("backend", ["local"])
+def test_a_check_that_kills_its_worker_is_judged_by_a_control_check(request, backend):
+    """The worker dies with the check: a control file on a fresh worker passes, so the verdict
+    is the artifact's (crash), not an infra error retried until it sticks."""
+    hol = HolLight(session_checker(request, backend))
+    result = hol.check(
+        "killer.ml", content="Unix.kill (Unix.getppid ()) Sys.sigkill;;\nlet T = TRUTH;;\n"
+    )
+    assert result.verdict is Verdict.CRASH, result.diagnostics
+    assert result.provenance.attempts == 1
+    assert hol.check("after.ml", content="let T = ARITH_RULE `1 + 1 = 2`;;\n").verdict is (
+        Verdict.PASS
+    )

@@ -1,26 +1,21 @@
-"""HOL Light adapter: a forkserver loads HOL Light once and checks each file in a forked child.
+"""HOL Light adapter: a verdict rests on a replay of the file's proofs by HOL Light's own kernel.
 
-Loading `hol.ml` takes minutes, so the warm worker (forkserver.py, server.ml) boots once per
-sandbox and forks one child per check: every check starts from the same pristine parent, and
-nothing a check defines, overloads or prints survives it.
-
-What decides a verdict (server.ml, protocol.py):
-- Before anything runs, the child parses the file with HOL Light's own front end and walks every
-  phrase: only `let` bindings and expressions over identifiers HOL Light's toplevel binds (less a
-  deny-list: Obj, Marshal, Sys, Unix, the toplevel, file I/O, loaders, `exit`, `unsafe_*`, ...)
-  or the file binds itself; no modules, `open`, `external`, classes; no rebinding of a name
-  HOL Light binds. Anything else is `fail` at the offending identifier. `needs` of HOL Light's
-  own library files is allowed as the first phrases only. Two soundness bugs of the image's
-  OCaml 4.13 are closed the same way: a `when` guard in a match whose patterns read records,
-  arrays or lazy values (#7241) and GADT constructors (#13579) are refused.
-- The child reports on a pipe the artifact cannot reach: where it stopped, and once the file ran
-  to its end, the axioms (`new_axiom`, `mk_thm`; CHEAT_TAC's as placeholders), definitions and
-  the theorems it bound (name and statement), read from the kernel and the toplevel environment.
-- Time and memory come from the server's deadline, the child's exit status, the cgroup's OOM
-  kills and an out-of-memory exception at the address-space limit, never from printed text.
-- With a target, the named theorem must be bound by the file, have no hypotheses, and state the
-  target (parsed by HOL Light after the file, with HOL Light's own notation) up to renaming of
-  bound and type variables; otherwise `wrong_statement`.
+Two servers, each in a sandbox of its own (forkserver.py):
+- the worker (server.ml) loads HOL Light once, with its kernel swapped for one that records,
+  in every theorem, the primitive inference that made it (recording_fusion.ml: HOL Light's
+  fusion.ml with proofs attached), and checks each file in a forked child. When a file ran to
+  its end, the child writes the proofs of every theorem it bound and every axiom it made
+  (export.ml); the worker also parses the target, before the file runs, in its pristine state;
+- the replayer (replay.ml, replay_server.ml) is HOL Light's unmodified lib.ml and fusion.ml
+  compiled with a reader of those exports, and nothing else. It re-derives the library once
+  (from the three axioms, every declaration and definition, in order) and each check's export
+  in a forked child, and says what it derived: each named theorem's statement, the axioms and
+  definitions under it, whether it states the target (read while only the library exists, so
+  that a constant the file defines cannot stand for one of its names).
+A theorem the replay cannot derive is not a pass, whatever the file's process said
+(`Trust.REPLAYED`). The file's code runs only in the worker's child, contained by the sandbox:
+nothing in the language is refused; everything a check started is killed after it; a file
+that breaks its worker is judged by a control check on a fresh one.
 
 Options: `placeholder` (names, default CHEAT_TAC: allowed in statement mode, a `placeholder`
 verdict in proof mode) and `preload` (libraries such as Library/prime.ml a warm parent loads
@@ -33,10 +28,11 @@ from __future__ import annotations
 from runner.core.errors import BadRequest
 from runner.core.models import Outcome
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
+from runner.provers.common.server import SandboxServer, ServerFailed
 from runner.provers.hol_light import forkserver, source
 from runner.provers.hol_light.options import HolLightOptions
 
-VERSION = "4"  # 4: guards that OCaml 4.13 miscompiles (#7241) and GADTs (#13579) refused
+VERSION = "5"  # 5: proofs recorded and replayed by HOL Light's kernel alone; no refusals
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
 
@@ -61,21 +57,40 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     refusal = forkserver.refused(request)
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
         return refusal
+    spec = forkserver.server_spec(HOL_DIR)
     # One worker serves every preload set: it forks a preloaded parent per set on demand.
-    server = sandboxes.server(forkserver.server_spec(HOL_DIR))
-    return forkserver.check_on(server, request)
+    server = sandboxes.server(spec)
+    try:
+        return _check_on(server, request, sandboxes)
+    except ServerFailed as failure:
+        server.retire()
+        fresh: list[SandboxServer] = []
+
+        def on_fresh(what: ResolvedRequest) -> Outcome:
+            if not fresh or fresh[0].retired:
+                fresh[:] = [sandboxes.server(spec)]
+            try:
+                return _check_on(fresh[0], what, sandboxes)
+            except ServerFailed:
+                fresh[0].retire()
+                raise
+
+        return forkserver.after_failure(
+            failure,
+            control=lambda: on_fresh(forkserver.control_request(request)),
+            again=lambda: on_fresh(request),
+        )
+
+
+def _check_on(server: SandboxServer, request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    # The replayer's library is read from the worker before the file runs on it.
+    spec = forkserver.replayer_spec(HOL_DIR, forkserver.read_boot(server), server)
+    return forkserver.check_on(server, request, lambda: sandboxes.server(spec))
 
 
 def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
-    """Files refused before they run are decided here; the rest go to the worker in one batch."""
-    outcomes: list[Outcome | None] = [forkserver.refused(request) for request in requests]
-    waiting = [index for index, outcome in enumerate(outcomes) if outcome is None]
-    if waiting:
-        server = sandboxes.server(forkserver.server_spec(HOL_DIR))
-        replies = forkserver.check_many_on(server, [requests[index] for index in waiting])
-        for index, outcome in zip(waiting, replies, strict=True):
-            outcomes[index] = outcome
-    return outcomes
+    """One after the other on one worker: a check's export must be read before the next runs."""
+    return [check(request, sandboxes) for request in requests]
 
 
 ADAPTER = ProverAdapter(
@@ -89,5 +104,5 @@ ADAPTER = ProverAdapter(
     targets=True,
     validate=validate,
     check_batch=check_batch,
-    description="HOL Light .ml files, each run in a fork of a loaded HOL Light",
+    description="HOL Light .ml files, run in a fork of a loaded HOL Light, proofs replayed by its kernel",
 )

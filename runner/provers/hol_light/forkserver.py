@@ -1,27 +1,49 @@
-"""The warm worker: HOL Light loaded once in a server (server.ml), each check in a forked child.
+"""Two servers: the worker (HOL Light loaded once with a proof-recording kernel, each check in a
+forked child: server.ml) and the replayer (HOL Light's unmodified kernel and nothing else, in a
+sandbox of its own, which re-derives what a check exported: replay.ml). A verdict on a file that
+ran to its end is what the replayer derived.
 
-The kit side is the shared SandboxServer: this module only frames a request, says how the server
-starts, and reads its boot line. A cold check is the same server booted for that one request.
+The kit side is the shared SandboxServer: this module frames requests, says how each server
+starts, reads their boot lines, and decides what a worker that died during a check means (a
+control check on a fresh worker: the artifact's doing if the control passes). A cold check is
+the same servers booted for that one request.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import secrets
-from dataclasses import dataclass
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from importlib.resources import files
 
 from runner.backends.base import Sandbox
 from runner.core.errors import BackendUnavailable
-from runner.core.models import Diagnostic, Outcome, Verdict
+from runner.core.models import CheckRequest, Diagnostic, Outcome, Verdict
 from runner.provers.base import ResolvedRequest
-from runner.provers.common.server import SandboxServer, ServerSpec
+from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec, ServerTimeout
 from runner.provers.hol_light import protocol, source
 from runner.provers.hol_light.options import HolLightOptions
 
 SERVER_FILE = "server.ml"
+WORKER_FILES = (SERVER_FILE, "recording_fusion.ml", "export.ml")
+REPLAYER_FILES = ("replay.ml", "replay_server.ml", "build_replay.sh")
+LIBRARY_FILE = "library.export"
+EXPORT_FILE = "proof.export"
 BOOT_LOG = "boot.log"
+BUILD_LOG = "build.log"
 BOOT_MARKER = b"\n@@BOOT "
+REPLAYER_READY = b"READY "
+REPLAYER_BOOT_TIMEOUT_S = 900
+# HOL Light's axioms: ETA_AX, SELECT_AX, INFINITY_AX. A library with any other is not HOL Light's.
+LIBRARY_AXIOMS = 3
+# A file that checks on any working worker: when a worker dies during a check, this decides whose
+# fault it was.
+CONTROL = "let prooflock_control = ARITH_RULE `1 + 1 = 2`;;\n"
 # Loading hol.ml takes about 3 minutes on a quiet machine; a busy one needs more.
 BOOT_TIMEOUT_S = 1200
 # Beyond the check's own timeout: the reply's way back, and loading a declared library set.
@@ -30,17 +52,76 @@ PRELOAD_LIMIT_S = 900
 BOOT_ERROR = re.compile(r"^(Error|Exception:).*$", re.MULTILINE)
 
 
+def _files(names: tuple[str, ...]) -> dict[str, bytes]:
+    return {name: files(__package__).joinpath(name).read_bytes() for name in names}
+
+
 def server_spec(hol_dir: str) -> ServerSpec:
     return ServerSpec(
         name="HOL Light worker",
         argv=[f"{hol_dir}/ocaml", SERVER_FILE],
         ready=BOOT_MARKER,
         boot_timeout_s=BOOT_TIMEOUT_S,
-        files={SERVER_FILE: files(__package__).joinpath(SERVER_FILE).read_bytes()},
+        files=_files(WORKER_FILES),
         env={"HOLLIGHT_DIR": hol_dir},
         boot_note="loading HOL Light takes about 3 min",
         explain_failure=lambda sandbox: boot_failure(_read_log(sandbox)),
     )
+
+
+# The replayer each worker's library needs, read from the worker before any file ran on it (a
+# check could rewrite the file afterwards): one per worker, shared by digest.
+_specs_by_worker: weakref.WeakKeyDictionary[SandboxServer, ServerSpec] = weakref.WeakKeyDictionary()
+_specs_by_digest: dict[tuple[str, str], ServerSpec] = {}
+
+
+def replayer_spec(hol_dir: str, boot: Boot, worker: SandboxServer) -> ServerSpec:
+    """The replayer for the library this worker exported at boot."""
+    if worker in _specs_by_worker:
+        return _specs_by_worker[worker]
+    if worker.served:  # a file ran on it already: its library file is no longer evidence
+        worker.retire()
+        raise BackendUnavailable("the HOL Light worker's library was not read before its checks")
+    key = (hol_dir, boot.library_digest)
+    if key not in _specs_by_digest:
+        assert worker.sandbox is not None
+        library = worker.sandbox.read_file(LIBRARY_FILE)
+        if hashlib.md5(library).hexdigest() != boot.library_digest:  # noqa: S324 - OCaml's Digest
+            worker.retire()
+            raise BackendUnavailable("the HOL Light worker's library export is not the one it made")
+        _specs_by_digest.clear()  # one library at a time: each holds the whole library's proofs
+        command = f"sh build_replay.sh > {BUILD_LOG} 2>&1 && exec ./replay {LIBRARY_FILE}"
+        _specs_by_digest[key] = ServerSpec(
+            name="HOL Light replayer",
+            argv=["sh", "-c", command],
+            ready=REPLAYER_READY,
+            boot_timeout_s=REPLAYER_BOOT_TIMEOUT_S,
+            files={**_files(REPLAYER_FILES), LIBRARY_FILE: library},
+            env={"HOLLIGHT_DIR": hol_dir},
+            key=boot.library_digest,
+            boot_note="building HOL Light's kernel alone and re-deriving its library",
+            explain_failure=_replayer_failure,
+        )
+    _specs_by_worker[worker] = _specs_by_digest[key]
+    return _specs_by_digest[key]
+
+
+def _replayer_failure(sandbox: Sandbox) -> str:
+    try:
+        log = sandbox.read_file(BUILD_LOG).decode("utf-8", errors="replace").strip()
+    except (OSError, BackendUnavailable):
+        log = ""
+    tail = " ".join(log.splitlines()[-3:])[:300]
+    return f"the HOL Light replayer did not start: {tail or 'no output'}"
+
+
+def read_replayer(server: SandboxServer) -> None:
+    """The replayer's `READY <records> <theorems> <axioms> <ms>`: its library must rest on HOL
+    Light's three axioms and no other."""
+    fields = server.ready_line.decode("utf-8", errors="replace").split()
+    if len(fields) != 4 or not all(f.isdigit() for f in fields) or int(fields[2]) != LIBRARY_AXIOMS:
+        server.retire()
+        raise BackendUnavailable(f"the HOL Light replayer's library is not HOL Light's: {fields}")
 
 
 def reply_timeout(request: ResolvedRequest, preload: list[str]) -> float:
@@ -54,17 +135,26 @@ def reply_timeout(request: ResolvedRequest, preload: list[str]) -> float:
 class Boot:
     ms: int
     hol_version: str
+    library_length: int
+    library_digest: str
     work_dir: str
 
 
 def read_boot(server: SandboxServer) -> Boot:
-    """The server's `@@BOOT ok|failed <ms> <version> <dir>` line; raises BackendUnavailable."""
-    fields = server.ready_line.decode("utf-8", errors="replace").strip().split(" ", 3)
+    """The worker's `@@BOOT ok|failed <ms> <version> <library_length> <library_digest> <dir>`
+    line; raises BackendUnavailable."""
+    fields = server.ready_line.decode("utf-8", errors="replace").strip().split(" ", 5)
     log = boot_log(server)
-    if len(fields) != 4 or fields[0] != "ok" or BOOT_ERROR.search(log):
+    if len(fields) != 6 or fields[0] != "ok" or not fields[3].isdigit() or BOOT_ERROR.search(log):
         server.retire()
         raise BackendUnavailable(boot_failure(log))
-    return Boot(ms=int(fields[1]), hol_version=fields[2], work_dir=fields[3])
+    return Boot(
+        ms=int(fields[1]),
+        hol_version=fields[2],
+        library_length=int(fields[3]),
+        library_digest=fields[4],
+        work_dir=fields[5],
+    )
 
 
 def boot_failure(log: str) -> str:
@@ -124,41 +214,92 @@ def frame(request: ResolvedRequest) -> Framed:
     return Framed(nonce, data, reply_timeout(request, preload))
 
 
+Replayer = Callable[[], SandboxServer]
+
+
 def judge_reply(
-    server: SandboxServer, boot: Boot, request: ResolvedRequest, raw: bytes, framed: Framed
+    server: SandboxServer,
+    boot: Boot,
+    request: ResolvedRequest,
+    raw: bytes,
+    framed: Framed,
+    replayer: Replayer,
 ) -> Outcome:
     try:
         reply = protocol.parse_reply(raw, framed.nonce)
-        outcome = protocol.outcome_from_reply(reply, request, boot.work_dir)
     except protocol.MalformedReply as exc:
         server.retire()
-        raise BackendUnavailable(f"the HOL Light worker sent a bad reply: {exc}") from None
+        raise ServerFailed(f"the HOL Light worker sent a bad reply: {exc}") from None
+    outcome = protocol.stopped_outcome(reply, request, boot.work_dir)
+    replay_ms: int | None = None
+    if outcome is None:
+        assert server.sandbox is not None
+        export = server.sandbox.read_file(EXPORT_FILE)
+        clock = time.monotonic()
+        replayed = replay(replayer(), export, reply, request)
+        replay_ms = int((time.monotonic() - clock) * 1000)
+        outcome = protocol.replayed_outcome(reply, replayed, request)
     outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
+    if replay_ms is not None:
+        outcome.worker["replay_ms"] = replay_ms
+        outcome.worker["export_bytes"] = len(export)
+        records = replayed.get("records")
+        outcome.worker["replayed_records"] = records if isinstance(records, int) else None
+    if reply.swept:
+        outcome.worker["swept_processes"] = reply.swept
     return outcome
 
 
-def check_on(server: SandboxServer, request: ResolvedRequest) -> Outcome:
-    """Check one file on a started server: send the framed request, read and judge the reply."""
+def replay(
+    server: SandboxServer, export: bytes, reply: protocol.Reply, request: ResolvedRequest
+) -> dict[str, object]:
+    """The replayer's account of one export (a JSON object, see replay.ml)."""
+    read_replayer(server)
+    target = b"" if reply.target.startswith(b"!") else reply.target
+    timeout_ms = request.timeout_s * 1000
+    header = f"CHECK {len(export)} {len(target)} {timeout_ms}\n".encode()
+    raw = server.exchange(header + export + target, b"\n", request.timeout_s + REPLY_SLACK_S)
+    try:
+        answer = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        server.retire()
+        raise ServerFailed("the HOL Light replayer sent a bad reply")
+    return answer
+
+
+def check_on(server: SandboxServer, request: ResolvedRequest, replayer: Replayer) -> Outcome:
+    """Check one file on a started worker: send the framed request, read the reply, replay."""
     boot = read_boot(server)
     framed = frame(request)
     raw = server.exchange(framed.data, protocol.done_marker(framed.nonce), framed.timeout_s)
-    return judge_reply(server, boot, request, raw, framed)
+    return judge_reply(server, boot, request, raw, framed, replayer)
 
 
-def check_many_on(server: SandboxServer, requests: list[ResolvedRequest]) -> list[Outcome | None]:
-    """Several files in one go: every request frame is sent at once (the server reads them in
-    turn, each checked in its own fork), then the replies are read in order. A server that dies
-    part way leaves the rest undecided (None), for the core to check again in smaller batches."""
-    boot = read_boot(server)
-    framed = [frame(request) for request in requests]
-    for one in framed:
-        server.send(one.data)
-    outcomes: list[Outcome | None] = [None] * len(requests)
-    for index, (request, one) in enumerate(zip(requests, framed, strict=True)):
-        try:
-            raw = server.read_until(protocol.done_marker(one.nonce), one.timeout_s)
-        except BackendUnavailable:
-            break
-        server.count_checks()
-        outcomes[index] = judge_reply(server, boot, request, raw, one)
-    return outcomes
+def control_request(request: ResolvedRequest) -> ResolvedRequest:
+    control = CheckRequest(prover="hol-light", mode="proof", name="control.ml", content=CONTROL)
+    return replace(request, request=control)
+
+
+def after_failure(
+    failure: ServerFailed, control: Callable[[], Outcome], again: Callable[[], Outcome]
+) -> Outcome:
+    """A server died or hung during this artifact's check. A known-good control check on fresh
+    servers decides whose fault that was: if the control does not pass, the machine's (infra);
+    if it passes, the artifact is checked once more on those fresh servers, and when it breaks
+    them too the verdict is its own (timeout when the worker stopped answering, else crash)."""
+    try:
+        verdict = control().verdict
+    except BackendUnavailable as exc:
+        raise BackendUnavailable(f"{failure}; and a control check failed too: {exc}") from None
+    if verdict != Verdict.PASS:
+        raise BackendUnavailable(f"{failure}; and a control check did not pass ({verdict.value})")
+    try:
+        return again()
+    except ServerFailed as second:
+        if isinstance(second, ServerTimeout):
+            message = f"the check stopped its HOL Light worker from answering ({second})"
+            return Outcome(verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)])
+        message = f"the check broke its HOL Light worker twice ({second}); a control check passed"
+        return Outcome(verdict=Verdict.CRASH, diagnostics=[Diagnostic(message=message)])

@@ -1,21 +1,28 @@
-"""The forkserver's wire format (see server.ml), and what a reply means: an Outcome.
+"""The worker's wire format (see server.ml), the replayer's (replay_server.ml), and what the two
+mean together: an Outcome.
 
 A request is a header line, the file, then the target statement (if any). A reply is
-`\\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <dir>\\n`, the report,
-then `\\n@@<nonce> DONE\\n`. The report is the kit's own account of the check, frames
-`<TAG> <length>\\n<payload>` that the checking child wrote on a pipe the artifact cannot reach:
-where it stopped, why, the axioms, definitions and theorems it left, the target's comparison.
-What the artifact printed is not in the reply at all. Memory and time come from how the child
-ended (its status, the server's deadline, the cgroup's OOM-kill count, an out-of-memory exception
-under the address-space limit), never from text.
+`\\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <target_length>
+<export_length> <swept> <dir>\\n`, the report, the target, then `\\n@@<nonce> DONE\\n`. The
+report is the checking child's account, frames `<TAG> <length>\\n<payload>`: where it stopped and
+why. The target is the target statement as HOL Light parsed it in the pristine worker before the
+child started (a proof-export term, or `!` and why there is none). The child's proofs wait in the
+worker's `proof.export`.
+
+The verdict of a file that ran to its end rests on the replay: the export re-derived by HOL
+Light's unmodified kernel in a process that never ran the file (one JSON line back: the
+theorems with the axioms and definitions under each, and whether the target is stated). What
+the child said can only make a check fail; memory and time come from how processes ended, never
+from text.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from runner.core.models import Diagnostic, JsonValue, Outcome, Target, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Target, Trust, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.hol_light import source
@@ -59,6 +66,9 @@ class Reply:
     parent: str  # plain or preloaded
     oom: str  # oom (the cgroup killed something during the check), none, unknown
     check_dir: str
+    target: bytes = b""  # the target's export, or b"!" and why the statement is none
+    export_length: int = 0  # bytes in proof.export; -1: too large to replay
+    swept: int = 0  # processes the check left behind, killed after it
     events: list[tuple[str, str]] = field(default_factory=list)
 
     def payloads(self, tag: str) -> list[str]:
@@ -77,17 +87,27 @@ def parse_reply(raw: bytes, nonce: str) -> Reply:
     start = raw.find(head)
     if start < 0:
         raise MalformedReply("no reply header")
-    line_end = raw.index(b"\n", start + len(head))
-    fields = raw[start + len(head) : line_end].decode().split(" ", 6)
-    if len(fields) != 7 or not fields[5].isdigit():
+    line_end = raw.find(b"\n", start + len(head))
+    if line_end < 0:
+        raise MalformedReply("a reply header without its end")
+    fields = raw[start + len(head) : line_end].decode(errors="replace").split(" ", 9)
+    numbers = (fields[1], fields[2], fields[5], fields[6], fields[8]) if len(fields) == 10 else ()
+    if not numbers or not all(n.isdigit() for n in numbers) or not _integer(fields[7]):
         raise MalformedReply(f"bad reply header {fields!r}")
-    status, code, cpu_ms, parent, oom, length, check_dir = fields
+    status, code, cpu_ms, parent, oom, length, target_length, export, swept, check_dir = fields
     reply = Reply(status, int(code), int(cpu_ms), parent, oom, check_dir)
-    report = raw[line_end + 1 : line_end + 1 + int(length)]
-    if raw[line_end + 1 + int(length) :] != done_marker(nonce):
+    report_end = line_end + 1 + int(length)
+    target_end = report_end + int(target_length)
+    if raw[target_end:] != done_marker(nonce):
         raise MalformedReply("the report is not followed by the end of the reply")
-    reply.events = parse_report(report)
+    reply.events = parse_report(raw[line_end + 1 : report_end])
+    reply.target = raw[report_end:target_end]
+    reply.export_length, reply.swept = int(export), int(swept)
     return reply
+
+
+def _integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()
 
 
 def parse_report(report: bytes) -> list[tuple[str, str]]:
@@ -97,7 +117,7 @@ def parse_report(report: bytes) -> list[tuple[str, str]]:
         if header_end < 0:
             raise MalformedReply("a report frame without a header")
         tag, _, length = report[at:header_end].decode(errors="replace").partition(" ")
-        if not length.isdigit():
+        if not length.isdigit():  # the server keeps only well-formed frames
             raise MalformedReply(f"a report frame with a bad header {tag!r} {length!r}")
         end = header_end + 1 + int(length)
         events.append((tag, report[header_end + 1 : end].decode("utf-8", errors="replace")))
@@ -105,8 +125,9 @@ def parse_report(report: bytes) -> list[tuple[str, str]]:
     return events
 
 
-def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) -> Outcome:
-    """The verdict: pass only when the whole file ran, to its end, and added no axiom."""
+def stopped_outcome(reply: Reply, request: ResolvedRequest, work_dir: str) -> Outcome | None:
+    """The verdict of a file that did not run to its end (or left nothing to replay); None when it
+    did, and its proofs wait in the export."""
     content = request.content
     clean = _Normalizer(reply.check_dir, work_dir)
     phrase = _last_phrase(reply)
@@ -116,8 +137,6 @@ def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) ->
         return Outcome(
             verdict=Verdict.TIMEOUT, diagnostics=[_at_phrase(message, phrase, content)], cpu_ms=cpu
         )
-    if reply.has("REFUSED"):
-        return _refused(reply.payloads("REFUSED")[-1], content, cpu)
     if reply.has("SYNTAX"):
         return _failed(reply, clean(reply.payloads("SYNTAX")[-1]), None, content)
     if reply.has("MEMORY"):  # Out_of_memory raised with the process at its address-space limit
@@ -128,14 +147,11 @@ def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) ->
     if reply.has("FAILED"):
         return _failed(reply, clean(reply.payloads("FAILED")[-1]), phrase, content)
     if reply.has("OVERFLOW"):
-        message = "the file made more theory than the kit can report; it was not judged"
+        message = "the check's report was not readable (too long or malformed); it was not judged"
         return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
-    if reply.has("RESULT") and not reply.has("UNREPORTABLE"):
-        return _finished(reply, request)
     if reply.status == "signaled":
-        # Only the kernel kills a check (the server's own kill is the timeout, and a checked file
-        # cannot send signals): SIGKILL is the OOM killer unless the cgroup's count says not.
-        if reply.code == SIGKILL and reply.oom != "none":
+        # A SIGKILL is the OOM killer only when the cgroup's count says so; unknown is a crash.
+        if reply.code == SIGKILL and reply.oom == "oom":
             limit = request.limits.memory_mb
             verdict, reason = Verdict.MEMORY, f"killed for memory (limit {limit} MB)"
         else:
@@ -145,13 +161,33 @@ def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) ->
             diagnostics=[_at_phrase(f"HOL Light {reason}", phrase, content)],
             cpu_ms=cpu,
         )
+    if reply.has("FOREIGN"):
+        names = ", ".join(f"`{n}`" for n in reply.payloads("FOREIGN"))
+        message = (
+            f"{names}: a theorem of another kernel than the one HOL Light loaded "
+            "(the file loaded a kernel of its own), which the kit cannot replay"
+        )
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
     if reply.has("UNREPORTABLE"):
-        message = "the file ran, but its theory could not be read back: " + clean(
+        message = "the file ran, but its proofs could not be exported: " + clean(
             reply.payloads("UNREPORTABLE")[-1]
         )
         return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
+    if reply.has("RESULT"):
+        if reply.export_length < 0:
+            message = "the file's proofs are too large to replay"
+            return Outcome(
+                verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
+            )
+        if reply.export_length == 0:
+            message = "the file ran, but left no proofs to replay"
+            return Outcome(
+                verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
+            )
+        return None
     if not reply.has("START"):
-        raise MalformedReply(f"the check process {reply.status} {reply.code} before starting")
+        message = f"the check process ended ({reply.status} {reply.code}) before it started"
+        return Outcome(verdict=Verdict.CRASH, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
     message = (
         f"the file stopped before its end (exit code {reply.code}); a file must run to its end"
     )
@@ -160,52 +196,67 @@ def outcome_from_reply(reply: Reply, request: ResolvedRequest, work_dir: str) ->
     )
 
 
-def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
-    unlisted = _unlisted(reply)
-    axioms = [_one_line(a) for a in reply.payloads("AXIOM")]
-    placeholder_axioms = [_one_line(a) for a in reply.payloads("PLACEHOLDER")]
-    placeholder_count = len(placeholder_axioms) + unlisted.get("PLACEHOLDER", 0)
-    theorems: list[JsonValue] = [_theorem(t) for t in reply.payloads("THEOREM")]
+def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequest) -> Outcome:
+    """The verdict of a file that ran to its end: what the replay derived, and only that."""
+    cpu = reply.cpu_ms
+    if not replay.get("ok"):
+        error = str(replay.get("error", "no reason given"))[:MESSAGE_LIMIT]
+        if replay.get("timeout"):
+            message = f"the replay of the file's proofs timed out after {request.timeout_s} s"
+            return Outcome(
+                verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
+            )
+        message = f"HOL Light's kernel could not re-derive the file's theorems: {error}"
+        return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
+    theorems = [t for t in replay.get("theorems", []) if isinstance(t, dict)]
+    made = [a for a in replay.get("axioms", []) if isinstance(a, dict)]
+    axioms = [_one_line(str(a.get("statement", ""))) for a in made if not a.get("placeholder")]
+    placeholder_axioms = [
+        _one_line(str(a.get("statement", ""))) for a in made if a.get("placeholder")
+    ]
     details: dict[str, JsonValue] = {
-        "definitions": [_one_line(d) for d in reply.payloads("DEFINITION")],
-        "constants": [_named(c, "type") for c in reply.payloads("CONSTANT")],
-        "types": [
-            {"name": n["name"], "arity": int(n["arity"])}
-            for n in (_named(t, "arity") for t in reply.payloads("TYPE"))
+        "definitions": [_one_line(str(d)) for d in replay.get("definitions", [])],
+        "constants": [
+            {"name": str(c.get("name")), "type": str(c.get("type"))}
+            for c in replay.get("constants", [])
+            if isinstance(c, dict)
         ],
-        "theorems": theorems,
+        "types": [
+            {"name": str(t.get("name")), "arity": int(t.get("arity", 0))}
+            for t in replay.get("types", [])
+            if isinstance(t, dict)
+        ],
+        "theorems": [
+            {
+                "name": str(t.get("name")),
+                "statement": _cut(_one_line(str(t.get("statement"))), 1000),
+            }
+            for t in theorems
+        ],
         "phrases": _phrase_count(reply),
     }
-    if unlisted:
-        details["unlisted"] = dict(sorted(unlisted.items()))
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
     forbidden = [a for a in axioms if a not in request.allowed_axioms]
-    if unlisted.get("AXIOM"):  # too many to list: none of those can be on the allowed list
-        forbidden.append(f"{unlisted['AXIOM']} more axioms")
     placeholders: list[str] = []
     if request.mode == "proof":
         written = source.placeholder_uses(
             request.content, list(request.options_as(HolLightOptions).placeholder)
         )
-        if placeholder_count or written:
+        if placeholder_axioms or written:
             used = ", ".join(f"`{name}`" for name in written) or "a placeholder"
-            placeholders = [f"{used} ({placeholder_count} theorems admitted)"]
-    target = request.target
+            placeholders = [f"{used} ({len(placeholder_axioms)} theorems admitted)"]
     statement_problem = None
+    target = request.target
     if target is not None:
-        compared = reply.payloads("TARGET")
-        if not compared:
-            return verdicts.failed(f"the target `{target.name}` was not compared")
-        status, message = _compared(target, compared[-1])
-        if status == "unusable":  # the target is no statement: nothing to judge the file by
+        if reply.target.startswith(b"!"):  # the statement is no proposition: nothing to judge by
             return Outcome(
                 verdict=Verdict.FAIL,
-                diagnostics=[Diagnostic(message=message, context="target")],
+                diagnostics=[Diagnostic(message=_unusable(reply.target), context="target")],
                 assumptions=assumptions,
                 details=details,
-                cpu_ms=reply.cpu_ms,
+                cpu_ms=cpu,
             )
-        statement_problem = message if status == "differs" else None
+        statement_problem = _target_problem(target, theorems, str(replay.get("target", "")))
     verdict, diagnostics = verdicts.judge(
         placeholders=placeholders, forbidden=forbidden, statement_problem=statement_problem
     )
@@ -214,36 +265,31 @@ def _finished(reply: Reply, request: ResolvedRequest) -> Outcome:
         diagnostics=diagnostics,
         assumptions=assumptions,
         details=details,
-        cpu_ms=reply.cpu_ms,
+        cpu_ms=cpu,
+        trust=Trust.REPLAYED,
     )
 
 
-def _compared(target: Target, payload: str) -> tuple[str, str]:
-    """What the server found for the target: (`same`, `differs` or `unusable`, why)."""
-    status, _, rest = payload.partition("\n")
-    theorem, _, stated = rest.partition("\n")
+def _unusable(target: bytes) -> str:
+    kind, _, why = target[1:].decode("utf-8", errors="replace").partition(" ")
+    if kind == "not_boolean":
+        return f"the target statement is not a proposition (it has type {why})"
+    return f"the target statement does not parse as a HOL term: {_cut(why, MESSAGE_LIMIT)}"
+
+
+def _target_problem(target: Target, theorems: list[dict[str, Any]], stated: str) -> str | None:
+    """Why the replayed theorem named like the target does not state it, or None."""
     name = target.name
-    if status == "same":
-        return "same", ""
-    if status == "unparsable":
-        return "unusable", f"the target statement does not parse as a HOL term: {stated}"
-    if status == "not_boolean":
-        return "unusable", f"the target statement is not a proposition: {stated}"
-    if status == "missing":
-        return "differs", f"the file binds no theorem `{name}`; the target is: {stated}"
-    if status == "not_a_theorem":
-        return "differs", f"`{name}` is not a theorem (type {theorem}); the target is: {stated}"
-    if status == "hypotheses":
-        return "differs", f"theorem `{name}` has hypotheses: {theorem}; the target is: {stated}"
-    return "differs", f"theorem `{name}` states: {theorem}; the target is: {stated}"
-
-
-def _refused(payload: str, content: str, cpu: int) -> Outcome:
-    line, column, message = payload.split(" ", 2)
-    diagnostic = Diagnostic(
-        message=message, line=int(line), column=int(column), context=_line_text(content, int(line))
-    )
-    return Outcome(verdict=Verdict.FAIL, diagnostics=[diagnostic], cpu_ms=cpu)
+    named = [t for t in theorems if t.get("name") == name]
+    if not named:
+        return f"the file binds no theorem `{name}`; the target is: {stated}"
+    theorem = named[-1]
+    statement = _one_line(str(theorem.get("statement")))
+    if theorem.get("hypotheses"):
+        return f"theorem `{name}` has hypotheses: {statement}; the target is: {stated}"
+    if theorem.get("target") == "same":
+        return None
+    return f"theorem `{name}` states: {statement}; the target is: {stated}"
 
 
 def _failed(
@@ -300,19 +346,6 @@ def _phrase_count(reply: Reply) -> int:
     return int(phrases[-1].split()[0]) + 1 if phrases else 0
 
 
-def _unlisted(reply: Reply) -> dict[str, int]:
-    counts = {}
-    for payload in reply.payloads("UNLISTED"):
-        tag, _, count = payload.partition(" ")
-        counts[tag] = int(count)
-    return counts
-
-
-def _theorem(payload: str) -> JsonValue:
-    name, _, statement = payload.partition("\n")
-    return {"name": name, "statement": _one_line(statement)}
-
-
 def _phrase_text(content: str, phrase: tuple[int, int, int, int]) -> str:
     """The phrase's source; OCaml counts columns in bytes."""
     first, first_col, last, last_col = phrase
@@ -331,11 +364,6 @@ def _phrase_text(content: str, phrase: tuple[int, int, int, int]) -> str:
 def _line_text(content: str, line: int) -> str | None:
     lines = content.splitlines()
     return _cut(_one_line(lines[line - 1]), CONTEXT_LIMIT) if 0 < line <= len(lines) else None
-
-
-def _named(payload: str, second: str) -> dict[str, str]:
-    name, _, rest = payload.partition(" ")
-    return {"name": name, second: _one_line(rest)}
 
 
 def _one_line(text: str) -> str:

@@ -1,5 +1,12 @@
-(* prooflock's HOL Light forkserver: load HOL Light once, then check each artifact in a forked
-   child, so every check starts from the same pristine state and nothing it does survives it.
+(* prooflock's HOL Light worker: load HOL Light once, with its kernel swapped for one that
+   records proofs (recording_fusion.ml), then run each artifact in a forked child, so every check
+   starts from the same pristine state and nothing it does survives it.
+
+   The worker's account is not the verdict. After a file ran to its end, the child exports the
+   proofs of the theorems it bound and of every axiom it made (export.ml); the kit replays them in
+   another sandbox with HOL Light's unmodified kernel (replay.ml), and only what the replay
+   derives counts. The child's frames say where a file stopped and why; a file that forges them
+   can at most make its own check fail.
 
    Run as `ocaml server.ml` in the sandbox's work dir. OCaml parses this whole script before
    running any of it, i.e. before HOL Light installs its camlp5 syntax, so it is plain OCaml.
@@ -8,15 +15,16 @@
    Protocol, stdin -> stdout, one request at a time:
      request  "CHECK <nonce> <timeout_ms> <placeholders|-> <preload|-> <length> <target|->
               <statement_length>\n" <length bytes of source> <statement_length bytes>
-     reply    "\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <dir>\n"
-              <report> "\n@@<nonce> DONE\n"
-   The report is the kit's own account of the check, written by the child on a pipe only the
-   kit holds (the artifact's stdout and stderr go to /dev/null): frames "<TAG> <length>\n<payload>".
-   A check's verdict rests on that report and on how the child ended, never on what it printed.
-   Python sends lists comma-separated; it validates their items. *)
+     reply    "\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length>
+              <target_length> <export_length> <swept> <dir>\n" <report> <target> "\n@@<nonce> DONE\n"
+   The report is the child's account of the check: frames "<TAG> <length>\n<payload>". The target
+   is the target statement as parsed here before the child started (an export, or "!" and why
+   not), the export is left in proof.export (read by the kit before its next request). Python
+   sends lists comma-separated; it validates their items. *)
 
 #directory "+compiler-libs";;
 #load "unix.cma";;
+
 
 (* Replies go to the original stdout; HOL Light's own chatter goes to boot.log. *)
 module Prooflock_boot = struct
@@ -31,8 +39,75 @@ module Prooflock_boot = struct
   let started = Unix.gettimeofday ()
 end;;
 
+(* Containment first, built and loaded before anything else runs: what the worker needs of the
+   kernel that OCaml's libraries do not offer.
+   - Non-dumpable: no process of this user may ptrace the worker, read or write its memory or
+     open its file descriptors through /proc, so a checked file's shells cannot reach the worker
+     or its checks (a check's child inherits it; what it execs does not).
+   - A child subreaper: processes orphaned below the worker (a check's setsid escapees) become
+     its children, so the sweep after each check finds them. *)
+let prooflock_stub_sources =
+  [ ("prooflock_stubs.c",
+     "#include <sys/prctl.h>\n#include <caml/mlvalues.h>\n\
+      value prooflock_nondumpable(value unit) { return Val_int(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)); }\n\
+      value prooflock_subreaper(value unit) { return Val_int(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)); }\n");
+    ("prooflock_prctl.ml",
+     "external nondumpable : unit -> int = \"prooflock_nondumpable\"\n\
+      external subreaper : unit -> int = \"prooflock_subreaper\"\n") ];;
+let () =
+  List.iter
+    (fun (name, text) -> let oc = open_out_bin name in output_string oc text; close_out oc)
+    prooflock_stub_sources;;
+let prooflock_stubs_built =
+  Sys.command
+    "{ ocamlc -c prooflock_stubs.c && ocamlmklib -o prooflock_stubs prooflock_stubs.o \
+     && ocamlc -c prooflock_prctl.ml \
+     && ocamlc -a -o prooflock_prctl.cma prooflock_prctl.cmo -dllib -lprooflock_stubs; } \
+     > stubs.log 2>&1" = 0;;
+#directory ".";;
+#load "prooflock_prctl.cma";;
+let () =
+  if not prooflock_stubs_built || Prooflock_prctl.nondumpable () <> 0
+     || Prooflock_prctl.subreaper () <> 0
+  then Format.printf "Error: the worker cannot make itself non-dumpable and a subreaper@.";;
+
+(* hol.ml as shipped, except that the line loading HOL Light's kernel loads the recording one. *)
 let prooflock_hol_loaded =
-  Toploop.use_file Format.std_formatter (Filename.concat Prooflock_boot.hol_dir "hol.ml");;
+  let read path =
+    let ic = open_in_bin path in
+    let text = really_input_string ic (in_channel_length ic) in
+    close_in ic; text in
+  let text = read (Filename.concat Prooflock_boot.hol_dir "hol.ml") in
+  let kernel_line = "loads \"fusion.ml\";;" in
+  match String.split_on_char '\n' text |> List.partition (fun l -> String.trim l = kernel_line) with
+  | [ _ ], _ ->
+      (* Loaded in fusion.ml's place, and registered as fusion.ml: the library's own
+         `needs "fusion.ml"` must find the kernel loaded. Then the exporter, and a chunk of the
+         library export after each file hol.ml loads (export.ml). *)
+      let here name = Filename.concat (Sys.getcwd ()) name in
+      (try Sys.remove (here "library.export") with Sys_error _ -> ());
+      let recording =
+        Printf.sprintf
+          "use_file %S;; loaded_files := (\"fusion.ml\", Digest.file (Filename.concat \
+           !hol_dir \"fusion.ml\")) :: !loaded_files;;\nuse_file %S;;\n\
+           Prooflock_export.library_file := %S;;"
+          (here "recording_fusion.ml") (here "export.ml") (here "library.export") in
+      let checkpoint = "Prooflock_export.library_checkpoint ();;" in
+      let after_kernel = ref false in
+      let lines =
+        List.concat_map
+          (fun l ->
+            if String.trim l = kernel_line then (after_kernel := true; [ recording ])
+            else if !after_kernel && String.starts_with ~prefix:"loads \"" l then [ l; checkpoint ]
+            else [ l ])
+          (String.split_on_char '\n' text) in
+      let oc = open_out_bin "hol_recording.ml" in
+      output_string oc (String.concat "\n" lines);
+      close_out oc;
+      Toploop.use_file Format.std_formatter (here "hol_recording.ml")
+  | _ ->
+      Format.printf "Error: hol.ml does not load its kernel with %s on a line of its own@." kernel_line;
+      false;;
 
 (* Axioms made while a declared placeholder (e.g. CHEAT_TAC) runs. The child rebinds each
    placeholder name to `wrap name`. Calling `wrap` directly is no loophole: whatever it admits
@@ -55,150 +130,12 @@ end = struct
     | exception e -> record (); raise e
 end;;
 
-(* What a checked file may say, decided on the parse HOL Light itself makes of it (camlp5 with
-   HOL Light's syntax, i.e. `!Toploop.parse_use_file`), never on its text.
-
-   A file is a list of toplevel phrases: `let` bindings and expressions (and a few harmless
-   directives). An identifier it uses must be one the file binds itself or one in scope in the
-   toplevel after HOL Light loaded (its library, the OCaml standard library it runs on, and the
-   nums library it includes), less a deny-list of what reaches outside HOL Light's logic: the
-   process, files, the toplevel, unchecked memory. A qualified name must start from a module of
-   the standard library, of the nums library or one HOL Light defines, and pass through no denied
-   module. A file may not rebind a name HOL Light already binds (`prove`, `e`, `top_thm`, ...), so
-   a phrase means what HOL Light means by it. Modules, functors, `open`, `include`, classes,
-   `external` and extension nodes are refused outright: they could hide any of the above. *)
-module Prooflock_fence : sig
-  type names
-
-  val current : unit -> names
-  val describe : names -> string
-
-  type refusal = { line : int; column : int; message : string }
-
-  val leading_needs :
-    Parsetree.toplevel_phrase list ->
-    (string * Location.t * Parsetree.toplevel_phrase) list * Parsetree.toplevel_phrase list
-  val needs_refusal : string -> Location.t -> refusal option
-  val first_refusal : names -> Parsetree.toplevel_phrase list -> refusal option
-  val directive_refusal : string -> line:int -> column:int -> refusal option
+(* The names a file binds at top level, from HOL Light's own parse of it: which theorems the
+   kit exports and the replay names. *)
+module Prooflock_phrases : sig
   val top_level_names : Parsetree.toplevel_phrase list -> string list
 end = struct
-  open Stdlib
   open Parsetree
-
-  (* Modules whose values reach the process, the runtime or the toplevel; the prefixes cover the
-     compiler's own units and this server's modules. *)
-  let denied_modules =
-    [ "Obj"; "Marshal"; "Sys"; "Unix"; "UnixLabels"; "Printexc"; "Toploop"; "Topdirs"; "Gc";
-      "Callback"; "Arg"; "Oo"; "Nat"; "In_channel"; "Out_channel"; "Domain"; "Effect";
-      "Thread"; "Mutex"; "Condition"; "Event"; "Dynlink"; "Std_exit"; "Ephemeron" ]
-  let denied_module_prefixes = [ "Camlinternal"; "Stdlib__"; "Prooflock" ]
-
-  (* Compilation units HOL Light's library consists of, besides the modules it defines. *)
-  let library_units = [ "Stdlib"; "Num"; "Big_int"; "Ratio"; "Arith_status" ]
-
-  (* Values denied wherever they are found (unqualified or in any module): the process, files,
-     HOL Light's loaders and paths, and user printers (which would change what a report reads). *)
-  let denied_values =
-    [ "exit"; "at_exit"; "do_at_exit"; "do_domain_local_at_exit"; "open_out"; "open_out_bin";
-      "open_out_gen"; "open_in"; "open_in_bin"; "open_in_gen"; "input_value"; "output_value";
-      "from_file"; "from_file_bin"; "temp_file"; "open_temp_file"; "set_temp_dir_name";
-      "map_file"; "command"; "read_arg"; "read_arg0"; "write_arg"; "write_arg0";
-      "file_of_string"; "strings_of_file"; "string_of_file"; "use_file"; "loads"; "loadt";
-      "load_on_path"; "needs"; "file_on_path"; "hol_expand_directory"; "load_path";
-      "loaded_files"; "hol_dir"; "temp_path"; "help"; "help_path"; "install_user_printer";
-      "delete_user_printer"; "try_user_printer" ]
-  let denied_value_prefixes = [ "unsafe_"; "prooflock" ]
-  let denied_in_module = [ ("Digest", "file") ]
-
-  let allowed_directives = [ "print_depth"; "print_length"; "warnings" ]
-
-  let starts_with_any prefixes name =
-    List.exists (fun prefix -> String.starts_with ~prefix name) prefixes
-
-  let denied_module name = List.mem name denied_modules || starts_with_any denied_module_prefixes name
-  let denied_value name = List.mem name denied_values || starts_with_any denied_value_prefixes name
-
-  type names = {
-    values : (string, unit) Hashtbl.t;  (* every unqualified value in scope *)
-    modules : (string, unit) Hashtbl.t;  (* modules a qualified name may start from *)
-  }
-
-  let current () =
-    let env = !Toploop.toplevel_env in
-    let values = Hashtbl.create 32768 and modules = Hashtbl.create 256 in
-    Env.fold_values (fun name _ _ () -> Hashtbl.replace values name ()) None env ();
-    let allow name = if not (denied_module name) then Hashtbl.replace modules name () in
-    List.iter allow library_units;
-    Env.fold_modules (fun name _ _ () -> allow name) (Some (Longident.Lident "Stdlib")) env ();
-    (* Modules defined by toplevel phrases: HOL Light's own (this server's are denied above). *)
-    Env.fold_modules
-      (fun name path _ () ->
-        match path with
-        | Path.Pident id when not (Ident.persistent id) -> allow name
-        | _ -> ())
-      None env ();
-    { values; modules }
-
-  let sorted table = List.sort compare (Hashtbl.fold (fun k () acc -> k :: acc) table [])
-
-  let describe names =
-    let values = sorted names.values in
-    let denied = List.filter denied_value values in
-    Printf.sprintf
-      "modules allowed (%d): %s\nvalues in scope: %d, of which denied (%d): %s\n\
-       denied modules: %s; and any module starting %s\n\
-       denied values anywhere: %s; and any value starting %s\n"
-      (Hashtbl.length names.modules) (String.concat " " (sorted names.modules))
-      (List.length values) (List.length denied) (String.concat " " denied)
-      (String.concat " " denied_modules) (String.concat ", " denied_module_prefixes)
-      (String.concat " " denied_values) (String.concat ", " denied_value_prefixes)
-
-  type refusal = { line : int; column : int; message : string }
-
-  exception Refused of refusal
-
-  let refuse (loc : Location.t) message =
-    let start = loc.Location.loc_start in
-    raise
-      (Refused
-         { line = start.Lexing.pos_lnum; column = start.Lexing.pos_cnum - start.Lexing.pos_bol;
-           message })
-
-  let not_allowed loc what why =
-    refuse loc (Printf.sprintf "%s is not allowed in a checked file: %s" what why)
-
-  let rec flatten = function
-    | Longident.Lident name -> Some [ name ]
-    | Longident.Ldot (prefix, name) -> Option.map (fun p -> p @ [ name ]) (flatten prefix)
-    | Longident.Lapply _ -> None
-
-  let escape = "reaches outside HOL Light's logic (files, the process or the toplevel)"
-
-  (* An unqualified name is refused only when the toplevel has it and it is denied: any other
-     is HOL Light's, the file's own, or unbound (OCaml says so when the phrase runs). A denied
-     name is refused even where the file binds it locally, since outside that scope it is not. *)
-  let check_value names (lid : Longident.t Location.loc) =
-    match flatten lid.txt with
-    | None -> not_allowed lid.loc "a functor application" "modules are not part of a proof"
-    | Some [ name ] ->
-        if Hashtbl.mem names.values name && denied_value name then
-          not_allowed lid.loc (Printf.sprintf "`%s`" name) ("it " ^ escape)
-    | Some path ->
-        let shown = Printf.sprintf "`%s`" (String.concat "." path) in
-        let rev = List.rev path in
-        let name = List.hd rev and modules = List.rev (List.tl rev) in
-        let root = List.hd modules and last = List.hd (List.tl rev) in
-        List.iter
-          (fun m ->
-            if denied_module m then
-              not_allowed lid.loc shown (Printf.sprintf "module %s %s" m escape))
-          modules;
-        if not (Hashtbl.mem names.modules root) then
-          not_allowed lid.loc shown
-            (Printf.sprintf "module %s is not part of HOL Light's library" root);
-        if denied_value name || List.mem (last, name) denied_in_module then
-          not_allowed lid.loc shown ("it " ^ escape)
 
   let pattern_names pattern =
     let found = ref [] in
@@ -207,157 +144,12 @@ end = struct
         pat =
           (fun it p ->
             (match p.ppat_desc with
-             | Ppat_var name | Ppat_alias (_, name) -> found := (name.txt, name.loc) :: !found
+             | Ppat_var name | Ppat_alias (_, name) -> found := name.txt :: !found
              | _ -> ());
             Ast_iterator.default_iterator.pat it p) }
     in
     iterator.pat iterator pattern;
     List.rev !found
-
-  (* Two soundness bugs of the OCaml in the image (4.13; both fixed in 5.3) forge a `thm` with
-     no kernel rule, so what they need is refused (advisories PL-HOLLIGHT-OCAML7241 and
-     PL-HOLLIGHT-OCAML13579): a `when` guard in a match whose patterns read through records,
-     arrays or lazy values (the guard can change what the compiled match already tested), and
-     GADT constructors (unsound with non-injective types). Proofs need neither. *)
-  let reads_through_mutable pattern =
-    let found = ref false in
-    let iterator =
-      { Ast_iterator.default_iterator with
-        pat =
-          (fun it p ->
-            (match p.ppat_desc with
-             | Ppat_record _ | Ppat_array _ | Ppat_lazy _ -> found := true
-             | _ -> ());
-            Ast_iterator.default_iterator.pat it p) }
-    in
-    iterator.pat iterator pattern;
-    !found
-
-  let check_cases (cases : Parsetree.case list) =
-    if List.exists (fun c -> reads_through_mutable c.pc_lhs) cases then
-      List.iter
-        (fun c ->
-          match c.pc_guard with
-          | Some guard ->
-              refuse guard.pexp_loc
-                "a `when` guard in a match whose patterns read records, arrays or lazy values is \
-                 not allowed in a checked file: OCaml 4.13 can be made to trust a value the guard \
-                 changed (ocaml/ocaml#7241, advisory PL-HOLLIGHT-OCAML7241); test with `if` \
-                 inside the case instead"
-          | None -> ())
-        cases
-
-  let gadt loc =
-    refuse loc
-      "a GADT constructor is not allowed in a checked file: OCaml 4.13 is unsound with GADTs \
-       and non-injective types (ocaml/ocaml#13579, advisory PL-HOLLIGHT-OCAML13579)"
-
-  let check_type_declaration (declaration : Parsetree.type_declaration) =
-    match declaration.ptype_kind with
-    | Ptype_variant constructors ->
-        List.iter
-          (fun (c : Parsetree.constructor_declaration) ->
-            if c.pcd_res <> None then gadt c.pcd_loc)
-          constructors
-    | _ -> ()
-
-  let check_extension (extension : Parsetree.type_extension) =
-    List.iter
-      (fun (c : Parsetree.extension_constructor) ->
-        match c.pext_kind with Pext_decl (_, Some _) -> gadt c.pext_loc | _ -> ())
-      extension.ptyext_constructors
-
-  let fence names =
-    let open Ast_iterator in
-    let no what loc = not_allowed loc what "it could hide what the file runs" in
-    { default_iterator with
-      expr =
-        (fun it e ->
-          (match e.pexp_desc with
-           | Pexp_ident lid -> check_value names lid
-           | Pexp_open _ -> no "`open`" e.pexp_loc
-           | Pexp_letmodule _ -> no "a local module" e.pexp_loc
-           | Pexp_pack _ -> no "a first-class module" e.pexp_loc
-           | Pexp_object _ | Pexp_new _ | Pexp_send _ | Pexp_setinstvar _ | Pexp_override _ ->
-               no "an object" e.pexp_loc
-           | Pexp_match (_, cases) | Pexp_function cases | Pexp_try (_, cases) ->
-               check_cases cases
-           | _ -> ());
-          default_iterator.expr it e);
-      binding_op =
-        (fun it op ->
-          check_value names { txt = Longident.Lident op.pbop_op.txt; loc = op.pbop_op.loc };
-          default_iterator.binding_op it op);
-      pat =
-        (fun it p ->
-          (match p.ppat_desc with
-           | Ppat_unpack _ -> no "a first-class module" p.ppat_loc
-           | Ppat_open _ -> no "`open`" p.ppat_loc
-           | _ -> ());
-          default_iterator.pat it p);
-      typ =
-        (fun it t ->
-          (match t.ptyp_desc with
-           | Ptyp_package _ -> no "a first-class module type" t.ptyp_loc
-           | _ -> ());
-          default_iterator.typ it t);
-      structure_item =
-        (fun it item ->
-          (match item.pstr_desc with
-           | Pstr_primitive _ -> no "an `external` declaration" item.pstr_loc
-           | Pstr_module _ | Pstr_recmodule _ | Pstr_modtype _ ->
-               no "a module definition" item.pstr_loc
-           | Pstr_open _ -> no "`open`" item.pstr_loc
-           | Pstr_include _ -> no "`include`" item.pstr_loc
-           | Pstr_class _ | Pstr_class_type _ -> no "a class" item.pstr_loc
-           | Pstr_type (_, declarations) -> List.iter check_type_declaration declarations
-           | Pstr_typext extension -> check_extension extension
-           | _ -> ());
-          default_iterator.structure_item it item);
-      module_expr = (fun _ m -> no "a module expression" m.pmod_loc);
-      module_type = (fun _ m -> no "a module type" m.pmty_loc);
-      class_expr = (fun _ c -> no "a class" c.pcl_loc);
-      class_type = (fun _ c -> no "a class type" c.pcty_loc);
-      extension = (fun _ (name, _) -> no "an extension node" name.loc) }
-
-  let directive_message name =
-    Printf.sprintf
-      "the directive #%s is not allowed in a checked file: files are loaded with `needs` at the \
-       top only"
-      name
-
-  let directive_refusal name ~line ~column =
-    if List.mem name allowed_directives then None
-    else Some { line; column; message = directive_message name }
-
-  let check_phrase names iterator = function
-    | Ptop_dir d ->
-        if not (List.mem d.pdir_name.txt allowed_directives) then
-          refuse d.pdir_loc (directive_message d.pdir_name.txt)
-    | Ptop_def items ->
-        List.iter
-          (fun item ->
-            (match item.pstr_desc with
-             | Pstr_value (_, bindings) ->
-                 List.iter
-                   (fun binding ->
-                     List.iter
-                       (fun (name, loc) ->
-                         if Hashtbl.mem names.values name then
-                           not_allowed loc
-                             (Printf.sprintf "rebinding `%s`" name)
-                             "HOL Light's library already binds it")
-                       (pattern_names binding.pvb_pat))
-                   bindings
-             | _ -> ());
-            iterator.Ast_iterator.structure_item iterator item)
-          items
-
-  let first_refusal names phrases =
-    let iterator = fence names in
-    match List.iter (check_phrase names iterator) phrases with
-    | () -> None
-    | exception Refused refusal -> Some refusal
 
   let top_level_names phrases =
     let seen = Hashtbl.create 64 in
@@ -368,60 +160,15 @@ end = struct
               (fun item ->
                 match item.pstr_desc with
                 | Pstr_value (_, bindings) ->
-                    List.concat_map (fun b -> List.map fst (pattern_names b.pvb_pat)) bindings
+                    List.concat_map (fun b -> pattern_names b.pvb_pat) bindings
                 | _ -> [])
               items
         | Ptop_dir _ -> [])
       phrases
+    |> List.rev
     |> List.filter (fun name ->
            if Hashtbl.mem seen name then false else (Hashtbl.add seen name (); true))
-
-  (* `needs "Library/x.ml";;` phrases before any other: how a file says what it builds on. *)
-  let leading_needs phrases =
-    let rec go found = function
-      | (Ptop_def
-           [ { pstr_desc =
-                 Pstr_eval
-                   ( { pexp_desc =
-                         Pexp_apply
-                           ( { pexp_desc = Pexp_ident { txt = Longident.Lident "needs"; _ }; _ },
-                             [ (Asttypes.Nolabel,
-                                { pexp_desc = Pexp_constant (Pconst_string (path, _, _));
-                                  pexp_loc; _ }) ] );
-                       _ },
-                     _ );
-               _ } ] as phrase)
-        :: rest ->
-          go ((path, pexp_loc, phrase) :: found) rest
-      | rest -> (List.rev found, rest)
-    in
-    go [] phrases
-
-  (* Only HOL Light's own library files, by a plain relative path that exists: `needs` looks in
-     the check's directory first, which holds nothing but the artifact. *)
-  let needs_refusal path loc =
-    let hol_dir = Unix.realpath Prooflock_boot.hol_dir in
-    let parts = String.split_on_char '/' path in
-    let plain part = part <> "" && part <> "." && part <> ".." in
-    let full = Filename.concat hol_dir path in
-    let inside =
-      match Unix.realpath full with
-      | real -> String.starts_with ~prefix:(hol_dir ^ "/") real && not (Sys.is_directory real)
-      | exception Unix.Unix_error _ -> false
-    in
-    if Filename.is_relative path && List.for_all plain parts
-       && (Filename.check_suffix path ".ml" || Filename.check_suffix path ".hl")
-       && inside
-    then None
-    else
-      Some
-        { line = loc.Location.loc_start.Lexing.pos_lnum;
-          column = loc.Location.loc_start.Lexing.pos_cnum - loc.Location.loc_start.Lexing.pos_bol;
-          message =
-            Printf.sprintf
-              "`needs \"%s\"`: a checked file may load only HOL Light's own library files \
-               (relative paths under HOL Light's directory that exist)"
-              path }
+    |> List.rev
 end;;
 
 module Prooflock_server : sig
@@ -429,80 +176,9 @@ module Prooflock_server : sig
 end = struct
   open Stdlib
 
-  (* The theory as HOL Light left it: "new" always means new relative to this, also on a
-     preloaded parent, so a check reports the same facts whichever parent ran it. These are the
-     kernel's own lists (module Hol, fusion.ml), whatever the toplevel names mean later. *)
-  let base_axioms = Hol.axioms ()
-  let base_definitions = Hol.definitions ()
-  let base_constants = Hol.constants ()
-  let base_types = Hol.types ()
-
-  (* How HOL Light parses and prints terms, which a check may change (interface, infixes,
-     abbreviations, hidden constants, user parsers, flags): reports print, and targets parse,
-     with HOL Light's own settings, so an artifact can neither make `F` read as an allowed axiom
-     nor make a target mean something easier. *)
-  let base_interface = !the_interface
-  let base_overloads = !the_overload_skeletons
-  let base_binders = binders ()
-  let base_prefixes = prefixes ()
-  let base_infixes = infixes ()
-  let base_reserved = reserved_words ()
-  let base_abbrevs = type_abbrevs ()
-  let base_implicit = !the_implicit_types
-  let base_hidden = List.filter is_hidden (List.map fst (Hol.constants ()))
-  let base_parsers = installed_parsers ()
-  let base_comment = !comment_token
-  let base_unspaced = !unspaced_binops
-  let base_prebroken = !prebroken_binops
-  let base_flags =
-    (!reverse_interface_mapping, !print_unambiguous_comprehensions, !typify_universal_set,
-     !print_all_thm)
-  let base_parse_flags =
-    (!ignore_constant_varstruct, !type_invention_warning, !type_invention_error)
-  let base_margin = Format.get_margin ()
-
-  (* Undone and redone only where a check changed them: redoing all costs ~20 ms a check. *)
-  let restore_notation () =
-    let restore now base ~undo ~redo =
-      if now <> base then (List.iter undo now; List.iter redo base)
-    in
-    the_interface := base_interface;
-    the_overload_skeletons := base_overloads;
-    restore (binders ()) base_binders ~undo:unparse_as_binder ~redo:parse_as_binder;
-    restore (prefixes ()) base_prefixes ~undo:unparse_as_prefix ~redo:parse_as_prefix;
-    restore (infixes ()) base_infixes
-      ~undo:(fun (name, _) -> unparse_as_infix name) ~redo:parse_as_infix;
-    if reserved_words () <> base_reserved then begin
-      unreserve_words (reserved_words ());
-      reserve_words base_reserved
-    end;
-    restore (type_abbrevs ()) base_abbrevs
-      ~undo:(fun (name, _) -> remove_type_abbrev name) ~redo:new_type_abbrev;
-    the_implicit_types := base_implicit;
-    List.iter
-      (fun (name, _) ->
-        match is_hidden name, List.mem name base_hidden with
-        | true, false -> unhide_constant name
-        | false, true -> hide_constant name
-        | _ -> ())
-      (Hol.constants ());
-    if installed_parsers () != base_parsers then begin  (* parsers are functions *)
-      List.iter (fun (name, _) -> delete_parser name) (installed_parsers ());
-      List.iter install_parser (List.rev base_parsers)
-    end;
-    comment_token := base_comment;
-    unspaced_binops := base_unspaced;
-    prebroken_binops := base_prebroken;
-    let mapping, comprehensions, universal, all_thm = base_flags in
-    reverse_interface_mapping := mapping;
-    print_unambiguous_comprehensions := comprehensions;
-    typify_universal_set := universal;
-    print_all_thm := all_thm;
-    let varstruct, warning, error = base_parse_flags in
-    ignore_constant_varstruct := varstruct;
-    type_invention_warning := warning;
-    type_invention_error := error;
-    Format.set_margin base_margin
+  (* The kernel's serial number when the library was exported at boot: what a check made is
+     above it. *)
+  let boot_mark = ref max_int
 
   (* The path a type is, once abbreviations (`thm` for `Hol.thm`) are expanded. *)
   let head_path env ty =
@@ -522,10 +198,6 @@ end = struct
   (* The report stays below what the kit reads of a reply (runner.backends.base, 4 MB). *)
   let report_cap = 3 lsl 20
   let phrase_capture_cap = 1 lsl 16
-  let listed_cap = 1000  (* axioms, definitions, constants, types listed; then a count *)
-  let theorems_cap = 2000
-  let statement_cap = 4000  (* an axiom or definition as printed *)
-  let theorem_cap = 1000  (* a bound theorem's statement in the details *)
 
   (* -- small helpers --------------------------------------------------------------------- *)
 
@@ -568,7 +240,9 @@ end = struct
   (* Anything a check left in the work dir goes, so no later check can read it. *)
   let restore_work_dir () =
     Array.iter
-      (fun e -> if not (Array.mem e boot_entries) then remove_quietly (Filename.concat work_dir e))
+      (fun e ->
+        if not (Array.mem e boot_entries || List.mem e [ "proof.export"; "library.export" ]) then
+          remove_quietly (Filename.concat work_dir e))
       (try Sys.readdir work_dir with Sys_error _ -> [||])
 
   let write_file path s =
@@ -701,11 +375,20 @@ end = struct
     let rec scan i = i + n <= m && (String.sub text i n = needle || scan (i + 1)) in
     scan 0
 
+  (* The toplevel's #use prints why a file could not be read and carries on: here it fails. *)
+  let run_phrase phrase =
+    match phrase with
+    | Parsetree.Ptop_dir
+        { pdir_name = { txt = "use"; _ };
+          pdir_arg = Some { pdira_desc = Parsetree.Pdir_string path; _ }; _ } ->
+        Toploop.use_file Format.std_formatter path
+    | _ -> Toploop.execute_phrase true Format.std_formatter phrase
+
   let execute phrase =
     Buffer.clear capture;
     raised := None;
     let ok =
-      try Toploop.execute_phrase true Format.std_formatter phrase
+      try run_phrase phrase
       with exn -> raised := Some exn; quietly (fun () -> report exn); false
     in
     flush_all ();
@@ -718,45 +401,16 @@ end = struct
       in
       Phrase_failed (text, out_of_memory)
 
-  (* camlp5 runs `#load` and `#directory` while it parses a file (they may change the syntax of
-     what follows), before any phrase of it could be checked. While an artifact is parsed, a
-     directive off the allow-list stops the parse instead of running. *)
-  let guard_directives = ref false
-  let refused_directive = ref None
+  type parsed = Parsed of Parsetree.toplevel_phrase list | Syntax of string
 
-  let () =
-    let parse = !Pcaml.parse_use_file in
-    Pcaml.parse_use_file :=
-      fun stream ->
-        let items, stopped = parse stream in
-        (if !guard_directives && stopped then
-           match List.rev items with
-           | MLast.StDir (loc, (Ploc.VaVal name | Ploc.VaAnt name), _) :: _ -> (
-               let line = Ploc.line_nb loc and column = Ploc.first_pos loc - Ploc.bol_pos loc in
-               match Prooflock_fence.directive_refusal name ~line ~column with
-               | Some refusal -> refused_directive := Some refusal; raise Exit
-               | None -> ())
-           | _ -> ());
-        (items, stopped)
-
-  type parsed =
-    | Parsed of Parsetree.toplevel_phrase list
-    | Syntax of string
-    | Refused_directive of Prooflock_fence.refusal
-
-  let parse_source ?(guarded = false) ~name source =
+  let parse_source ~name source =
     let lexbuf = Lexing.from_string source in
     Location.init lexbuf name;
     Location.input_name := name;
     Buffer.clear capture;
-    refused_directive := None;
-    guard_directives := guarded;
-    let parsed = try Ok (!Toploop.parse_use_file lexbuf) with exn -> Error exn in
-    guard_directives := false;
-    match parsed, !refused_directive with
-    | _, Some refusal -> Refused_directive refusal
-    | Ok phrases, None -> Parsed phrases
-    | Error exn, None ->
+    match !Toploop.parse_use_file lexbuf with
+    | phrases -> Parsed phrases
+    | exception exn ->
         quietly (fun () -> report exn);
         flush_all ();
         Syntax (Buffer.contents capture)
@@ -794,7 +448,7 @@ end = struct
   let run_trusted ~name source =
     match parse_source ~name source with
     | Parsed phrases -> run_phrases ~mark:silent_mark ~first:0 phrases
-    | Syntax _ | Refused_directive _ -> false
+    | Syntax _ -> false
 
   (* -- one check, in a forked child ------------------------------------------------------- *)
 
@@ -805,73 +459,9 @@ end = struct
                   (Printf.sprintf "let %s = fun x -> Prooflock_placeholder.wrap %s x;;" p p)))
       names
 
-  (* Fresh names (`_123` variables, `?123` type variables) come from a global counter whose value
-     depends on everything loaded before: rename them in order of appearance, so a report reads
-     the same on every parent. *)
-  let is_fresh prefix name =
-    String.length name > 1 && name.[0] = prefix
-    && String.for_all (fun c -> c >= '0' && c <= '9') (String.sub name 1 (String.length name - 1))
+  type bound = Theorem of thm | Foreign_theorem | Not_a_theorem | Unbound
 
-  let canonical_tyvars vars =
-    let fresh = List.filter (fun v -> is_fresh '?' (dest_vartype v)) vars in
-    let fresh =
-      List.fold_left (fun acc v -> if List.mem v acc then acc else acc @ [ v ]) [] fresh
-    in
-    List.mapi (fun i v -> (mk_vartype ("?" ^ string_of_int (i + 1)), v)) fresh
-
-  let canonical_term tm =
-    let tm = inst (canonical_tyvars (type_vars_in_term tm)) tm in
-    let counter = ref 0 in
-    let rec rename tm =
-      match tm with
-      | Comb (f, x) -> mk_comb (rename f, rename x)
-      | Abs (v, body) ->
-          let name, ty = dest_var v in
-          if is_fresh '_' name then begin
-            incr counter;
-            let v' = variant (frees body) (mk_var ("_" ^ string_of_int !counter, ty)) in
-            mk_abs (v', rename (vsubst [ (v', v) ] body))
-          end
-          else mk_abs (v, rename body)
-      | _ -> tm
-    in
-    rename tm
-
-  let string_of_canonical_term tm = one_line (string_of_term (canonical_term tm))
-
-  let string_of_canonical_thm ?(limit = statement_cap) th =
-    let hyps = List.map string_of_canonical_term (hyp th) in
-    cut limit
-      (String.concat ", " hyps ^ (if hyps = [] then "|- " else " |- ")
-       ^ string_of_canonical_term (concl th))
-
-  let string_of_canonical_type ty =
-    one_line (string_of_type (type_subst (canonical_tyvars (tyvars ty)) ty))
-
-  (* At most `cap` items of a kind, then how many more there were. *)
-  let mark_listed ?(cap = listed_cap) mark tag items =
-    List.iteri (fun i item -> if i < cap then mark tag (item ())) items;
-    let more = List.length items - cap in
-    if more > 0 then mark "UNLISTED" (tag ^ " " ^ string_of_int more)
-
-  let report_theory mark =
-    let made = Prooflock_placeholder.made () in
-    let new_axioms = List.rev (newer (Hol.axioms ()) base_axioms) in
-    let placeholders, others = List.partition (fun ax -> List.memq ax made) new_axioms in
-    mark_listed mark "AXIOM" (List.map (fun ax () -> string_of_canonical_thm ax) others);
-    mark_listed mark "PLACEHOLDER"
-      (List.map (fun ax () -> string_of_canonical_thm ax) placeholders);
-    mark_listed mark "DEFINITION"
-      (List.map (fun d () -> string_of_canonical_thm d)
-         (List.rev (newer (Hol.definitions ()) base_definitions)));
-    mark_listed mark "CONSTANT"
-      (List.map (fun (name, ty) () -> name ^ " " ^ string_of_canonical_type ty)
-         (List.rev (newer (Hol.constants ()) base_constants)));
-    mark_listed mark "TYPE"
-      (List.map (fun (name, arity) () -> name ^ " " ^ string_of_int arity)
-         (List.rev (newer (Hol.types ()) base_types)))
-
-  type bound = Theorem of thm | Not_a_theorem of string | Unbound
+  let type_name path = match path with Path.Pident id -> Ident.name id | Path.Pdot (_, n) -> n | _ -> ""
 
   (* What a toplevel name holds now, read from the toplevel's environment by its type. *)
   let bound_value name =
@@ -883,98 +473,44 @@ end = struct
         match head_path env ty with
         | Some p when Path.same p thm_path ->
             Theorem (Obj.obj (Toploop.eval_value_path env path) : thm)
-        | _ -> Not_a_theorem (one_line (Format.asprintf "%a" Printtyp.type_expr ty)))
+        | Some p when type_name p = "thm" -> Foreign_theorem
+        | _ -> Not_a_theorem)
 
-  let report_theorems mark names =
-    let theorems =
-      List.filter_map
-        (fun name ->
-          match bound_value name with
-          | Theorem th ->
-              Some (fun () -> name ^ "\n" ^ string_of_canonical_thm ~limit:theorem_cap th)
-          | Not_a_theorem _ | Unbound -> None)
-        names
-    in
-    mark_listed ~cap:theorems_cap mark "THEOREM" theorems
-
-  (* Equal up to renaming bound variables (aconv) and type variables, consistently. *)
-  let same_statement a b =
-    let canonical tm =
-      let vars = type_vars_in_term tm in
-      inst (List.mapi (fun i v -> (mk_vartype ("?" ^ string_of_int i), v)) vars) tm
-    in
-    aconv (canonical a) (canonical b)
-
-  (* The target, parsed now (after the file, with HOL Light's notation), against what the file
-     bound under its name. Payload: status, then the theorem's and the target's statements. *)
-  let report_target mark names (name, statement) =
-    let result status theorem target = mark "TARGET" (status ^ "\n" ^ theorem ^ "\n" ^ target) in
-    match parse_term statement with
-    | exception exn -> result "unparsable" "" (one_line (Printexc.to_string exn))
-    | tm when type_of tm <> bool_ty ->
-        result "not_boolean" "" (string_of_canonical_term tm ^ " : " ^ string_of_canonical_type (type_of tm))
-    | tm -> (
-        let target = cut statement_cap (string_of_canonical_term tm) in
-        if not (List.mem name names) then result "missing" "" target
-        else
-          match bound_value name with
-          | Unbound -> result "missing" "" target
-          | Not_a_theorem ty -> result "not_a_theorem" ty target
-          | Theorem th ->
-              let stated = string_of_canonical_thm th in
-              if hyp th <> [] then result "hypotheses" stated target
-              else if same_statement (concl th) tm then result "same" stated target
-              else result "differs" stated target)
-
-  (* The names a parent serves checks with: HOL Light's, and a preloaded library's. *)
-  let parent_names = ref (Prooflock_fence.current ())
-
-  let loaded_count () = List.length !loaded_files
-
-  (* The child. Its stdout and stderr are /dev/null; `report` is the kit's pipe. *)
-  let child_check ~report ~placeholders ~target source =
+  (* The child. Its stdout and stderr are /dev/null; `report` is its pipe to the server. Once
+     the file ran to its end, the proofs of the theorems it bound and of the axioms it made go to
+     proof.export in its directory. *)
+  let child_check ~report ~placeholders source =
     let mark tag payload =
       send report (Printf.sprintf "%s %d\n%s" tag (String.length payload) payload)
     in
-    let refused (r : Prooflock_fence.refusal) =
-      mark "REFUSED" (Printf.sprintf "%d %d %s" r.line r.column r.message)
-    in
     wrap_placeholders placeholders;
     mark "START" "";
-    match parse_source ~guarded:true ~name:"artifact.ml" source with
+    match parse_source ~name:"artifact.ml" source with
     | Syntax text -> mark "SYNTAX" text
-    | Refused_directive r -> refused r
-    | Parsed phrases -> (
-        let needs, rest = Prooflock_fence.leading_needs phrases in
-        let bad_needs =
-          List.find_map (fun (path, loc, _) -> Prooflock_fence.needs_refusal path loc) needs
-        in
-        match bad_needs, Prooflock_fence.first_refusal !parent_names rest with
-        | Some r, _ | None, Some r -> refused r
-        | None, None -> (
-            let loaded = loaded_count () in
-            let needs_phrases = List.map (fun (_, _, phrase) -> phrase) needs in
-            if run_phrases ~mark ~first:0 needs_phrases then
-              (* A library the parent had not loaded binds names of its own: check again. *)
-              let again =
-                if loaded_count () = loaded then None
-                else Prooflock_fence.first_refusal (Prooflock_fence.current ()) rest
-              in
-              match again with
-              | Some r -> refused r
-              | None ->
-                  if run_phrases ~mark ~first:(List.length needs) rest then begin
-                    mark "END" "";
-                    let bound = Prooflock_fence.top_level_names rest in
-                    (try
-                       restore_formatters ();
-                       restore_notation ();
-                       report_theory mark;
-                       report_theorems mark bound;
-                       Option.iter (report_target mark bound) target
-                     with exn -> mark "UNREPORTABLE" (Printexc.to_string exn));
-                    mark "RESULT" ""
-                  end))
+    | Parsed phrases ->
+        if run_phrases ~mark ~first:0 phrases then begin
+          mark "END" "";
+          let bound = Prooflock_phrases.top_level_names phrases in
+          let named =
+            List.filter_map
+              (fun name ->
+                match bound_value name with
+                | Theorem th -> Some (name, th)
+                | Foreign_theorem -> mark "FOREIGN" name; None
+                | Not_a_theorem | Unbound -> None)
+              bound
+          in
+          let made = List.filter (fun th -> serial_of (proof_of th) >= !boot_mark) (Hol.axioms ()) in
+          (match
+             Prooflock_export.check_export ~from:!boot_mark ~named ~axioms:made
+               ~placeholders:(Prooflock_placeholder.made ())
+           with
+           | export ->
+               write_file "proof.export" export;
+               List.iter (fun (name, _) -> mark "THEOREM" name) named;
+               mark "RESULT" ""
+           | exception exn -> mark "UNREPORTABLE" (Printexc.to_string exn))
+        end
 
   (* fds private to servers: a child closes all of them, so it cannot talk to Python or to a
      sub-server directly. *)
@@ -1034,7 +570,7 @@ end = struct
     | None -> ()
     | Some eol -> (
         match String.split_on_char ' ' (String.sub data 0 eol) with
-        | [ tag; length ] ->
+        | [ tag; length ] when int_of_string_opt length <> None ->
             let length = int_of_string length in
             if String.length data >= eol + 1 + length then begin
               let frame = String.sub data 0 (eol + 1 + length) in
@@ -1053,9 +589,105 @@ end = struct
     Buffer.contents reader.kept ^ reader.last_phrase
     ^ if reader.overflow then "OVERFLOW 0\n" else ""
 
+  (* -- after a check: nothing it started survives -------------------------------------- *)
+
+  (* /proc/<pid>/stat: (ppid, process group); the command name may hold spaces and parens. *)
+  let proc_stat pid =
+    let text = read_file (Printf.sprintf "/proc/%d/stat" pid) in
+    match String.rindex_opt text ')' with
+    | None -> None
+    | Some i -> (
+        match String.split_on_char ' ' (String.sub text (i + 2) (String.length text - i - 2)) with
+        | _state :: ppid :: pgrp :: _ -> (
+            match int_of_string_opt ppid, int_of_string_opt pgrp with
+            | Some ppid, Some pgrp -> Some (ppid, pgrp)
+            | _ -> None)
+        | _ -> None)
+
+  let all_pids () =
+    Array.to_list (try Sys.readdir "/proc" with Sys_error _ -> [||])
+    |> List.filter_map int_of_string_opt
+
+  (* What a check started is a descendant of this server: the server is a child subreaper
+     (prooflock_stubs.c), so processes orphaned below it, setsid or not, are reparented to it
+     rather than escaping to init. Every descendant outside the server's own process group (its
+     sub-servers) goes; a check runs in a session of its own, so nothing it starts can join that
+     group. Repeated until none is left, for those forked meanwhile. *)
+  let sweep () =
+    let me = Unix.getpid () in
+    let group = me |> proc_stat |> Option.map snd in
+    let stats () =
+      List.filter_map (fun pid -> Option.map (fun st -> (pid, st)) (proc_stat pid)) (all_pids ())
+    in
+    let rec reap () =
+      match Unix.waitpid [ Unix.WNOHANG ] (-1) with
+      | 0, _ -> ()
+      | _ -> reap ()
+      | exception Unix.Unix_error _ -> ()
+    in
+    let rec round n killed =
+      let table = stats () in
+      let rec below pid depth =
+        depth < 64
+        && match List.assoc_opt pid table with
+           | Some (ppid, _) -> ppid = me || below ppid (depth + 1)
+           | None -> false
+      in
+      let victims =
+        List.filter_map
+          (fun (pid, (_, pgrp)) ->
+            if pid <> me && Some pgrp <> group && below pid 0 then Some pid else None)
+          table
+      in
+      List.iter (fun pid -> try Unix.kill pid Sys.sigkill with Unix.Unix_error _ -> ()) victims;
+      reap ();
+      if victims = [] || n >= 200 then killed
+      else (Unix.sleepf 0.005; round (n + 1) (killed + List.length victims))
+    in
+    round 0 0
+
+  (* The target as HOL Light's parser reads it in this (pristine) state, in a throwaway fork so
+     that parsing leaves no trace (fresh-name counters, type invention): its export, or "!" and
+     why it is none. *)
+  let target_export statement =
+    let r, w = Unix.pipe () in
+    flush_all ();
+    match Unix.fork () with
+    | 0 ->
+        Unix.close r;
+        let text =
+          match parse_term statement with
+          | exception exn -> "!unparsable " ^ one_line (Printexc.to_string exn)
+          | tm when type_of tm <> bool_ty ->
+              "!not_boolean " ^ one_line (string_of_type (type_of tm))
+          | tm -> (
+              match Prooflock_export.target_export tm with
+              | export -> export
+              | exception exn -> "!unparsable " ^ one_line (Printexc.to_string exn))
+        in
+        (try send w text with _ -> ());
+        Unix._exit 0
+    | pid ->
+        Unix.close w;
+        let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
+        let rec pump () =
+          match Unix.read r chunk 0 65536 with
+          | 0 -> ()
+          | n -> Buffer.add_subbytes buf chunk 0 n; pump ()
+          | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump () in
+        pump ();
+        Unix.close r;
+        ignore (Unix.waitpid [] pid);
+        if Buffer.length buf = 0 then "!unparsable the parser died" else Buffer.contents buf
+
+  let export_file = Filename.concat work_dir "proof.export"
+  let export_cap = 256 lsl 20
+
   (* Fork a child that checks `source`, read its report, kill it at the deadline. *)
   let run_check ~nonce ~timeout_ms ~placeholders ~target source =
     incr check_counter;
+    remove_quietly export_file;
+    let target_text = match target with None -> "" | Some (_, statement) -> target_export statement in
     let dir = Filename.concat work_dir (Printf.sprintf "check%d" !check_counter) in
     Unix.mkdir dir 0o700;
     let report_r, report_w = Unix.pipe () in
@@ -1073,10 +705,11 @@ end = struct
         Unix.dup2 null Unix.stdout;
         Unix.dup2 null Unix.stderr;
         Unix.close null;
+        Unix.set_close_on_exec report_w;
         watch_over_child ~deadline;
         Unix.chdir dir;
         write_file "artifact.ml" source;
-        (try child_check ~report:report_w ~placeholders ~target source with _ -> ());
+        (try child_check ~report:report_w ~placeholders source with _ -> ());
         flush_all ();
         Unix._exit 0
     | pid ->
@@ -1110,6 +743,7 @@ end = struct
           | Reaped status -> status
           | Eof | Deadline -> snd (Unix.waitpid [] pid)
         in
+        let swept = sweep () in
         Unix.close report_r;
         let cpu_after = let t = Unix.times () in t.Unix.tms_cutime +. t.Unix.tms_cstime in
         let finish =
@@ -1123,6 +757,17 @@ end = struct
           | Some before, Some after -> if after > before then "oom" else "none"
           | _ -> "unknown"
         in
+        (* The export the child left, moved where the kit reads it (the previous one is gone). *)
+        remove_quietly export_file;
+        let export_length =
+          match Unix.lstat (Filename.concat dir "proof.export") with
+          | { Unix.st_kind = Unix.S_REG; st_size; _ } when st_size <= export_cap -> (
+              try Unix.rename (Filename.concat dir "proof.export") export_file; st_size
+              with Unix.Unix_error _ -> 0)
+          | { Unix.st_kind = Unix.S_REG; _ } -> -1
+          | _ -> 0
+          | exception Unix.Unix_error _ -> 0
+        in
         remove_quietly dir;
         restore_work_dir ();
         let status_text =
@@ -1132,9 +777,10 @@ end = struct
           | Timed_out -> "timeout 0"
         in
         let report = report_of reader in
-        Printf.sprintf "\n@@%s REPLY %s %d %s %s %d %s\n%s\n@@%s DONE\n" nonce status_text
-          (int_of_float ((cpu_after -. cpu_before) *. 1000.)) !parent_kind oom
-          (String.length report) dir report nonce
+        Printf.sprintf "\n@@%s REPLY %s %d %s %s %d %d %d %d %s\n%s%s\n@@%s DONE\n" nonce
+          status_text (int_of_float ((cpu_after -. cpu_before) *. 1000.)) !parent_kind oom
+          (String.length report) (String.length target_text) export_length swept dir report
+          target_text nonce
 
   (* -- preloaded parents ------------------------------------------------------------------ *)
 
@@ -1249,6 +895,7 @@ end = struct
         (* It stays in the server's process group: stopping the worker stops it too. *)
         private_fds := [ req_r; rep_w ];
         parent_kind := "preloaded";
+        ignore (Prooflock_prctl.subreaper ());
         subservers := [];
         let null = null_fd () in
         Unix.dup2 null Unix.stdin;
@@ -1273,7 +920,6 @@ end = struct
         remove_quietly dir;
         send rep_w (if loaded then "READY\n" else "FAILED\n");
         if loaded then begin
-          parent_names := Prooflock_fence.current ();
           Gc.compact ();
           serve ~input:(Unix.in_channel_of_descr req_r) ~output:rep_w ~may_preload:false
         end;
@@ -1294,15 +940,26 @@ end = struct
     prooflock_hol_loaded
     && run_trusted ~name:"self-test.ml" "let _ = ARITH_RULE `2 + 2 = 4` in ();;\n"
 
+  (* The last chunk of the library export: every theorem HOL Light holds by name (its toplevel,
+     its theorem database), its axioms and definitions. A check's export refers to these, and to
+     the earlier chunks' (export.ml), by number. *)
+  let export_library () =
+    Prooflock_export.checkpoint
+      (Prooflock_export.toplevel_theorems () @ List.map snd !theorems @ Hol.axioms ()
+       @ Hol.definitions ());
+    boot_mark := serial_now () + 1;
+    let file = Prooflock_export.(!library_file) in
+    ((Unix.stat file).Unix.st_size, Digest.to_hex (Digest.file file))
+
   let main () =
     let ok = self_test () in
-    Format.printf "@.prooflock allow-list@.%s@." (Prooflock_fence.describe !parent_names);
+    let library_length, library_digest = if ok then export_library () else (0, "-") in
     Gc.compact ();  (* a smaller heap forks faster; done before the boot is declared over *)
     flush_all ();
     let boot_ms = int_of_float ((Unix.gettimeofday () -. Prooflock_boot.started) *. 1000.) in
     send Prooflock_boot.reply_fd
-      (Printf.sprintf "\n@@BOOT %s %d %s %s\n" (if ok then "ok" else "failed") boot_ms
-         hol_version work_dir);
+      (Printf.sprintf "\n@@BOOT %s %d %s %d %s %s\n" (if ok then "ok" else "failed") boot_ms
+         hol_version library_length library_digest work_dir);
     if ok then begin
       serve ~input:stdin ~output:Prooflock_boot.reply_fd ~may_preload:true
     end;
