@@ -121,6 +121,12 @@ def test_an_image_without_python3_runs_over_docker_exec(strict):
         box.write_file("x/in.txt", b"hol\n")
         done = sh(box, "cat x/in.txt; id -u")
         assert done.exit_code == 0 and done.stdout == b"hol\n1000\n"
+        # A file the prover wrote is read back whole, however far past the output cap (a HOL
+        # Light library export is tens of MB): never cut where the prover's chatter is.
+        big = bytes(range(256)) * ((OUTPUT_CAP_BYTES * 3) // 256 + 7)
+        box.write_file("x/big.bin", big)
+        assert sh(box, "cp x/big.bin x/copy.bin").ok
+        assert box.read_file("x/copy.bin") == big
     assert strict.info.isolation == "strict" and "sandbox_agent" in strict.info.tools
 
 

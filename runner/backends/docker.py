@@ -68,6 +68,8 @@ TIMED = 'timeout -k 2 "$0" "$@"; s=$?; times >&2; exit $s'
 TIMES_LINES = re.compile(rb"\n?\d+m[\d.]+s \d+m[\d.]+s\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s\n?$")
 # Slack for the host-side deadline beyond the in-container timeout (exec start-up, `times`).
 HOST_SLACK_S = 30
+# A file read back from the work dir (the tmpfs bounds it long before this).
+READ_CAP_BYTES = 1 << 30
 AGENT_SOURCE = Path(sandbox_agent.__file__).read_text(encoding="utf-8")
 AGENT_DIGEST = hashlib.sha256(AGENT_SOURCE.encode()).hexdigest()
 AGENT_COMMAND = ["python3", "-I", "-S", "-c", AGENT_SOURCE]
@@ -154,8 +156,10 @@ class DockerSandbox:
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
         deadline_s: float,
+        cap: int = OUTPUT_CAP_BYTES,
     ) -> tuple[int | None, bytes, bytes, bool]:
-        """(exit code, stdout, stderr, missed deadline) of one exec as the check user."""
+        """(exit code, stdout, stderr, missed deadline) of one exec as the check user; stdout
+        past `cap` is dropped (a prover's chatter), unless the caller asks for more."""
         try:
             exec_id = self.api.exec_create(
                 self.container_id,
@@ -168,7 +172,7 @@ class DockerSandbox:
             sock = self.api.exec_start(exec_id, socket=True)
         except DAEMON_ERRORS as exc:
             raise BackendUnavailable(f"docker exec failed: {exc}") from exc
-        out, err = StreamBuffer(), StreamBuffer()
+        out, err = StreamBuffer(cap), StreamBuffer()
         reader = _demux(_raw(sock), out, err)
         if stdin is not None:
             with contextlib.suppress(OSError):
@@ -207,9 +211,15 @@ class DockerSandbox:
 
     def read_file(self, relpath: str) -> bytes:
         path = f"{WORKDIR}/{checked_relpath(relpath)}"
-        code, out, _, _ = self._exec(["cat", path], deadline_s=120)
+        # A file is read whole (a HOL Light library export is tens of MB), never cut at the cap
+        # that bounds a prover's output: a file larger than the work dir's tmpfs cannot exist.
+        code, out, _, _ = self._exec(["cat", path], deadline_s=120, cap=READ_CAP_BYTES)
         if code != 0:
             raise FileNotFoundError(relpath)
+        if len(out) >= READ_CAP_BYTES:
+            raise BackendUnavailable(
+                f"{relpath} in the container is larger than {READ_CAP_BYTES} bytes"
+            )
         return out
 
     def run(

@@ -10,15 +10,19 @@ from runner.backends.base import OUTPUT_CAP_BYTES
 
 
 class StreamBuffer:
-    def __init__(self) -> None:
+    def __init__(self, cap: int = OUTPUT_CAP_BYTES) -> None:
         self._data = bytearray()
         self._eof = False
         self._cond = threading.Condition()
+        self._cap = cap
+        self.overflowed = False  # bytes past the cap were dropped
 
     def feed(self, chunk: bytes) -> None:
         with self._cond:
-            if len(self._data) < OUTPUT_CAP_BYTES:
+            if len(self._data) < self._cap:
                 self._data += chunk
+            else:
+                self.overflowed = True
             self._cond.notify_all()
 
     def finish(self) -> None:
