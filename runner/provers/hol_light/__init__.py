@@ -28,7 +28,7 @@ from __future__ import annotations
 from runner.core.errors import BadRequest
 from runner.core.models import Outcome
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
-from runner.provers.common.server import SandboxServer, ServerFailed
+from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec
 from runner.provers.hol_light import forkserver, source
 from runner.provers.hol_light.options import HolLightOptions
 
@@ -54,25 +54,51 @@ def validate(request: ResolvedRequest) -> None:
 
 
 def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    return _check(request, _Held(sandboxes))
+
+
+def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
+    """One after the other on one worker (a check's export must be read before the next runs):
+    the worker and replayer the first check took serve the rest, until one breaks."""
+    held = _Held(sandboxes)
+    return [_check(request, held) for request in requests]
+
+
+class _Held:
+    """The servers one call holds: each `sandboxes.server` takes another from the pool, and so
+    would boot another HOL Light for every file of a batch."""
+
+    def __init__(self, sandboxes: Sandboxes):
+        self._sandboxes = sandboxes
+        self._held: dict[str, SandboxServer] = {}
+
+    def server(self, spec: ServerSpec) -> SandboxServer:
+        key = f"{spec.name}/{spec.key}"
+        if key not in self._held or self._held[key].retired:
+            self._held[key] = self._sandboxes.server(spec)
+        return self._held[key]
+
+    def worker(self) -> SandboxServer:
+        return self.server(forkserver.server_spec(HOL_DIR))
+
+
+def _check(request: ResolvedRequest, held: _Held) -> Outcome:
     refusal = forkserver.refused(request)
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
         return refusal
-    spec = forkserver.server_spec(HOL_DIR)
     # One worker serves every preload set: it forks a preloaded parent per set on demand.
-    server = sandboxes.server(spec)
+    server = held.worker()
     try:
-        return _check_on(server, request, sandboxes)
+        return _check_on(server, request, held)
     except ServerFailed as failure:
         server.retire()
-        fresh: list[SandboxServer] = []
 
         def on_fresh(what: ResolvedRequest) -> Outcome:
-            if not fresh or fresh[0].retired:
-                fresh[:] = [sandboxes.server(spec)]
+            fresh = held.worker()  # the failed one is retired: a fresh worker
             try:
-                return _check_on(fresh[0], what, sandboxes)
+                return _check_on(fresh, what, held)
             except ServerFailed:
-                fresh[0].retire()
+                fresh.retire()
                 raise
 
         return forkserver.after_failure(
@@ -82,15 +108,10 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         )
 
 
-def _check_on(server: SandboxServer, request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+def _check_on(server: SandboxServer, request: ResolvedRequest, held: _Held) -> Outcome:
     # The replayer's library is read from the worker before the file runs on it.
     spec = forkserver.replayer_spec(HOL_DIR, forkserver.read_boot(server), server)
-    return forkserver.check_on(server, request, lambda: sandboxes.server(spec))
-
-
-def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
-    """One after the other on one worker: a check's export must be read before the next runs."""
-    return [check(request, sandboxes) for request in requests]
+    return forkserver.check_on(server, request, lambda: held.server(spec))
 
 
 ADAPTER = ProverAdapter(
