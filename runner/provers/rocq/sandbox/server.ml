@@ -1188,6 +1188,7 @@ type sub = {
 }
 
 let held : (string, sub) Hashtbl.t = Hashtbl.create 8
+let served = ref 0  (* checks this process served itself *)
 
 let held_limit =
   match Option.bind (Sys.getenv_opt "PROOFLOCK_ROCQ_PREFIXES") int_of_string_opt with
@@ -1223,6 +1224,7 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     close_parent_fds ();  (* its siblings' pipes and the base worker's spare checks' *)
     Hashtbl.reset held;
     forget_spares ();
+    served := 0;
     Random.self_init ();
     Unix.dup2 req_r Unix.stdin;
     Unix.dup2 rep_w Unix.stdout;
@@ -1324,8 +1326,13 @@ let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefi
       print_string (encode_reply req.nonce sent);
       print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
       flush stdout;
-      (* While the kit reads the reply: the work the next check would otherwise wait for. *)
-      if served_here then fork_spares ~state ~ldir;
+      (* While the kit reads the reply: the children the next check would otherwise wait for
+         to be forked (from the second check on: a sub-parent that serves one file, as in a
+         set with a header per file, would only have forked them for nothing). *)
+      if served_here then begin
+        incr served;
+        if !served > 1 then fork_spares ~state ~ldir
+      end;
       loop ()
   in
   loop ()
