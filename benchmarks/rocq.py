@@ -350,7 +350,10 @@ def cli_call(
         argv += ["--backend", backend, "--no-cache", "--daemon", "off", "--timeout", str(timeout)]
         if backend == "docker":
             argv += ["--isolation", "warm"]
-        env = {**os.environ, "PROOFLOCK_CACHE_DIR": str(cache_dir)}
+        # The runner next to this file, not whichever one an editable install maps (the CLI
+        # runs in a temporary directory).
+        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PROOFLOCK_CACHE_DIR": str(cache_dir), "PYTHONPATH": pythonpath}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(argv + paths, capture_output=True, env=env, cwd=work)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from runner.backends.base import Backend
-from runner.backends.docker import DockerBackend
 from runner.backends.local import LocalBackend
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import Notify, notify_stderr
 from runner.core.settings import Settings
+
+if TYPE_CHECKING:  # docker-py takes a third of a second to import: only when docker is used
+    from runner.backends.docker import DockerBackend
 
 BuildImage = Callable[[str], None]
 
@@ -88,6 +91,8 @@ class BackendChoice:
 
     def _docker_backend(self, *, required: bool) -> DockerBackend | None:
         if self._docker is None and self._docker_error is None:
+            from runner.backends.docker import DockerBackend  # noqa: PLC0415 - see above
+
             try:
                 self._docker = DockerBackend(self.settings)
             except BackendUnavailable as exc:

@@ -48,6 +48,7 @@ _unavailable: dict[str, str] = {}  # image → why no worker starts there (this 
 # sandbox: the host's coq-core for the local backend, the image's in Docker).
 _built: dict[str, tuple[bytes, bytes]] | None = None
 KEEP_BUILDS = 2
+_asked: set[str] = set()  # servers whose build was already looked at
 _lock = threading.Lock()
 
 
@@ -153,8 +154,9 @@ def _candidates() -> dict[str, bytes]:
 
 def _remember_build(server: SandboxServer) -> None:
     """Keep the worker a server built (in this process and in the cache dir), unless known."""
-    if server.sandbox is None:
+    if server.sandbox is None or server.worker_id in _asked:
         return
+    _asked.add(server.worker_id)  # once per server: a read from its sandbox per check is not free
     try:
         build_id = server.sandbox.read_file(BUILD_ID)
     except (OSError, BackendUnavailable):

@@ -17,6 +17,9 @@
    fork of P that loaded exactly that prefix and then serves as P does (the few most recently
    used are kept). Children report on a pipe only their parent holds, their output goes to
    files, and the work dir is cleaned before each check: nothing a check does survives it.
+   Each check has its own K1 and K2, never reused; the next check's pair is forked as soon as
+   a check was answered (while the kit reads the reply) and waits, idle, until its check starts:
+   forks of the same pristine parent as forks at the check's start would be.
 
    Wire format (stdin/stdout; the checks' processes hold neither):
      ready:   "\n@@PROOFLOCK-ROCQ-READY <ok|failed> <boot_ms>\n"
@@ -177,33 +180,98 @@ let reap_zombies () =
 
 let trailer = Str.regexp "\n@@END \\([0-9]+\\) \\([0-9]+\\)\n$"
 
-(* [body w] runs in the child with its report pipe [w]; it must end the process itself. *)
-let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
-  reap_zombies ();
+let write_fd fd s =
+  let b = Bytes.unsafe_of_string s in
+  let rec go off =
+    if off < Bytes.length b then go (off + Unix.write fd b off (Bytes.length b - off))
+  in
+  go 0
+
+(* Pipe ends only a parent may hold (to its sub-parents, to its spare children): a child
+   closes them all before anything else, so no check's code can reach another process. *)
+let parent_fds : Unix.file_descr list ref = ref []
+let hold fd = parent_fds := fd :: !parent_fds
+let release fd =
+  parent_fds := List.filter (fun f -> f <> fd) !parent_fds;
+  (try Unix.close fd with Unix.Unix_error _ -> ())
+let close_parent_fds () =
+  List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) !parent_fds;
+  parent_fds := []
+
+(* What a forked child is told when its check starts: a compile, or an audit and its target. *)
+type go = Compile | Audit of (string * string list * string) option
+
+(* A child forked ahead of its check: it waits, doing nothing, until [go] sends it the check.
+   Forking is a large part of a check's cost; a parent forks its next children while the kit
+   reads the last reply, and they are forks of the same pristine state a fork at the check's
+   start would be. *)
+type forked = { pid : int; report : Unix.file_descr; start : Unix.file_descr }
+
+(* [body go w] runs in the child with its report pipe [w]; it must end the process itself. *)
+let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
   let r, w = Unix.pipe ~cloexec:true () in
-  let kills_before = oom_kills () in
-  let cpu_before = children_cpu () and started = now_ms () in
+  let start_r, start_w = Unix.pipe ~cloexec:true () in
   flush_everything ();
   match Unix.fork () with
   | 0 ->
-    mark "forked";
     (* A child lives for one check: a major GC cycle there would mark (and so copy, page by
        page) the parent's whole heap for nothing. *)
     Gc.set { (Gc.get ()) with Gc.space_overhead = 20_000 };
     (* Under a memory limit the kernel must kill a check, never the worker that forked it. *)
     (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
+    close_parent_fds ();
     Unix.close r;
+    Unix.close start_w;
+    let null = devnull () in
+    List.iter (Unix.dup2 null) [Unix.stdin; Unix.stdout; Unix.stderr];
+    Unix.close null;
+    let go =
+      match (Marshal.from_channel (Unix.in_channel_of_descr start_r) : go) with
+      | go -> go
+      | exception _ -> Unix._exit 0  (* its parent went, or forked a fresh child instead *)
+    in
+    Unix.close start_r;
+    mark "forked";
     let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
-    let null = devnull () in
-    Unix.dup2 null Unix.stdin;
     Unix.dup2 fd_out Unix.stdout;
     Unix.dup2 fd_err Unix.stderr;
-    List.iter Unix.close [null; fd_out; fd_err];
-    (try body w with _ -> ());
+    List.iter Unix.close [fd_out; fd_err];
+    (try body go w with _ -> ());
     child_exit w 120
   | pid ->
     Unix.close w;
+    Unix.close start_r;
+    hold r;
+    hold start_w;
+    { pid; report = r; start = start_w }
+
+let discard child =
+  (try Unix.kill child.pid Sys.sigkill with Unix.Unix_error _ -> ());
+  release child.report;
+  release child.start;
+  (try ignore (Unix.waitpid [] child.pid) with Unix.Unix_error _ -> ())
+
+(* A forked child that is still waiting for its check (one the kernel killed meanwhile, or
+   that went, is discarded). *)
+let waiting child =
+  match Unix.waitpid [Unix.WNOHANG] child.pid with
+  | 0, _ -> true
+  | _ -> discard child; false
+  | exception Unix.Unix_error _ -> discard child; false
+
+(* Start [child] on its check and wait for its end. *)
+let run_forked ~deadline child go =
+  reap_zombies ();
+  let kills_before = oom_kills () in
+  let cpu_before = children_cpu () and started = now_ms () in
+  let r = child.report in
+  parent_fds := List.filter (fun f -> f <> r) !parent_fds;
+  let message = Marshal.to_string (go : go) [] in
+  (try write_fd child.start message with Unix.Unix_error _ -> ());
+  release child.start;
+  let pid = child.pid in
+  (
     let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
     let rec pump () =
       let left = (deadline -. now_ms ()) /. 1000. in
@@ -260,14 +328,7 @@ let run_child ~deadline ~out ~err (body : Unix.file_descr -> unit) =
       report;
       cpu_ms = int_of_float ((children_cpu () -. cpu_before) *. 1000.);
       wall_ms = int_of_float (now_ms () -. started);
-    }
-
-let write_fd fd s =
-  let b = Bytes.unsafe_of_string s in
-  let rec go off =
-    if off < Bytes.length b then go (off + Unix.write fd b off (Bytes.length b - off))
-  in
-  go 0
+    })
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Sentences the kit refuses, read from Coq's own parse of each sentence just before it runs
@@ -926,137 +987,45 @@ let check_library ~state ~target w =
 
 let checker_child ~state ~target w = child_exit w (check_library ~state ~target w)
 
-(* The checker: a process forked from a parent that never ran a file's code, which re-checks
-   one compiled library after another (as one coqchk would check many), so a check without a
-   target costs no second fork. Libraries it loads for a file's dependencies stay loaded (they
-   are Debian's, as coqchk would load them); a checker that fails or overruns is killed and the
-   next check forks a new one. *)
-type checker = { cpid : int; creq : Unix.file_descr; crep : Unix.file_descr }
+(* ------------------------------------------------------------------------------------------ *)
+(* A check's two children, forked from the parent at the check's start or, ahead of it, once
+   the last check was answered (the spares: forks of the same pristine parent, which wait). *)
 
-let checker = ref None
+let compile_body ~state ~ldir _ w = compile_child ~state ~ldir w
+let audit_body ~state go w =
+  match go with
+  | Audit target -> checker_child ~state ~target w
+  | Compile -> child_exit w 120
 
-let stop_checker () =
-  Option.iter
-    (fun c ->
-       (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
-       List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
-       (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ()))
-    !checker;
-  checker := None
+let spare_compile : forked option ref = ref None
+let spare_audit : forked option ref = ref None
 
-let start_checker ~state =
-  let req_r, req_w = Unix.pipe ~cloexec:true () in
-  let rep_r, rep_w = Unix.pipe ~cloexec:true () in
-  flush_everything ();
-  match Unix.fork () with
-  | 0 ->
-    (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
-    Unix.close req_w;
-    Unix.close rep_r;
-    let null = devnull () in
-    Unix.dup2 null Unix.stdin;
-    Unix.close null;
-    let requests = Unix.in_channel_of_descr req_r in
-    let rec loop () =
-      match input_line requests with
-      | exception End_of_file -> ()
-      | nonce ->
-        let before = Unix.times () in
-        write_fd rep_w (Printf.sprintf "\n@@BEGIN %s\n" nonce);
-        let code =
-          with_redirect ~out:"k2.out" ~err:"k2.err" (fun () ->
-              check_library ~state ~target:None rep_w)
-        in
-        flush_everything ();
-        let after = Unix.times () in
-        let cpu =
-          (after.Unix.tms_utime +. after.Unix.tms_stime)
-          -. (before.Unix.tms_utime +. before.Unix.tms_stime)
-        in
-        write_fd rep_w
-          (Printf.sprintf "\n@@END %s %d %d\n" nonce code (int_of_float (cpu *. 1000.)));
-        loop ()
-    in
-    (try loop () with _ -> ());
-    Unix._exit 0
-  | pid ->
-    Unix.close req_r;
-    Unix.close rep_w;
-    let c = { cpid = pid; creq = req_w; crep = rep_r } in
-    checker := Some c;
-    c
+let forget_spares () = spare_compile := None; spare_audit := None
 
-(* One re-check by the checker, reported as a forked child's would be. *)
-(* The request carries a fresh nonce the reply must echo: a request some other process wrote
-   to the checker's pipe (a file's code reaching it through /proc) is answered, but never read
-   as the answer to the kit's. *)
-let run_in_checker ~state ~deadline =
-  let c = match !checker with Some c -> c | None -> start_checker ~state in
-  let started = now_ms () in
-  let kills_before = oom_kills () in
-  let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
-  let nonce = Printf.sprintf "%08x%08x" (Random.bits ()) (Random.bits ()) in
-  let begin_ = "\n@@BEGIN " ^ nonce ^ "\n" in
-  let end_ = Str.regexp ("\n@@END " ^ nonce ^ " \\([0-9]+\\) \\([0-9]+\\)\n") in
-  let ended_well () =
-    let report = Buffer.contents buf in
-    match Str.search_forward end_ report 0 with
-    | at ->
-      let code = int_of_string (Str.matched_group 1 report) in
-      let cpu = int_of_string (Str.matched_group 2 report) in
-      (match Str.search_backward (Str.regexp_string begin_) report at with
-       | b ->
-         let from = b + String.length begin_ in
-         Some (String.sub report from (at - from), code, cpu)
-       | exception Not_found -> None)
-    | exception Not_found -> None
+let run_spare spare ~deadline ~fresh go =
+  let waiting_spare =
+    match !spare with
+    | Some child -> spare := None; if waiting child then Some child else None
+    | None -> None
   in
-  let rec pump () =
-    match ended_well () with
-    | Some r -> `Done r
-    | None ->
-      let left = (deadline -. now_ms ()) /. 1000. in
-      if left <= 0. then `Late
-      else
-        match Unix.select [c.crep] [] [] left with
-        | [], _, _ -> `Late
-        | _ ->
-          (match Unix.read c.crep chunk 0 (Bytes.length chunk) with
-           | 0 -> `Died
-           | n -> Buffer.add_subbytes buf chunk 0 n; pump ())
-        | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
-  in
-  let outcome =
-    match write_fd c.creq (nonce ^ "\n") with
-    | exception Unix.Unix_error _ -> `Died
-    | () -> pump ()
-  in
-  let wall_ms = int_of_float (now_ms () -. started) in
-  match outcome with
-  | `Done (report, code, cpu_ms) -> { ended = Exited code; report; cpu_ms; wall_ms }
-  | (`Late | `Died) as why ->
-    let status =
-      match why with
-      | `Late -> None
-      | `Died ->
-        (try Some (snd (Unix.waitpid [] c.cpid)) with Unix.Unix_error _ -> None)
-    in
-    (try Unix.kill c.cpid Sys.sigkill with Unix.Unix_error _ -> ());
-    List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [c.creq; c.crep];
-    (try ignore (Unix.waitpid [] c.cpid) with Unix.Unix_error _ -> ());
-    checker := None;
-    let memory () =
-      match kills_before, oom_kills () with Some a, Some b -> b > a | _ -> false
-    in
-    let ended =
-      match why, status with
-      | `Late, _ -> Timed_out
-      | _, Some (Unix.WSIGNALED s) when s = Sys.sigkill && memory () -> Memory
-      | _, Some (Unix.WSIGNALED s | Unix.WSTOPPED s) -> Signaled s
-      | _, Some (Unix.WEXITED n) -> Exited (if n = 0 then 120 else n)
-      | _, None -> Signaled Sys.sigkill
-    in
-    { ended; report = Buffer.contents buf; cpu_ms = 0; wall_ms }
+  match waiting_spare with
+  | Some child -> run_forked ~deadline child go
+  | None -> run_forked ~deadline (fresh ()) go
+
+let compile ~state ~ldir ~deadline =
+  run_spare spare_compile ~deadline Compile
+    ~fresh:(fun () -> fork_child ~out:"k1.out" ~err:"k1.err" (compile_body ~state ~ldir))
+
+let check ~state ~deadline ~target =
+  run_spare spare_audit ~deadline (Audit target)
+    ~fresh:(fun () -> fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state))
+
+(* Between checks (the kit is reading the reply): the next check's children, forked now. *)
+let fork_spares ~state ~ldir =
+  if !spare_compile = None then
+    spare_compile := Some (fork_child ~out:"k1.out" ~err:"k1.err" (compile_body ~state ~ldir));
+  if !spare_audit = None then
+    spare_audit := Some (fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state))
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Requests *)
@@ -1129,7 +1098,7 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
   in
   clean_work_dir ();
   write_all artifact_v (match field req "body" with Some b -> b | None -> "");
-  let k1 = run_child ~deadline ~out:"k1.out" ~err:"k1.err" (compile_child ~state ~ldir) in
+  let k1 = compile ~state ~ldir ~deadline in
   let replies = ref [
       "COMPILE", Printf.sprintf "%s %d %d" (ended_words k1.ended) k1.cpu_ms k1.wall_ms;
       "COMPILE_OUT", capped (prefix_out ^ read_all "k1.out");
@@ -1141,11 +1110,9 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
     replies := !replies @ [ "NOLIBRARY", "" ]
   else if k1.ended = Exited 0 && (audit || target <> None) then begin
     let deadline = now_ms () +. float_of_int req.timeout_ms in
-    let k2 =
-      match target with
-      | None -> run_in_checker ~state ~deadline
-      | Some _ -> run_child ~deadline ~out:"k2.out" ~err:"k2.err" (checker_child ~state ~target)
-    in
+    (* A fresh fork of this parent, which never ran a file's code, per audit: no library an
+       earlier check loaded, and no state its audit left, reaches this one. *)
+    let k2 = check ~state ~deadline ~target in
     let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
     replies := !replies @ [
         "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
@@ -1221,6 +1188,7 @@ type sub = {
 }
 
 let held : (string, sub) Hashtbl.t = Hashtbl.create 8
+let served = ref 0  (* checks this process served itself *)
 
 let held_limit =
   match Option.bind (Sys.getenv_opt "PROOFLOCK_ROCQ_PREFIXES") int_of_string_opt with
@@ -1231,7 +1199,7 @@ let stop_sub prefix sub =
   Hashtbl.remove held prefix;
   (try Unix.kill (- sub.pid) Sys.sigkill with Unix.Unix_error _ -> ());
   (try Unix.kill sub.pid Sys.sigkill with Unix.Unix_error _ -> ());
-  List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) [sub.requests; sub.replies];
+  List.iter release [sub.requests; sub.replies];
   (try ignore (Unix.waitpid [] sub.pid) with Unix.Unix_error _ -> ())
 
 (* [serve_loop] runs in the child once the prefix is loaded. *)
@@ -1253,12 +1221,10 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     (* Its own process group: stopping it stops the checks it forked. *)
     (try ignore (Unix.setsid ()) with Unix.Unix_error _ -> ());
     (try write_all "/proc/self/oom_score_adj" "500" with _ -> ());
-    Hashtbl.iter (fun _ s -> List.iter (fun fd -> try Unix.close fd with _ -> ())
-                     [s.requests; s.replies]) held;
+    close_parent_fds ();  (* its siblings' pipes and the base worker's spare checks' *)
     Hashtbl.reset held;
-    Option.iter (fun c -> List.iter (fun fd -> try Unix.close fd with _ -> ()) [c.creq; c.crep])
-      !checker;
-    checker := None;
+    forget_spares ();
+    served := 0;
     Random.self_init ();
     Unix.dup2 req_r Unix.stdin;
     Unix.dup2 rep_w Unix.stdout;
@@ -1269,8 +1235,8 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     (match loaded with
      | Ok state ->
        adopt_pending ();
-       (* Loading left garbage: a compact heap is what every fork of this process copies. *)
-       Gc.compact ();
+       (* Not compacted (as the base worker is at boot): on a prefix such as Arith's that takes
+          longer than it saves the checks forked from it. *)
        serve_loop ~state ~prefix ~prefix_out:out ~prefix_err:err
      | Error code ->
        (* Answer the request it was started for as coqc would (the prefix failed), then go. *)
@@ -1286,6 +1252,8 @@ let start_sub ~serve_loop ~state ~ldir prefix =
   | pid ->
     Unix.close req_r;
     Unix.close rep_w;
+    hold req_w;
+    hold rep_r;
     let sub = { pid; requests = req_w; replies = rep_r; used = now_ms () } in
     Hashtbl.replace held prefix sub;
     sub
@@ -1343,6 +1311,7 @@ let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefi
     match read_request () with
     | None -> ()
     | Some req ->
+      let served_here = field req "prefix" = Some prefix in
       let replies =
         match field req "prefix" with
         | Some p when p = prefix -> serve ~state ~ldir ~prefix_out ~prefix_err req
@@ -1357,6 +1326,13 @@ let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefi
       print_string (encode_reply req.nonce sent);
       print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
       flush stdout;
+      (* While the kit reads the reply: the children the next check would otherwise wait for
+         to be forked (from the second check on: a sub-parent that serves one file, as in a
+         set with a header per file, would only have forked them for nothing). *)
+      if served_here then begin
+        incr served;
+        if !served > 1 then fork_spares ~state ~ldir
+      end;
       loop ()
   in
   loop ()
