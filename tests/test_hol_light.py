@@ -5,7 +5,7 @@ replayer to its word on hand-written exports).
 Loading HOL Light takes minutes, so one checker (and so one forkserver) per backend serves the
 whole session, this file and the adversarial suite alike (`session_checker`); every check on it
 starts from the same pristine parent. Two tests pay for a boot of their own: the cold check and
-the restart of a killed worker (that one only with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
+the restart of a killed worker (both only with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
 share one timeout: the core pools workers by their limits, so another timeout would mean another
 worker, and another boot.
 """
@@ -389,6 +389,10 @@ def _our_forkservers() -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
+    reason="boots HOL Light and its replayer for one file (~5 CPU-min): CI's time",
+)
 def test_cold_check_gives_the_forkserver_result(hol):
     warm = hol.check("uses_definition.ml")
     request = CheckRequest(
