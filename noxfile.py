@@ -140,9 +140,11 @@ def _docker_answers() -> bool:
 
 
 def build_images(session: nox.Session, names: list[str]) -> None:
-    """The base and `names` from their locked closures; drifted (and said so) where those
-    cannot be had."""
-    session.run("prooflock", "images", "base", "--allow-drift")
+    """The bases `names` are built on, then `names`, from their locked closures; drifted (and
+    said so) where those cannot be had."""
+    images = json.loads(LOCK.read_text())["images"]
+    for base in sorted({images[name].get("base", "base") for name in names} | {"base"}):
+        session.run("prooflock", "images", "base", base, "--allow-drift")
     session.run("prooflock", "images", "build", "--allow-drift", *names)
 
 

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from runner import provers
 from runner.check import advisories
 from runner.check.advisories import Version
 from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Target, Verdict
 from runner.core.settings import Settings
+from runner.images.lock import load_lock
 from tests.helpers import session_checker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,8 +58,6 @@ def by_id() -> dict[str, advisories.Advisory]:
 
 
 def test_every_prover_has_a_valid_file_and_ids_are_unique_across_them():
-    from runner import provers
-
     assert {path.stem for path in FILES} == set(provers.names())
     total = sum(len(tomllib.loads(path.read_text()).get("advisory", [])) for path in FILES)
     assert len(by_id()) == total  # no id is used twice, across files too
@@ -191,7 +191,7 @@ def exploit_cases(prover: str) -> list[Path]:
     return sorted((EXPLOITS / prover).glob(f"*{SUFFIX[prover]}"))
 
 
-def check(checker: Checker, path: Path, prover: str):
+def check(checker: Checker, path: Path, prover: str, line: str | None = None):
     control = not path.stem.startswith("PL-")
     statement = CONTROL[prover] if control else FALSE[prover]
     request = CheckRequest(
@@ -200,6 +200,7 @@ def check(checker: Checker, path: Path, prover: str):
         content=path.read_text(),
         timeout=60,
         target=Target(name="main", statement=statement),
+        line=line,
     )
     return checker.check_one(request)
 
@@ -223,12 +224,26 @@ def judge(prover: str, path: Path, result) -> None:
         assert result.verdict is not Verdict.PASS, "a bug fixed on this line passed"
 
 
+ROCQ_LINES = [
+    pytest.param("local", None, id="local"),
+    pytest.param("docker", None, id="docker", marks=pytest.mark.docker),
+    # Every pinned line, in its own image (Debian trixie's Coq 8.20.1, checked cold).
+    *(
+        pytest.param("docker", line, id=f"docker-{line}", marks=pytest.mark.docker)
+        for line in provers.get("rocq").lines
+    ),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.parametrize("backend, line", ROCQ_LINES)
 @pytest.mark.parametrize("path", exploit_cases("rocq"), ids=lambda p: p.stem)
-def test_rocq_exploits_never_pass_without_their_advisory(request, backend, path):
+def test_rocq_exploits_never_pass_without_their_advisory(request, backend, line, path):
     checker = session_checker(request, backend)
-    judge("rocq", path, check(checker, path, "rocq"))
+    result = check(checker, path, "rocq", line)
+    if line is not None:
+        assert result.environment["install"]["image"] == load_lock().tag(line)  # its own image
+    judge("rocq", path, result)
 
 
 @pytest.mark.slow

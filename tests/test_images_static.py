@@ -19,9 +19,10 @@ from docker.errors import ImageNotFound
 from runner.core import home
 from runner.core.errors import InfraFailure, UserError
 from runner.images import api, context, machine
+from runner.images.build import BuildPlan
 from runner.images.closure import PackageDrift
 from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
-from runner.images.inputs import host_mirror
+from runner.images.inputs import BuildInputs, host_mirror
 from runner.images.layers import Squash, directory_nodes, write_layer
 from runner.images.lock import ImagesLock, Kit, load_lock, lock_bytes
 from runner.images.pin import TRANSPORT_ARGS, check_pins_match
@@ -34,6 +35,7 @@ LOCK = load_lock(ROOT / "manifests" / "images.lock.json")
 NAMES = sorted(p.name for p in IMAGES.iterdir() if p.is_dir() and p.name != context.COMMON)
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
+BUILD_INPUTS = BuildInputs("http://mirror.invalid/debian", "http://mirror.invalid/debian-security")
 DEBIAN_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*$")
 
 
@@ -47,16 +49,13 @@ def run_text(name: str) -> str:
     return "\n".join(line for line in joined.splitlines() if line.lstrip().startswith("RUN "))
 
 
-def test_the_six_provers_and_newclid_each_have_an_image_and_a_lock_entry():
-    assert NAMES == [
-        "alphageometry",
-        "asymptote",
-        "hol-light",
-        "isabelle",
-        "lean",
-        "newclid",
-        "rocq",
-    ]
+def test_the_six_provers_newclid_and_each_line_have_an_image_and_a_lock_entry():
+    from runner import provers
+
+    lines = [line for name in provers.names() for line in provers.get(name).lines]
+    assert lines == ["rocq-8.20"]
+    defaults = ["alphageometry", "asymptote", "hol-light", "isabelle", "lean", "newclid", "rocq"]
+    assert sorted([*defaults, *lines]) == NAMES
     assert sorted(LOCK.images) == NAMES
 
 
@@ -95,9 +94,8 @@ def test_the_base_is_a_digest_and_no_tag_floats(name):
     text = dockerfile(name)
     froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
     assert froms == ["${BASE}"]
-    assert re.fullmatch(
-        r"[a-z0-9./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}", LOCK.base.registry_reference
-    )
+    base = LOCK.base_named(LOCK.base_of(name))
+    assert re.fullmatch(r"[a-z0-9./-]+(:[\w.-]+)?@sha256:[0-9a-f]{64}", base.registry_reference)
     assert ":latest" not in text and "/latest/" not in text
 
 
@@ -167,8 +165,9 @@ def test_a_built_image_is_fully_recorded(name):
         assert entry.image_id is None and not entry.diff_ids and not entry.packages
         return
     assert entry.image_id and entry.image_id.startswith("sha256:")
-    assert entry.diff_ids[: len(LOCK.base.diff_ids)] == LOCK.base.diff_ids
-    assert len(entry.diff_ids) == len(LOCK.base.diff_ids) + 1  # one squashed, normalized layer
+    base = LOCK.base_named(entry.base)  # its own suite's base
+    assert entry.diff_ids[: len(base.diff_ids)] == base.diff_ids
+    assert len(entry.diff_ids) == len(base.diff_ids) + 1  # one squashed, normalized layer
     installed = dict(p.split("=", 1) for p in entry.packages)
     args = context.dockerfile_args(IMAGES / name / "Dockerfile")
     for package, arg in re.findall(r"\"?([a-z0-9][a-z0-9.+-]+)=\$\{(\w+)\}\"?", run_text(name)):
@@ -187,14 +186,36 @@ def assert_closure_is_the_package_list(closure, packages):
         assert deb.filename.endswith(f"_{deb.architecture}.deb") and deb.size > 0, name
 
 
-def test_the_base_records_its_closure_and_the_stanzas_debootstrap_copies():
-    assert_closure_is_the_package_list(LOCK.base.closure, LOCK.base.packages)
-    assert all(deb.priority for deb in LOCK.base.closure.values())  # debootstrap selects by it
-    index = Kit.open(ROOT / "manifests" / "images.lock.json").base_index()
+@pytest.mark.parametrize("base", LOCK.base_names())
+def test_each_base_records_its_closure_and_the_stanzas_debootstrap_copies(base):
+    entry = LOCK.base_named(base)
+    assert_closure_is_the_package_list(entry.closure, entry.packages)
+    assert all(deb.priority for deb in entry.closure.values())  # debootstrap selects by it
+    index = Kit.open(ROOT / "manifests" / "images.lock.json").for_base(base).base_index()
     assert index is not None and index.endswith("\n\n")
     listed = dict(re.findall(r"^Package: (\S+)\nVersion: (\S+)$", index, re.MULTILINE))
     listed.update(re.findall(r"^Package: (\S+)\nSource: .*\nVersion: (\S+)$", index, re.MULTILINE))
-    assert listed == {name: deb.version for name, deb in LOCK.base.closure.items()}
+    assert listed == {name: deb.version for name, deb in entry.closure.items()}
+
+
+def test_an_image_builds_on_its_own_base_and_a_rebased_kit_writes_its_base_back(tmp_path):
+    lock_path = kit_copy(tmp_path)
+    kit = Kit.open(lock_path)
+    assert BuildPlan.of(kit, "rocq", BUILD_INPUTS).lock.base.suite == "bookworm"
+    assert BuildPlan.of(kit, "rocq-8.20", BUILD_INPUTS).lock.base.suite == "trixie"
+    trixie = kit.for_image("rocq-8.20")
+    assert trixie.lock.base.suite == "trixie" and trixie.base_index_path.name == (
+        "base-trixie.Packages"
+    )
+    bookworm_id = kit.lock.base.image_id
+    trixie.lock.base = trixie.lock.base.model_copy(update={"image_id": OTHER_ID})
+    trixie.save()
+    saved = load_lock(lock_path)
+    assert saved.bases["base-trixie"].image_id == OTHER_ID
+    assert saved.base.image_id == bookworm_id and saved.base.suite == "bookworm"
+    assert kit.lock.base_named("base-trixie").image_id == OTHER_ID  # the same lock, in step
+    with pytest.raises(UserError, match="no base 'base-sid'.*bases: base, base-trixie"):
+        kit.for_base("base-sid")
 
 
 def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package():
@@ -203,7 +224,8 @@ def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package()
         assert word not in text
     assert lock_bytes(LOCK) == text.encode()  # what `relock` and `pin` write, key-sorted
     closure_lines = [line for line in text.splitlines() if '"sha256": ' in line]
-    assert len(closure_lines) == sum(len(e.closure) for e in [LOCK.base, *LOCK.images.values()])
+    entries = [LOCK.base, *LOCK.bases.values(), *LOCK.images.values()]
+    assert len(closure_lines) == sum(len(e.closure) for e in entries)
 
 
 def test_a_schema_1_lock_from_an_older_bundle_is_read_without_its_provenance():
@@ -354,7 +376,8 @@ def kit_copy(root: Path) -> Path:
     """A copy of the kit's definitions and lock at `root`; returns the lock's path."""
     shutil.copytree(IMAGES, root / "images")
     (root / "manifests").mkdir(parents=True)
-    shutil.copy(ROOT / "manifests" / "base.Packages", root / "manifests")
+    for index in sorted((ROOT / "manifests").glob("*.Packages")):
+        shutil.copy(index, root / "manifests")
     return Path(shutil.copy(ROOT / "manifests" / "images.lock.json", root / "manifests"))
 
 
@@ -426,7 +449,7 @@ def test_images_list_json_names_the_lock_it_read_and_says_when_no_daemon_answers
     assert listing["lock"] == str(ROOT / "manifests" / "images.lock.json")
     assert listing["images_root"] == str(IMAGES) and listing["lock_writable"] is True
     rows = {row["name"]: row for row in listing["images"]}
-    assert list(rows) == ["base", *NAMES]
+    assert list(rows) == [*LOCK.base_names(), *NAMES]
     assert rows["rocq"] == {
         "name": "rocq",
         "tag": LOCK.tag("rocq"),

@@ -117,6 +117,7 @@ def test_the_installed_copy_reads_its_own_lock_and_definitions(installed):
     ids = {row["name"]: row["image_id"] for row in listing["images"]}
     assert ids == {
         "base": checkout["base"]["image_id"],
+        **{name: entry["image_id"] for name, entry in checkout["bases"].items()},
         **{name: entry["image_id"] for name, entry in checkout["images"].items()},
     }
 

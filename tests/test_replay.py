@@ -198,3 +198,33 @@ def test_a_line_the_prover_does_not_have_is_bad_input(cli, tmp_path):
     make_run(cli, tmp_path)
     bad = cli("replay", "run.jsonl", "--on", "rocq=rocq-7.0", check=2)
     assert "rocq has no line 'rocq-7.0'" in bad.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_run_replayed_on_the_newer_rocq_line_shows_each_records_drift(cli, tmp_path):
+    """A real second line (Debian trixie's Coq 8.20.1): a lemma 8.20 added makes one record's
+    verdict drift, the others keep theirs, and the JSON says which line each record ran on."""
+    newer = "Require Import List.\nCheck List.nth_error_ext.\nLemma main : True. exact I. Qed.\n"
+    requests = [
+        request_for("rocq", "pass_arith.v"),
+        request_for("rocq", "fail_tactic.v"),
+        CheckRequest(prover="rocq", name="uses_8_20_lemma.v", content=newer),
+    ]
+    write_requests(tmp_path / "requests.jsonl", requests)
+    docker = {"PROOFLOCK_BACKEND": "docker"}
+    cli("run", "requests.jsonl", "--checkpoint", "run.jsonl", env=docker, check=1)
+    done = cli("replay", "run.jsonl", "--on", "rocq=rocq-8.20", "--json", env=docker, check=1)
+    data = json.loads(done.stdout)
+    rows = {
+        row["artifact"]: (row["recorded"], row["replayed"], row["status"]) for row in data["rows"]
+    }
+    assert rows == {
+        "pass_arith.v": ("pass", "pass", "same verdict"),
+        "fail_tactic.v": ("fail", "fail", "same verdict"),
+        "uses_8_20_lemma.v": ("fail", "pass", "different verdict"),
+    }
+    assert all(row["line"] == "rocq-8.20" for row in data["rows"])
+    assert data["drift_by_prover"] == {
+        "rocq on rocq-8.20": {"same verdict": 2, "different verdict": 1, "error": 0}
+    }

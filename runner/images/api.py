@@ -40,7 +40,6 @@ from runner.images.relock import relock_images
 from runner.images.reproduce import Reproduction, reproduce_base, reproduce_image
 from runner.images.selftest import SelfTestFailed
 from runner.images.state import (
-    BASE,
     ImageState,
     ImageStatus,
     connect_for_builds,
@@ -113,13 +112,13 @@ def build_base_image(
     client = client or connect_for_builds()
     base = kit.lock.base
     if not rebuild:
-        current = _already_here(client, kit, BASE, allow_drift)
+        current = _already_here(client, kit, kit.base_name, allow_drift)
         if current is not None:
             return current
     try:
         found = reproduce_base(client, kit, inputs, allow_drift=allow_drift, out=out)
     except FAILURES as exc:
-        return Built(BASE, base.tag, BuildOutcome.FAILED, base.image_id, error=str(exc))
+        return Built(kit.base_name, base.tag, BuildOutcome.FAILED, base.image_id, error=str(exc))
     provenance = {**inputs.provenance(), "debootstrap": debootstrap_version()}
     return _settle(client, kit, found, allow_drift=allow_drift, provenance=provenance)
 
@@ -181,7 +180,7 @@ def build_images(
 
 def _already_here(client: DockerClient, kit: Kit, name: str, allow_drift: bool) -> Built | None:
     """The locked image, current; or (drift allowed) a recorded rebuild of its definitions."""
-    entry = kit.lock.base if name == BASE else kit.lock.entry(name)
+    entry = kit.lock.any_entry(name)
     if is_current(client, kit.lock, name, kit.images_root):
         return Built(name, entry.tag, BuildOutcome.CURRENT, entry.image_id, entry.image_id)
     drifted = drifted_rebuild(client, kit.lock, name) if allow_drift else None
@@ -246,8 +245,8 @@ def _settle(
 
 
 def _definitions(kit: Kit, name: str) -> str:
-    if name == BASE:
-        return machine.definitions_digest(kit.lock, BASE, kit.lock.base)
+    if kit.lock.is_base(name):
+        return machine.definitions_digest(kit.lock, name, kit.lock.base_named(name))
     return machine.current_definitions(kit.lock, name, kit.images_root)
 
 
@@ -261,10 +260,12 @@ def build_locked(name: str, notify: Callable[[str], None]) -> None:
         notify(inputs.note)
     client = connect_for_builds()
     progress = cast(TextIO, NotifyStream(notify))
-    if _base_missing(client, kit):
-        base = kit.lock.base
+    if _base_missing(client, kit.for_image(name)):
+        base = kit.for_image(name).lock.base
         notify(f"building the locked base {base.tag} first (debootstrap: minutes)")
-        built = build_base_image(kit, inputs, rebuild=True, client=client, out=progress)
+        built = build_base_image(
+            kit.for_image(name), inputs, rebuild=True, client=client, out=progress
+        )
         _require_locked(built)
         notify(f"built {base.tag}: {built.image_id}")
     notify(f"building the locked image {entry.tag} (minutes; build inputs from PROOFLOCK_*)")
@@ -292,7 +293,7 @@ def rebuilt_id(name: str) -> str:
 
 
 def _base_missing(client: DockerClient, kit: Kit) -> bool:
-    state = locked_state(client, kit.lock, BASE, kit.images_root)
+    state = locked_state(client, kit.lock, kit.base_name, kit.images_root)
     if state is ImageState.NOT_BUILT:  # no recorded ID: any base under the tag is taken
         return image_id_of(client, kit.lock.base.tag) is None
     return state is not ImageState.PRESENT

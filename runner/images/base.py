@@ -104,11 +104,12 @@ def build_base(
     with tempfile.TemporaryDirectory(prefix="prooflock-base-", dir=workdir) as tmp:
         root = Path(tmp) / "rootfs"
         try:
-            _debootstrap(debootstrap_argv(entry, root, mirror or inputs.apt_mirror), log)
+            argv = debootstrap_argv(entry, root, mirror or inputs.apt_mirror)
+            _debootstrap(lock.base_name, argv, log)
             fixup(root, lock)
             packages = installed_packages(root)
             layer_path = Path(tmp) / "layer.tar"
-            print("base: writing the normalized layer", file=log, flush=True)
+            print(f"{lock.base_name}: writing the normalized layer", file=log, flush=True)
             with layer_path.open("wb") as out:
                 diff_id, size = write_layer(directory_nodes(root), out, epoch)
         finally:
@@ -137,8 +138,8 @@ def build_base(
     )
 
 
-def _debootstrap(argv: list[str], log: TextIO) -> None:
-    print(f"base: {' '.join(argv)}", file=log, flush=True)
+def _debootstrap(name: str, argv: list[str], log: TextIO) -> None:
+    print(f"{name}: {' '.join(argv)}", file=log, flush=True)
     env = {**os.environ, "LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive"}
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -155,9 +156,9 @@ def _debootstrap(argv: list[str], log: TextIO) -> None:
                 "I: Base system",
             )
         ):
-            print(f"base: {line.rstrip()}", file=log, flush=True)
+            print(f"{name}: {line.rstrip()}", file=log, flush=True)
     if proc.wait() != 0:
-        raise BuildFailed("base: debootstrap failed:\n" + "\n".join(tail))
+        raise BuildFailed(f"{name}: debootstrap failed:\n" + "\n".join(tail))
 
 
 def debootstrap_version() -> str:

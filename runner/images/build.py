@@ -28,6 +28,7 @@ from runner.images.pin import check_pins_match
 from runner.images.selftest import SelfTestFailed, run_selftest
 from runner.images.state import discard, image_id_of, require_base
 
+APT_INSTALL_SUITE = "bookworm"  # the suite images/common/apt-install names in its own lines
 PACKAGES = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 
 
@@ -84,7 +85,7 @@ class BuildPlan:
         kit.lock.entry(name)  # a UserError naming the image when it is unknown
         return cls(
             name,
-            kit.lock,
+            kit.lock.rebased(kit.lock.base_of(name)),
             inputs,
             kit.images_root,
             log_dir or default_log_dir(),
@@ -236,11 +237,17 @@ def _build(client: DockerClient, plan: BuildPlan, arguments: Arguments, out: Tex
     )
 
 
-def closure_list(repository: str, suite: str) -> dict[str, bytes]:
-    """The context file that points apt-install at the closure's repository, if there is one."""
-    if not repository:
-        return {}
-    return {"closure.list": f"deb [trusted=yes] {repository} {suite} main\n".encode()}
+def closure_list(repository: str, suite: str, inputs: BuildInputs) -> dict[str, bytes]:
+    """The context file apt-install reads instead of its own bookworm lines: the closure's
+    repository when there is one, else the build's mirrors for the base's suite."""
+    if repository:
+        return {"closure.list": f"deb [trusted=yes] {repository} {suite} main\n".encode()}
+    if suite == APT_INSTALL_SUITE:
+        return {}  # apt-install's own lines
+    lines = f"deb [check-valid-until=no] {inputs.apt_mirror} {suite} main\n"
+    if inputs.apt_security_mirror:
+        lines += f"deb [check-valid-until=no] {inputs.apt_security_mirror} {suite}-security main\n"
+    return {"closure.list": lines.encode()}
 
 
 def _docker_build(
@@ -256,7 +263,7 @@ def _docker_build(
                     plan.images_root,
                     name,
                     plan.inputs,
-                    closure_list(plan.repository, plan.lock.base.suite),
+                    closure_list(plan.repository, plan.lock.base.suite, plan.inputs),
                 ),
                 network_mode="host" if plan.repository else None,
                 custom_context=True,

@@ -68,6 +68,9 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
 
     base = verbs.add_parser("base", help="build the offline base image with debootstrap")
     base.add_argument(
+        "name", nargs="?", default=BASE, metavar="BASE", help=f"which base (default: `{BASE}`)"
+    )
+    base.add_argument(
         "--rebuild", action="store_true", help="build even if the locked base is present"
     )
     base.add_argument("--allow-drift", action="store_true", help=DRIFT_HELP)
@@ -196,8 +199,12 @@ def _pins(specs: list[str]) -> dict[str, str]:
 
 def _cmd_base(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
+    kit.lock.base_named(args.name)  # a UserError naming the bases when it is unknown
     built = api.build_base_image(
-        kit, _inputs(args, kit), rebuild=args.rebuild, allow_drift=args.allow_drift
+        kit.for_base(args.name),
+        _inputs(args, kit),
+        rebuild=args.rebuild,
+        allow_drift=args.allow_drift,
     )
     return _report(built)
 
@@ -346,7 +353,7 @@ def _cmd_vendor(args: argparse.Namespace) -> int:
 
 def _cmd_save(args: argparse.Namespace) -> int:
     kit = Kit.open(args.lock)
-    entries = {n: kit.lock.base if n == BASE else kit.lock.entry(n) for n in args.names}
+    entries = {n: kit.lock.any_entry(n) for n in args.names}
     if args.out.startswith("s3://"):
         parse_s3_url(args.out)  # a bad URL is refused before any image is saved
     client = connect()
@@ -402,7 +409,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _state_text(status: ImageStatus) -> str:
     if status.state in STATE_TEXT:
         return STATE_TEXT[status.state]
-    return "missing here" if status.name == BASE else "missing or stale here"
+    return "missing here" if status.name.startswith(BASE) else "missing or stale here"
 
 
 def _as_json(status: ImageStatus) -> dict[str, str | None]:

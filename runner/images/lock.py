@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from runner.core import home
 from runner.core.errors import UserError, explain
 from runner.core.models import JsonValue
 
-BASE_INDEX = "base.Packages"  # beside the lock
+BASE_NAME = "base"  # the lock's own base; other suites' bases are named in `bases`
+BASE_INDEX = "base.Packages"  # beside the lock; another base's is `<name>.Packages`
 DEFAULT_LOCK = (
     home.LOCK
 )  # relative to the kit's home (runner.core.home): a checkout or the installed copy
@@ -82,6 +83,7 @@ class BaseEntry(LockedBuild):
 
 class ImageEntry(LockedBuild):
     tag: str
+    base: str = BASE_NAME  # the base it is built on: `base`, or a name in the lock's `bases`
     status: Literal["built", "not built"] = "not built"
     note: str = ""
     dockerfile_sha256: str
@@ -96,7 +98,52 @@ class ImagesLock(Strict):
     source_date_epoch: int  # fixed time for file mtimes, config and history in every image
     transport: dict[str, str]  # build inputs that never change content: ARG → default
     base: BaseEntry
+    # Bases of other Debian suites, by name (`base-trixie`): a prover's newer line is built on
+    # the suite that carries it, never on a mix of suites.
+    bases: dict[str, BaseEntry] = Field(default_factory=dict)
     images: dict[str, ImageEntry]
+    # Which base `base` is in this copy (`rebased`), and the lock's own base while it is not.
+    _base_name: str = PrivateAttr(default=BASE_NAME)
+    _own_base: BaseEntry | None = PrivateAttr(default=None)
+
+    @property
+    def base_name(self) -> str:
+        return self._base_name
+
+    def base_names(self) -> list[str]:
+        return [BASE_NAME, *sorted(self.bases)]
+
+    def is_base(self, name: str) -> bool:
+        return name == BASE_NAME or name in self.bases
+
+    def base_named(self, name: str) -> BaseEntry:
+        if name == self._base_name:
+            return self.base
+        if name == BASE_NAME and self._own_base is not None:
+            return self._own_base
+        try:
+            return self.bases[name]
+        except KeyError:
+            known = ", ".join(self.base_names())
+            raise UserError(f"no base {name!r} in the images lock (bases: {known})") from None
+
+    def any_entry(self, name: str) -> BaseEntry | ImageEntry:
+        """The base or image `name`."""
+        return self.base_named(name) if self.is_base(name) else self.entry(name)
+
+    def rebased(self, name: str) -> ImagesLock:
+        """This lock seen from base `name`: its `base` is that base (images and bases are the
+        same dicts), so what builds on or compares with `lock.base` works for every suite."""
+        if name == self._base_name:
+            return self
+        copy = self.model_copy(update={"base": self.base_named(name)})
+        copy._base_name = name
+        copy._own_base = self._own_base or self.base if name != BASE_NAME else None
+        return copy
+
+    def base_of(self, image: str) -> str:
+        """The name of the base image `image` is built on."""
+        return self.entry(image).base
 
     def entry(self, name: str) -> ImageEntry:
         try:
@@ -234,9 +281,28 @@ class Kit:
             not resolved.is_relative_to(home.PACKAGED),
         )
 
+    # Which base `lock.base` is: a kit opened on another suite's base (`for_base`) sees that
+    # base as `lock.base` and writes it back to `bases` when saved.
+    base_name: str = BASE_NAME
+    whole: ImagesLock | None = None  # the lock as read, when this kit is rebased
+
+    def for_base(self, name: str) -> Kit:
+        """This kit seen from base `name` (`ImagesLock.rebased`)."""
+        if name == self.base_name:
+            return self
+        whole = self.whole or self.lock
+        return Kit(
+            whole.rebased(name), self.lock_path, self.images_root, self.writable, name, whole
+        )
+
+    def for_image(self, image: str) -> Kit:
+        """This kit seen from the base `image` is built on."""
+        return self.for_base((self.whole or self.lock).base_of(image))
+
     @property
     def base_index_path(self) -> Path:
-        return self.lock_path.parent / BASE_INDEX
+        name = BASE_INDEX if self.base_name == BASE_NAME else f"{self.base_name}.Packages"
+        return self.lock_path.parent / name
 
     def base_index(self) -> str | None:
         """The base's Packages stanzas (see `BaseEntry.index_sha256`), or None when the lock
@@ -259,7 +325,11 @@ class Kit:
 
     def save(self) -> None:
         self.require_writable()
-        save_lock(self.lock, self.lock_path)
+        lock = self.lock
+        if self.whole is not None:  # put the rebased base back where it belongs (the images
+            lock = self.whole  # and bases are the same dicts in both: kits opened from the
+            lock.bases[self.base_name] = self.lock.base  # same one stay in step)
+        save_lock(lock, self.lock_path)
 
 
 READ_ONLY = (

@@ -55,7 +55,7 @@ def check_pins_match(images_root: Path, name: str, lock: ImagesLock) -> dict[str
     declared = context.dockerfile_args(dockerfile)
     expected = {
         **entry.inputs,
-        "BASE": lock.base.registry_reference,
+        "BASE": lock.base_named(entry.base).registry_reference,
         "SOURCE_DATE_EPOCH": str(lock.source_date_epoch),
         **{arg: lock.transport[arg] for arg in TRANSPORT_ARGS if arg in declared},
     }

@@ -10,6 +10,7 @@ unchanged image needs no network.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,7 +23,6 @@ from runner.images.debian import Indexes, read_indexes
 from runner.images.debstore import DebStore
 from runner.images.inputs import BuildInputs
 from runner.images.lock import BaseEntry, ImageEntry, Kit
-from runner.images.state import BASE
 
 
 @dataclass(frozen=True)
@@ -39,17 +39,19 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
     kit.require_writable()
     names = list(names)
     for name in names:
-        if name != BASE:
-            kit.lock.entry(name)  # a UserError naming the image when it is unknown
+        kit.lock.any_entry(name)  # a UserError naming the image when it is unknown
     store = DebStore()
 
     @cache
-    def indexes() -> Indexes:
-        return read_indexes(kit.lock.base.suite, inputs.apt_mirror, inputs.apt_security_mirror)
+    def suite_indexes(suite: str) -> Indexes:
+        return read_indexes(suite, inputs.apt_mirror, inputs.apt_security_mirror)
 
     done = []
+    whole = kit
     for name in names:
-        entry: BaseEntry | ImageEntry = kit.lock.base if name == BASE else kit.lock.entry(name)
+        kit = whole.for_base(name) if whole.lock.is_base(name) else whole.for_image(name)
+        entry = kit.lock.any_entry(name)
+        indexes = functools.partial(suite_indexes, kit.lock.base.suite)
         previous = entry.image_id
         entry, recorded = _with_latest_build(kit, name, entry)
         if not entry.packages:
@@ -74,7 +76,7 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
         else:
             kit.lock.images[name] = entry
         done.append(Relocked(name, previous, entry.image_id, recorded, len(closure), changed))
-    kit.save()
+        kit.save()
     return done
 
 
@@ -107,7 +109,7 @@ def _with_latest_build(
 ) -> tuple[BaseEntry | ImageEntry, bool]:
     """The entry with this machine's latest build of the current definitions in it, if any."""
     if isinstance(entry, BaseEntry):
-        definitions = machine.definitions_digest(kit.lock, BASE, entry)
+        definitions = machine.definitions_digest(kit.lock, name, entry)
     else:
         definitions = machine.current_definitions(kit.lock, name, kit.images_root)
     build = machine.latest(name, definitions)

@@ -25,7 +25,6 @@ from runner.images.debstore import DebStore, Gathered, MirrorSource, gather
 from runner.images.exact import live_indexes, missing_lines, repository, sources
 from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, ImagesLock, Kit
-from runner.images.state import BASE
 
 LOCKED_CLOSURE = "the locked closure"
 
@@ -100,9 +99,11 @@ def reproduce_base(
     lock = kit.lock
     base = lock.base
     started = time.monotonic()
-    found = Reproduction(BASE, base.tag, base.image_id)
+    found = Reproduction(kit.base_name, base.tag, base.image_id)
     store = DebStore()
-    gathered = _gather(BASE, base.closure, store, lock, inputs, out) if base.closure else None
+    gathered = (
+        _gather(kit.base_name, base.closure, store, lock, inputs, out) if base.closure else None
+    )
     if gathered is not None and gathered.complete:
         index = kit.base_index()
         with repository(base.closure, gathered, store, base.suite, http=False, index=index) as url:
@@ -110,7 +111,7 @@ def reproduce_base(
         found.built_from = LOCKED_CLOSURE
         return _finish_base(found, built, base.versions(), started)
     if gathered is not None:
-        found.missing = missing_lines(BASE, gathered, live_indexes(lock, inputs))
+        found.missing = missing_lines(kit.base_name, gathered, live_indexes(lock, inputs))
         if not allow_drift:
             return found
     built = build_base(client, lock, inputs, log=out)

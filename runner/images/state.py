@@ -18,10 +18,10 @@ from docker.errors import APIError, ImageNotFound
 
 from runner.core.errors import UserError
 from runner.images import context, machine
-from runner.images.lock import BaseEntry, ImageEntry, ImagesLock
+from runner.images.lock import BASE_NAME, BaseEntry, ImageEntry, ImagesLock
 from runner.images.policy import connect
 
-BASE = "base"  # the offline base, listed and verified beside the prover images
+BASE = BASE_NAME  # the offline base, listed and verified beside the prover images
 BUILD_TIMEOUT = 600  # seconds the daemon may stay silent: a quiet build step, saving a large image
 
 
@@ -59,7 +59,7 @@ def locked_state(
     client: DockerClient, lock: ImagesLock, name: str, images_root: Path
 ) -> ImageState:
     """Whether the image the lock records for `name` (or `base`) is here and current."""
-    entry = lock.base if name == BASE else lock.entry(name)
+    entry = lock.any_entry(name)
     if entry.image_id is None:
         return ImageState.NOT_BUILT
     found = image_id_of(client, entry.tag)
@@ -67,9 +67,9 @@ def locked_state(
         return ImageState.MISSING
     if found != entry.image_id:
         return ImageState.STALE
-    if name == BASE:
+    if lock.is_base(name):
         return ImageState.PRESENT
-    if locked_state(client, lock, BASE, images_root) is not ImageState.PRESENT:
+    if locked_state(client, lock, lock.base_of(name), images_root) is not ImageState.PRESENT:
         return ImageState.STALE
     image = lock.entry(name)
     unchanged = (
@@ -84,7 +84,7 @@ def drifted_rebuild(
 ) -> machine.MachineBuild | None:
     """This machine's recorded rebuild of `name`'s locked definitions (not the locked ID), if
     the daemon still holds it."""
-    entry = lock.base if name == BASE else lock.entry(name)
+    entry = lock.any_entry(name)
     build = machine.latest(name, machine.definitions_digest(lock, name, entry))
     if build is None or build.image_id == entry.image_id:
         return None
@@ -99,7 +99,8 @@ def is_current(client: DockerClient, lock: ImagesLock, name: str, images_root: P
 def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -> list[ImageStatus]:
     """The base and every locked image, with their state here (UNCHECKED without a daemon)."""
     found = []
-    entries = [(BASE, lock.base.tag, lock.base.image_id)]
+    bases = [(name, lock.base_named(name)) for name in lock.base_names()]
+    entries = [(name, base.tag, base.image_id) for name, base in bases]
     entries += [(name, entry.tag, entry.image_id) for name, entry in sorted(lock.images.items())]
     for name, tag, image_id in entries:
         if image_id is None:
@@ -120,15 +121,20 @@ def require_base(client: DockerClient, lock: ImagesLock, *, allow_drift: bool = 
     base = lock.base
     found = image_id_of(client, base.tag)
     if found is None:
-        raise UserError(f"the base image {base.tag} is missing: run `prooflock images base`")
-    drifted = drifted_rebuild(client, lock, BASE) if allow_drift else None
+        raise UserError(f"the base image {base.tag} is missing: run `{_base_command(lock)}`")
+    drifted = drifted_rebuild(client, lock, lock.base_name) if allow_drift else None
     if base.image_id is not None and found != base.image_id:
         if drifted is not None and drifted.image_id == found:
             return base.tag
         raise UserError(
-            f"{base.tag} is {found}, not the locked {base.image_id}: run `prooflock images base`"
+            f"{base.tag} is {found}, not the locked {base.image_id}: run `{_base_command(lock)}`"
         )
     return base.tag
+
+
+def _base_command(lock: ImagesLock) -> str:
+    name = lock.base_name
+    return "prooflock images base" + ("" if name == BASE else f" {name}")
 
 
 def tag_image(client: DockerClient, tag: str, image_id: str) -> None:
@@ -139,7 +145,10 @@ def tag_image(client: DockerClient, tag: str, image_id: str) -> None:
 
 def tag_if_locked(client: DockerClient, lock: ImagesLock, image_id: str) -> str | None:
     """Tag `image_id` as the lock's image (or base) whose ID it is; that name, or None."""
-    entries: dict[str, BaseEntry | ImageEntry] = {BASE: lock.base, **lock.images}
+    entries: dict[str, BaseEntry | ImageEntry] = {
+        **{name: lock.base_named(name) for name in lock.base_names()},
+        **lock.images,
+    }
     for name, entry in sorted(entries.items()):
         if entry.image_id == image_id:
             tag_image(client, entry.tag, image_id)

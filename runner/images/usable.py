@@ -16,7 +16,7 @@ from runner.core.errors import InfraFailure
 from runner.images.archives import archive_name
 from runner.images.closure import PackageDrift
 from runner.images.lock import Kit
-from runner.images.state import BASE, drifted_rebuild, image_id_of
+from runner.images.state import drifted_rebuild, image_id_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def usable_image(name: str, client: DockerClient, kit: Kit | None = None) -> Usa
     """The image `name` (or `base`) runs in here; InfraFailure (what is here, what to run) when
     there is none."""
     kit = kit or Kit.open()
-    entry = kit.lock.base if name == BASE else kit.lock.entry(name)
+    entry = kit.lock.any_entry(name)
     if entry.image_id is not None and image_id_of(client, entry.image_id) is not None:
         return UsableImage(name, entry.tag, entry.image_id, entry.image_id, None)
     rebuilt = drifted_rebuild(client, kit.lock, name)

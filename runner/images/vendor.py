@@ -18,7 +18,6 @@ from runner.images.exact import sources
 from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, Kit
 from runner.images.reproduce import beyond_base
-from runner.images.state import BASE
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,15 @@ def vendor_closures(kit: Kit, names: Iterable[str]) -> dict[str, Closure]:
     """What vendoring `names` puts in the store; a UserError for an image without a closure."""
     closures = {}
     for name in names:
-        entry = kit.lock.base if name == BASE else kit.lock.entry(name)
+        entry = kit.lock.any_entry(name)
         if not entry.closure:
             raise UserError(
                 f"{name}: the lock records no closure for it: run `prooflock images relock {name}`"
             )
-        closures[name] = entry.closure if name == BASE else beyond_base(entry.closure, kit.lock)
+        if kit.lock.is_base(name):
+            closures[name] = entry.closure
+        else:
+            closures[name] = beyond_base(entry.closure, kit.lock.rebased(kit.lock.base_of(name)))
     return closures
 
 

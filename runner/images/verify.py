@@ -22,7 +22,7 @@ from runner.images.inputs import BuildInputs
 from runner.images.layers import index_differences, layer_index
 from runner.images.lock import Kit
 from runner.images.reproduce import reproduce_base, reproduce_image
-from runner.images.state import BASE, connect_for_builds, discard, image_id_of
+from runner.images.state import connect_for_builds, discard, image_id_of
 
 
 @dataclass
@@ -43,12 +43,11 @@ def verify_images(
     """Rebuild each image (or `base`) without cache and compare it with the lock, one by one."""
     names = list(names)
     for name in names:
-        if name != BASE:
-            kit.lock.entry(name)  # a UserError naming the image when it is unknown
+        kit.lock.any_entry(name)  # a UserError naming the image when it is unknown
     client = client or connect_for_builds()
     for name in names:
-        if name == BASE:
-            yield verify_base(client, kit, inputs)
+        if kit.lock.is_base(name):
+            yield verify_base(client, kit.for_base(name), inputs)
         else:
             yield verify_image(client, BuildPlan.of(kit, name, inputs))
 
@@ -56,9 +55,9 @@ def verify_images(
 def verify_base(client: DockerClient, kit: Kit, inputs: BuildInputs) -> Comparison:
     lock = kit.lock
     if lock.base.image_id is None:
-        raise UserError("the base has no recorded build: run `prooflock images base`")
+        raise UserError(f"{kit.base_name} has no recorded build: run `prooflock images base`")
     built = reproduce_base(client, kit, inputs, allow_drift=True)
-    comparison = Comparison(BASE, lock.base.image_id, built.image_id or "")
+    comparison = Comparison(kit.base_name, lock.base.image_id, built.image_id or "")
     if not comparison.same:
         comparison.differences = built.missing + package_differences(
             lock.base.packages, built.packages

@@ -14,7 +14,9 @@ from setuptools.command.build_py import build_py  # type: ignore[import-untyped,
 
 IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
 LOCK = Path("manifests") / "images.lock.json"
-BASE_INDEX = Path("manifests") / "base.Packages"  # the base's archive stanzas (runner.images.lock)
+MANIFESTS = Path(
+    "manifests"
+)  # and each base's archive stanzas, `<base>.Packages` (runner.images.lock)
 ADVISORIES = Path("manifests") / "advisories"  # known soundness bugs (runner.check.advisories)
 PACKAGED = Path("runner") / "kit"  # runner.core.home.PACKAGED, relative to the wheel's root
 
@@ -23,7 +25,8 @@ def kit_files() -> list[Path]:
     """The files the wheel carries, relative to the project's root (the build's directory)."""
     files = [p for p in sorted(IMAGES.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
     advisories = sorted(ADVISORIES.glob("*.toml"))
-    return [*files, LOCK, *([BASE_INDEX] if BASE_INDEX.is_file() else []), *advisories]
+    indexes = sorted(MANIFESTS.glob("*.Packages"))
+    return [*files, LOCK, *indexes, *advisories]
 
 
 class BuildPyWithKit(build_py):

@@ -39,6 +39,9 @@ from runner.provers.rocq.source import Prefix
 VERSION = "5"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
+# The warm worker is written against Coq 8.16's OCaml API (the default line's): the other
+# lines (Debian trixie's 8.20.1) check cold, with their own coqc and coqchk.
+WORKER_IMAGES = ("rocq",)
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -74,7 +77,11 @@ class WorkerDied(Exception):
 def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
     """The evidence, from the warm worker when it can serve the file, else from the cold path."""
     prefix = source.prefix(request.content)
-    warm = not sandboxes.cold and request.limits.memory_mb >= WARM_MEMORY_MB
+    warm = (
+        not sandboxes.cold
+        and request.limits.memory_mb >= WARM_MEMORY_MB
+        and request.image in WORKER_IMAGES
+    )
     if warm and worker.available(request.image):
         try:
             server = worker.start(sandboxes, Prefix(end=0, code=""))
@@ -98,6 +105,7 @@ ADAPTER = ProverAdapter(
     version=VERSION,
     modes=("proof", "statement"),
     images=("rocq",),
+    lines=("rocq-8.20",),
     probe=probe,
     check=check,
     targets=True,
