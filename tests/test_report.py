@@ -587,6 +587,33 @@ def test_replay_shows_matched_and_differed_record_by_record(real_log, tmp_path):
     assert records[1][6] == "verdict differs, environment changed"
 
 
+def test_a_replay_on_another_line_shows_each_records_drift_not_mismatches(real_log, tmp_path):
+    path = replay_file(real_log, tmp_path / "replay.json", differ=1)
+    data = json.loads(path.read_text())
+    for row in data["rows"]:
+        row.update(line="rocq-8.20", changed_inputs=[])
+        row["status"] = "different verdict" if row["index"] == 1 else "same verdict"
+    total = len(data["rows"])
+    data["drift_by_prover"] = {
+        "rocq on rocq-8.20": {"same verdict": total - 1, "different verdict": 1, "error": 0}
+    }
+    path.write_text(json.dumps(data))
+    write_report(real_log, tmp_path / "report", replay=path)
+    html = page_of(tmp_path / "report")
+    assert "Re-checked on other prover versions" in html
+    assert (
+        f"<strong>{total - 1}</strong> of <strong>{total}</strong> records kept their verdict"
+        in html
+    )
+    assert (
+        f"rocq on rocq-8.20</code>: {total - 1} same verdict, 1 different verdict, 0 error" in html
+    )
+    replayed = tables_of(html)["replay"]
+    assert replayed[1][3] == "pass on rocq-8.20" and replayed[1][4] == "different verdict"
+    records = tables_of(html)["records"]
+    assert records[0][6] == "same verdict" and records[1][6] == "different verdict"
+
+
 def test_replay_of_another_log_is_said_so(real_log, tmp_path):
     replay = replay_file(real_log, tmp_path / "replay.json", differ=-1, artifact="other.v")
     summary = write_report(real_log, tmp_path / "report", replay=replay)

@@ -14,6 +14,7 @@ from runner.report.text import visible
 
 SCHEMA = "prooflock.replay/1"
 MATCH = "match"
+SAME_VERDICT = "same verdict"  # a record re-checked on another line (`replay --on`)
 MAX_LISTED = 3  # examples named in one sentence
 
 
@@ -26,10 +27,12 @@ class ReplayRow(BaseModel):
     replayed: str
     status: str
     changed_inputs: list[str] = []
+    line: str = ""  # the other line the record was re-checked on, if any
 
     @property
     def matches(self) -> bool:
-        return self.status == MATCH
+        """Reproduced, or on another line, the same verdict."""
+        return self.status == (SAME_VERDICT if self.line else MATCH)
 
 
 class ReplayFile(BaseModel):
@@ -38,6 +41,8 @@ class ReplayFile(BaseModel):
     schema_: str = Field(alias="schema")
     log: str = ""
     rows: list[ReplayRow]
+    # `replay --on`: per prover and line, how many records kept their verdict
+    drift_by_prover: dict[str, dict[str, int]] = {}
 
 
 @dataclass
@@ -48,6 +53,7 @@ class ReplayView:
     total: int
     rows: list[ReplayRow]
     by_index: dict[int, ReplayRow]
+    drift: dict[str, dict[str, int]]  # across versions, per prover and line (empty otherwise)
 
 
 def load_replay(path: Path, runs: list[Run], problems: list[str]) -> ReplayView:
@@ -70,6 +76,7 @@ def load_replay(path: Path, runs: list[Run], problems: list[str]) -> ReplayView:
         total=len(replay.rows),
         rows=replay.rows,
         by_index={row.index: row for row in replay.rows},
+        drift=replay.drift_by_prover,
     )
     _check_alignment(view, runs, problems)
     return view
