@@ -27,7 +27,7 @@ from runner.images.layers import Squash, directory_nodes, write_layer
 from runner.images.lock import ImagesLock, Kit, load_lock, lock_bytes
 from runner.images.pin import TRANSPORT_ARGS, check_pins_match
 from runner.images.reproduce import Reproduction
-from runner.images.state import ImageState, image_id_of, is_current, locked_state
+from runner.images.state import ImageState, image_id_of, is_current, locked_state, require_base
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES = ROOT / "images"
@@ -214,6 +214,8 @@ def test_an_image_builds_on_its_own_base_and_a_rebased_kit_writes_its_base_back(
     assert saved.bases["base-trixie"].image_id == OTHER_ID
     assert saved.base.image_id == bookworm_id and saved.base.suite == "bookworm"
     assert kit.lock.base_named("base-trixie").image_id == OTHER_ID  # the same lock, in step
+    trixie.for_base("base").save()  # back to the lock's own base: nothing else is written
+    assert load_lock(lock_path) == saved and sorted(saved.bases) == ["base-trixie"]
     with pytest.raises(UserError, match="no base 'base-sid'.*bases: base, base-trixie"):
         kit.for_base("base-sid")
 
@@ -434,6 +436,21 @@ def test_the_locked_image_is_current_only_as_tagged_on_the_locked_base_from_unch
     with (root / "rocq" / "Dockerfile").open("a") as dockerfile:
         dockerfile.write("# edited since the build\n")
     assert locked_state(FakeDaemon(here), lock, "rocq", root) is ImageState.STALE
+
+
+def test_a_line_is_current_on_its_own_suites_base_and_a_missing_one_names_its_command(tmp_path):
+    lock_path = kit_copy(tmp_path)
+    root, lock = tmp_path / "images", load_lock(lock_path)
+    line, trixie = lock.entry("rocq-8.20"), lock.bases["base-trixie"]
+    assert line.base == "base-trixie" and line.image_id and trixie.image_id
+    here = {trixie.tag: trixie.image_id, line.tag: line.image_id}  # no bookworm base at all
+    assert locked_state(FakeDaemon(here), lock, "rocq-8.20", root) is ImageState.PRESENT
+    moved = {**here, trixie.tag: OTHER_ID}
+    assert locked_state(FakeDaemon(moved), lock, "rocq-8.20", root) is ImageState.STALE
+    with pytest.raises(
+        UserError, match="prooflock/base:trixie is missing: run `prooflock images base base-trixie`"
+    ):
+        require_base(FakeDaemon({lock.base.tag: lock.base.image_id}), lock.rebased("base-trixie"))
 
 
 def test_images_list_json_names_the_lock_it_read_and_says_when_no_daemon_answers(

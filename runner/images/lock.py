@@ -291,6 +291,8 @@ class Kit:
         if name == self.base_name:
             return self
         whole = self.whole or self.lock
+        if name == BASE_NAME:  # the lock as read
+            return Kit(whole, self.lock_path, self.images_root, self.writable)
         return Kit(
             whole.rebased(name), self.lock_path, self.images_root, self.writable, name, whole
         )
