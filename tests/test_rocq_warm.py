@@ -145,6 +145,22 @@ def test_what_one_file_defines_is_gone_for_the_next(checker):
     )
 
 
+@pytest.mark.parametrize("first_has_axiom", [True, False], ids=["axiom-first", "clean-first"])
+def test_no_audit_sees_the_library_another_file_compiled(checker, first_has_axiom):
+    """Every file is compiled as library `Artifact` with the same names: each audit must read
+    its own file's library, never one an earlier audit loaded."""
+    with_axiom = "Axiom ax : True.\nTheorem main : True. exact ax. Qed.\n"
+    clean = "Definition ax : True := I.\nTheorem main : True. exact ax. Qed.\n"
+    files = [with_axiom, clean] if first_has_axiom else [clean, with_axiom]
+    expected = [Verdict.AXIOM, Verdict.PASS] if first_has_axiom else [Verdict.PASS, Verdict.AXIOM]
+    for round_ in range(2):  # and again, once the worker has audited both
+        for index, (content, verdict) in enumerate(zip(files, expected, strict=True)):
+            name = f"same_names_{round_}_{index}.v"
+            result = checker.check_one(CheckRequest(prover="rocq", name=name, content=content))
+            assert result.provenance.extra["rocq_path"].startswith("worker:")
+            assert result.verdict is verdict, (name, result.diagnostics, result.assumptions)
+
+
 class _Runner:
     """Servers straight from the checker's pool, so a test can talk to one directly."""
 
