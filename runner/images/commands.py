@@ -409,7 +409,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _state_text(status: ImageStatus) -> str:
     if status.state in STATE_TEXT:
         return STATE_TEXT[status.state]
-    return "missing here" if status.name.startswith(BASE) else "missing or stale here"
+    return "missing here" if status.is_base else "missing or stale here"
 
 
 def _as_json(status: ImageStatus) -> dict[str, str | None]:

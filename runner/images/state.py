@@ -40,6 +40,7 @@ class ImageStatus:
     tag: str
     image_id: str | None
     state: ImageState
+    is_base: bool = False  # a debootstrapped base, not a prover image
 
 
 def connect_for_builds() -> DockerClient:
@@ -111,7 +112,7 @@ def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -
             state = locked_state(client, lock, name, images_root)
             if state is not ImageState.PRESENT and drifted_rebuild(client, lock, name):
                 state = ImageState.DRIFTED
-        found.append(ImageStatus(name, tag, image_id, state))
+        found.append(ImageStatus(name, tag, image_id, state, lock.is_base(name)))
     return found
 
 
