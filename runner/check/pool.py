@@ -3,6 +3,8 @@
 Servers are pooled by (image, limits without the timeout, server name, server key): workers
 enforce each request's own timeout, so the timeout does not split the pool (a HOL Light worker
 costs minutes to boot). A server that failed a check, or is worn out, is closed, never reused.
+Each image keeps up to `max_idle` idle servers of its own: a run that mixes provers never closes
+one prover's warm servers (minutes to boot again) to keep another's.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ class ServerPool:
         evicted = []
         with self._lock:
             self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
-            while len(self._idle) > self._max_idle:  # the least recently used goes first
-                evicted.append(self._idle.popitem(last=False)[1][1])
+            same_image = [ident for ident, (key, _) in self._idle.items() if key[0] == image]
+            for ident in same_image[: len(same_image) - self._max_idle]:  # least recently used
+                evicted.append(self._idle.pop(ident)[1])
         for old in evicted:
             old.close()
 

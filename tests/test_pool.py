@@ -1,0 +1,41 @@
+"""The pool of warm servers: a run that mixes provers never closes one prover's servers to keep
+another's (a HOL Light worker costs minutes to boot again, a Rocq worker a fraction of a second)."""
+
+from __future__ import annotations
+
+from runner.check.pool import ServerPool
+from runner.core.models import Limits
+from runner.provers.common.server import ServerSpec
+
+LIMITS = Limits(timeout_s=60, memory_mb=2048)
+
+
+class IdleServer:
+    """What the pool asks of a server it keeps: its limits, its spec, whether it may be reused."""
+
+    started = True
+
+    def __init__(self, name: str):
+        self.limits, self.spec, self.closed = LIMITS, ServerSpec(name, [], b"ready", 1), False
+
+    def worn_out(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_one_provers_servers_never_evict_anothers_and_each_keeps_its_most_recent():
+    pool = ServerPool(backend_for=lambda image: None, notify=print, max_idle=2)  # type: ignore[arg-type]
+    hol_worker, hol_replayer = IdleServer("HOL Light worker"), IdleServer("HOL Light replayer")
+    pool.checkin("hol-light", hol_worker)
+    pool.checkin("hol-light", hol_replayer)
+    rocq = [IdleServer("Rocq worker") for _ in range(3)]
+    for server in rocq:
+        pool.checkin("rocq", server)
+    assert not hol_worker.closed and not hol_replayer.closed
+    assert [server.closed for server in rocq] == [True, False, False]  # the least recently used
+    assert pool.checkout("hol-light", LIMITS, hol_worker.spec) is hol_worker
+    assert pool.checkout("rocq", LIMITS, rocq[2].spec) is rocq[2]
+    pool.close()
+    assert hol_replayer.closed and rocq[1].closed
