@@ -29,10 +29,9 @@ import orjson
 from rich.console import Console
 
 from benchmarks.table import KIT_COLUMNS, Row, median_ms
-from runner.backends.local import LocalBackend
 from runner.check.checker import Checker
 from runner.core.errors import InfraFailure, UserError
-from runner.core.models import CheckRequest, Limits, Verdict
+from runner.core.models import CheckRequest, Verdict
 from runner.core.settings import Settings
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, validator
@@ -88,16 +87,13 @@ def run_batch(
 
 
 def cold_medians(requests: list[CheckRequest], timeout: int) -> dict[str, int]:
-    """The same problems, each in a fresh sandbox with a fresh python3 (no forkserver)."""
-    backend, times = LocalBackend(), {}
-    for request in requests:
-        request = request.model_copy(update={"timeout": timeout})
-        with backend.sandbox(alphageometry.image(request), Limits(timeout, 4096)) as sandbox:
-            started = time.monotonic()
-            outcome = alphageometry.check(request, sandbox)
-            times.setdefault(str(outcome.details.get("outcome")), []).append(
-                int((time.monotonic() - started) * 1000)
-            )
+    """The same problems, each cold: a fresh sandbox with a fresh python3 (no forkserver)."""
+    measured = timed_checks({"backend": "local"}, requests, cold=True, timeout=timeout)
+    if isinstance(measured, str):
+        raise SystemExit(f"cold checks cannot run here: {measured}")
+    times: dict[str, list[float]] = {}
+    for seconds, outcome in zip(*measured, strict=True):
+        times.setdefault(outcome, []).append(seconds * 1000)
     return {name: int(statistics.median(ms)) for name, ms in times.items()}
 
 
@@ -127,7 +123,7 @@ def rows(quick: bool) -> list[Row]:
             )
         ]
     found = []
-    for engine in alphageometry.ENGINES:
+    for engine in alphageometry.IMAGES:
         problems = requests_from(jgex, {"engine": engine})[: QUICK_PROBLEMS if quick else None]
         found.append(engine_row(engine, problems, corpus))
     return found
@@ -166,11 +162,11 @@ def engine_row(engine: str, problems: list[CheckRequest], corpus: str) -> Row:
 
 
 def timed_checks(
-    mode: dict[str, str], problems: list[CheckRequest], *, cold: bool
+    mode: dict[str, str], problems: list[CheckRequest], *, cold: bool, timeout: int = ROW_TIMEOUT_S
 ) -> tuple[list[float], list[str]] | str:
     """Seconds per check and each outcome, one problem at a time; a reason when the mode cannot
     run here (no engine, no daemon, no image)."""
-    settings = Settings(cache=False, retries=0, timeout=ROW_TIMEOUT_S, workers=1, **mode)
+    settings = Settings(cache=False, retries=0, timeout=timeout, workers=1, **mode)
     seconds, outcomes = [], []
     try:
         with Checker(settings) as checker:
@@ -188,7 +184,7 @@ def timed_checks(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", default="newclid", choices=alphageometry.ENGINES)
+    parser.add_argument("--engine", default="newclid", choices=sorted(alphageometry.IMAGES))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=60, help="seconds per problem")
     parser.add_argument("--no-jgex", action="store_true", help="skip the 231-problem run")
