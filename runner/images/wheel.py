@@ -14,9 +14,8 @@ from setuptools.command.build_py import build_py  # type: ignore[import-untyped,
 
 IMAGES = Path("images")  # beside pyproject.toml, as in a checkout
 LOCK = Path("manifests") / "images.lock.json"
-MANIFESTS = Path(
-    "manifests"
-)  # and each base's archive stanzas, `<base>.Packages` (runner.images.lock)
+# Beside the lock: each base's archive stanzas, `<base>.Packages` (runner.images.lock).
+MANIFESTS = Path("manifests")
 ADVISORIES = Path("manifests") / "advisories"  # known soundness bugs (runner.check.advisories)
 PACKAGED = Path("runner") / "kit"  # runner.core.home.PACKAGED, relative to the wheel's root
 
