@@ -122,18 +122,19 @@ def require_base(client: DockerClient, lock: ImagesLock, *, allow_drift: bool = 
     base = lock.base
     found = image_id_of(client, base.tag)
     if found is None:
-        raise UserError(f"the base image {base.tag} is missing: run `{_base_command(lock)}`")
+        raise UserError(f"the base image {base.tag} is missing: run `{base_command(lock)}`")
     drifted = drifted_rebuild(client, lock, lock.base_name) if allow_drift else None
     if base.image_id is not None and found != base.image_id:
         if drifted is not None and drifted.image_id == found:
             return base.tag
         raise UserError(
-            f"{base.tag} is {found}, not the locked {base.image_id}: run `{_base_command(lock)}`"
+            f"{base.tag} is {found}, not the locked {base.image_id}: run `{base_command(lock)}`"
         )
     return base.tag
 
 
-def _base_command(lock: ImagesLock) -> str:
+def base_command(lock: ImagesLock) -> str:
+    """The command that builds `lock`'s base (`prooflock images base [NAME]`)."""
     name = lock.base_name
     return "prooflock images base" + ("" if name == BASE else f" {name}")
 

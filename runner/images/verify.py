@@ -22,7 +22,7 @@ from runner.images.inputs import BuildInputs
 from runner.images.layers import index_differences, layer_index
 from runner.images.lock import Kit
 from runner.images.reproduce import reproduce_base, reproduce_image
-from runner.images.state import connect_for_builds, discard, image_id_of
+from runner.images.state import base_command, connect_for_builds, discard, image_id_of
 
 
 @dataclass
@@ -55,7 +55,7 @@ def verify_images(
 def verify_base(client: DockerClient, kit: Kit, inputs: BuildInputs) -> Comparison:
     lock = kit.lock
     if lock.base.image_id is None:
-        raise UserError(f"{kit.base_name} has no recorded build: run `prooflock images base`")
+        raise UserError(f"{kit.base_name} has no recorded build: run `{base_command(lock)}`")
     built = reproduce_base(client, kit, inputs, allow_drift=True)
     comparison = Comparison(kit.base_name, lock.base.image_id, built.image_id or "")
     if not comparison.same:
