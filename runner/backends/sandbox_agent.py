@@ -111,6 +111,21 @@ def reap_one(pid: int) -> tuple[int, Any] | None:
     return (status, usage) if found == pid else None
 
 
+def bury_group(pgid: int) -> None:
+    """Kill what the command left in its group and reap it: SIGKILL lands asynchronously, and a
+    member that dies a moment after a plain reap stays a zombie the next command would see."""
+    deadline = time.monotonic() + DRAIN_S
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)  # zombies count as members until reaped
+        except OSError:
+            return
+        reap()
+        if time.monotonic() > deadline:
+            return  # a member stuck in the kernel: reset() still clears it before the next check
+        time.sleep(0.002)
+
+
 def others() -> list[int]:
     """Processes of our uid other than ourselves, zombies included: a process killed a moment
     ago is a zombie until we reap it, and must not be left for the next check to see."""
@@ -273,9 +288,7 @@ class Agent:
         drain_until = 0.0
         while True:
             if exited is None and (exited := reap_one(proc.pid)) is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # whatever it left in its group
-                reap()
+                bury_group(proc.pid)
                 drain_until = time.monotonic() + DRAIN_S
             now = time.monotonic()
             if exited is None and not timed_out and now >= deadline:
