@@ -44,6 +44,21 @@ def test_a_bad_request_through_the_daemon_is_still_exit_2(cli, tmp_path, daemon)
     assert done.returncode == 2 and "placeholder" in done.stderr
 
 
+def test_a_cache_dir_deeper_than_a_sockets_name_may_be_still_serves(cli, tmp_path):
+    """A socket's name holds 107 bytes; a project's cache dir is often longer than that."""
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5, "cache")
+    env = {"PROOFLOCK_CACHE_DIR": str(deep)}
+    (tmp_path / "a.v").write_text((ARTIFACTS / "rocq" / "pass_arith.v").read_text())
+    assert cli("serve", "--idle-timeout", "600", env=env).returncode == 0
+    try:
+        served = cli("check", "--prover", "rocq", "--no-cache", "a.v", env=env)
+        assert lines(served)[0]["verdict"] == "pass", served.stderr
+        assert "infra" not in served.stderr and "starting Rocq worker" not in served.stderr
+    finally:
+        assert cli("serve", "--stop", env=env).returncode == 0
+    assert cli("serve", "--status", env=env).returncode == 1
+
+
 def test_status_and_stop_without_a_daemon(cli):
     assert cli("serve", "--status").returncode == 1
     assert "no prooflock daemon" in cli("serve", "--stop").stdout

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,23 @@ def socket_path(settings: Settings) -> Path:
     return base / f"{key[:16]}-{SOCKET_NAME}"
 
 
+SUN_PATH_MAX = 107  # bytes of a socket's name bind and connect accept (108 with the NUL)
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """A name bind and connect accept for `path`. A deep cache dir is longer than a socket's name
+    may be, so it is reached through its directory's descriptor (/proc/self/fd/N/NAME)."""
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        yield str(path)
+        return
+    directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{directory}/{path.name}"
+    finally:
+        os.close(directory)
+
+
 def _settings_key(fields: dict[str, Any]) -> bytes:
     return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=str)
 
@@ -95,7 +113,8 @@ class Daemon(socketserver.ThreadingUnixStreamServer):
         self._lock = threading.Lock()
         old_umask = os.umask(0o077)
         try:
-            super().__init__(str(path), Handler)
+            with unix_address(path) as address:
+                super().__init__(address, Handler)
         finally:
             os.umask(old_umask)
 
@@ -197,7 +216,12 @@ class Client:
         self.path = path
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout_s)
-        self._sock.connect(str(path))
+        try:
+            with unix_address(path) as address:
+                self._sock.connect(address)
+        except OSError:
+            self._sock.close()
+            raise
         self._file = self._sock.makefile("rwb")
 
     def call(self, message: dict[str, Any]) -> dict[str, Any]:
