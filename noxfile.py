@@ -162,7 +162,9 @@ def tests(session: nox.Session) -> None:
         if not ensure_docker(session):
             session.error("no Docker daemon answers: start one, or pass -- -m 'not docker'")
         build_images(session, buildable_images())
-    session.run("pytest", "--durations=20", *session.posargs)
+    # One process per core; the modules sharing HOL Light's minutes-long boots stay in one
+    # (`--dist loadgroup`). `-- -n 0` runs the suite in this process alone.
+    session.run("pytest", "-n", "auto", "--dist", "loadgroup", "--durations=20", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -106,6 +106,9 @@ class HolLight:
 
 
 _SESSION_CHECKERS: dict[str, Checker] = {}
+# Modules that check on the session's HOL Light workers (minutes per boot) carry this mark, so
+# `pytest -n` runs them all in one process, which boots each backend's worker once.
+SHARES_HOL_LIGHT_BOOTS = pytest.mark.xdist_group("hol-light")
 
 
 def session_checker(request: pytest.FixtureRequest, backend: str, timeout: int = 60) -> Checker:

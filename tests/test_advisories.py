@@ -22,7 +22,9 @@ from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Target, Verdict
 from runner.core.settings import Settings
 from runner.images.lock import load_lock
-from tests.helpers import session_checker
+from tests.helpers import SHARES_HOL_LIGHT_BOOTS, session_checker
+
+pytestmark = SHARES_HOL_LIGHT_BOOTS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPLOITS = Path(__file__).parent / "exploits"

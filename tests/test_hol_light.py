@@ -26,7 +26,9 @@ from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.provers import hol_light
 from runner.provers.common.lexing import ocaml_code
 from runner.provers.hol_light import protocol, source
-from tests.helpers import HolLight, artifact, resolved, session_checker
+from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, artifact, resolved, session_checker
+
+pytestmark = SHARES_HOL_LIGHT_BOOTS
 
 EXPECTED = {
     "pass_arith.ml": Verdict.PASS,

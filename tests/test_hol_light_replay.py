@@ -17,13 +17,17 @@ from pathlib import Path
 import pytest
 
 from runner.provers.hol_light import forkserver
+from tests.helpers import SHARES_HOL_LIGHT_BOOTS
 
 HOL_DIR = Path("/usr/share/hol-light")
 
-pytestmark = pytest.mark.skipif(
-    not (HOL_DIR / "fusion.ml").exists() or shutil.which("ocamlopt") is None,
-    reason="needs Debian's hol-light and the OCaml native compiler",
-)
+pytestmark = [
+    SHARES_HOL_LIGHT_BOOTS,
+    pytest.mark.skipif(
+        not (HOL_DIR / "fusion.ml").exists() or shutil.which("ocamlopt") is None,
+        reason="needs Debian's hol-light and the OCaml native compiler",
+    ),
+]
 
 
 class Export:

@@ -93,7 +93,8 @@ def test_a_daemon_of_another_installation_is_never_used(settings, tmp_path):
                 self.wfile.write(orjson.dumps({"pid": 1, "installation": stranger}) + b"\n")
                 self.wfile.flush()
 
-    server = socketserver.ThreadingUnixStreamServer(str(path), Stranger)
+    with serve.unix_address(path) as address:
+        server = socketserver.ThreadingUnixStreamServer(address, Stranger)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     said: list[str] = []
     try:

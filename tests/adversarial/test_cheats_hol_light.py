@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from runner.core.models import CheckResult, Target, Trust, Verdict
-from tests.helpers import HolLight, session_checker
+from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, SHARES_HOL_LIGHT_BOOTS]
 
 # OCaml 4.13 compiles this match with one read of `b` for the tests and another after the guard
 # changed it (the mutable-field family of OCaml issue #7241): a value of any type comes out as

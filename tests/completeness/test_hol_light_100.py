@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runner.core.models import Trust, Verdict
-from tests.helpers import HolLight, session_checker
+from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
 
 HUNDRED = Path("/usr/share/hol-light/100")
 CORE_ONLY = [
@@ -34,6 +34,7 @@ FULL = os.environ.get("PROOFLOCK_HOL_LIGHT_100_FULL") == "1"
 
 pytestmark = [
     pytest.mark.slow,
+    SHARES_HOL_LIGHT_BOOTS,
     pytest.mark.skipif(not HUNDRED.is_dir(), reason="needs Debian's hol-light (its 100/ files)"),
 ]
 
