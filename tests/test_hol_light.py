@@ -173,6 +173,14 @@ def test_infinite_loop_times_out_at_its_phrase_and_the_worker_lives_on(hol):
 
 
 @pytest.mark.slow
+def test_a_theorem_only_the_newer_line_has_fails_on_this_one_naming_it(hol):
+    """The default line's side of a drift: 3.0.0 added DIV_ADD_EQ (tests/test_hol_light_lines.py
+    passes this file there); 20230128 has no such name."""
+    result = hol.check("uses_3_0.ml", content="let T2 = SPECL [`5`; `7`; `8`] DIV_ADD_EQ;;\n")
+    assert result.verdict is Verdict.FAIL
+    assert "DIV_ADD_EQ" in result.diagnostics[0].message
+
+
 def test_new_definitions_constants_and_types_are_recorded(hol):
     things = hol.check("defines_things.ml").details
     assert things["definitions"] == ["|- double = (\\_1. _1 + _1)"]

@@ -53,7 +53,7 @@ def test_the_six_provers_newclid_and_each_line_have_an_image_and_a_lock_entry():
     from runner import provers
 
     lines = [line for name in provers.names() for line in provers.get(name).lines]
-    assert lines == ["rocq-8.20"]
+    assert lines == ["hol-light-3.0", "rocq-8.20"]
     defaults = ["alphageometry", "asymptote", "hol-light", "isabelle", "lean", "newclid", "rocq"]
     assert sorted([*defaults, *lines]) == NAMES
     assert sorted(LOCK.images) == NAMES

@@ -35,14 +35,26 @@ from runner.provers.hol_light.options import HolLightOptions
 VERSION = "5"  # 5: proofs recorded and replayed by HOL Light's kernel alone; no refusals
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
+# The other line: Debian trixie's HOL Light 3.0.0 on OCaml 5.3. Its toplevel is ocaml-hol (the
+# package's launcher names one it does not ship), which finds hol.ml's compiled loader through
+# -I. The worker and the replayer tell the rest from the sources they find (server.ml,
+# build_replay.sh).
+LINE_3_0 = "hol-light-3.0"
+
+
+def toplevel(image: str) -> list[str]:
+    """HOL Light's OCaml toplevel in `image`, with the arguments it needs."""
+    if image == LINE_3_0:
+        return [f"{HOL_DIR}/ocaml-hol", "-I", HOL_DIR]
+    return [f"{HOL_DIR}/ocaml"]
 
 
 def probe(image: str) -> dict[str, list[str]]:
-    packages = (
-        "dpkg-query -W -f '${Package}=${Version}\\n' hol-light libnum-ocaml-dev camlp5 "
-        "ocaml-interp 2>/dev/null || true"
-    )
-    return {"ocaml": [f"{HOL_DIR}/ocaml", "-version"], "packages": ["sh", "-c", packages]}
+    names = "hol-light libnum-ocaml-dev camlp5 ocaml-interp"
+    if image == LINE_3_0:
+        names = "hol-light libzarith-ocaml-dev camlp5 ocaml-findlib ocaml-interp"
+    packages = f"dpkg-query -W -f '${{Package}}=${{Version}}\\n' {names} 2>/dev/null || true"
+    return {"ocaml": [toplevel(image)[0], "-version"], "packages": ["sh", "-c", packages]}
 
 
 def validate(request: ResolvedRequest) -> None:
@@ -78,8 +90,8 @@ class _Held:
             self._held[key] = self._sandboxes.server(spec)
         return self._held[key]
 
-    def worker(self) -> SandboxServer:
-        return self.server(forkserver.server_spec(HOL_DIR))
+    def worker(self, image: str) -> SandboxServer:
+        return self.server(forkserver.server_spec(HOL_DIR, toplevel(image)))
 
 
 def _check(request: ResolvedRequest, held: _Held) -> Outcome:
@@ -87,14 +99,14 @@ def _check(request: ResolvedRequest, held: _Held) -> Outcome:
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
         return refusal
     # One worker serves every preload set: it forks a preloaded parent per set on demand.
-    server = held.worker()
+    server = held.worker(request.image)
     try:
         return _check_on(server, request, held)
     except ServerFailed as failure:
         server.retire()
 
         def on_fresh(what: ResolvedRequest) -> Outcome:
-            fresh = held.worker()  # the failed one is retired: a fresh worker
+            fresh = held.worker(what.image)  # the failed one is retired: a fresh worker
             try:
                 return _check_on(fresh, what, held)
             except ServerFailed:
@@ -119,6 +131,7 @@ ADAPTER = ProverAdapter(
     version=VERSION,
     modes=("proof", "statement"),
     images=("hol-light",),
+    lines=(LINE_3_0,),
     probe=probe,
     check=check,
     options=HolLightOptions,

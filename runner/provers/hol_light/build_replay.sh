@@ -5,9 +5,23 @@
 # replayer can run nothing but the kernel and the checker.
 set -eu
 HOL=${HOLLIGHT_DIR:-/usr/share/hol-light}
+if [ -f "$HOL/hol_lib.ml" ]; then
+  # 3.0.0 (OCaml 5): lib.ml's bignums are HOL Light's own Bignum (its bignum_zarith.ml over
+  # zarith, shipped as bytecode and source), which hol_lib.ml includes before lib.ml; OCaml 5
+  # keeps unix and zarith in directories of their own.
+  cp "$HOL/bignum_zarith.ml" bignum.ml
+  ocamlopt -I +zarith -w -a -c bignum.ml
+  bignums='include Bignum;;'
+  incs='-I +zarith -I +unix'
+  libs='zarith.cmxa unix.cmxa bignum.cmx'
+else
+  bignums='open Num;;'
+  incs=''
+  libs='nums.cmxa unix.cmxa'
+fi
 {
   echo 'set_jrh_lexer;;'
-  echo 'open Num;;'
+  echo "$bignums"
   # printers need the toplevel; the replayer prints nothing of lib.ml's
   grep -v -e '^#install_printer' -e '^let print_fpf = ' "$HOL/lib.ml"
   grep -v '^needs ' "$HOL/fusion.ml"
@@ -22,6 +36,9 @@ at=\$(grep -abo -m1 Caml1999 "\$1.pp" | head -n1 | cut -d: -f1)
 tail -c +\$((at + 1)) "\$1.pp"
 PP
 chmod +x pp.sh
-ocamlopt -I +camlp-streams -pp ./pp.sh -w -a -c replay_core.ml
-ocamlopt -c replay_server.ml
-ocamlopt nums.cmxa unix.cmxa replay_core.cmx replay_server.cmx -o replay
+# shellcheck disable=SC2086 # the lists are split on purpose
+ocamlopt -I +camlp-streams $incs -pp ./pp.sh -w -a -c replay_core.ml
+# shellcheck disable=SC2086
+ocamlopt $incs -c replay_server.ml
+# shellcheck disable=SC2086
+ocamlopt $incs $libs replay_core.cmx replay_server.cmx -o replay

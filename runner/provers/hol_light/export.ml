@@ -229,10 +229,7 @@ module Prooflock_export = struct
   let chunks = ref 0
 
   (* Every toplevel value whose type is the kernel's theorem type, as a thunk list. *)
-  let head_path env ty =
-    match (Ctype.expand_head env ty).Types.desc with
-      Types.Tconstr (path, [], _) -> Some path
-    | _ -> None
+  let head_path = Prooflock_types.head_path  (* server.ml: per OCaml version *)
 
   (* The kernel's type of theorems with abbreviations expanded (thm is Hol.thm). *)
   let thm_path =

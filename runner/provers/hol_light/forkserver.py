@@ -56,10 +56,11 @@ def _files(names: tuple[str, ...]) -> dict[str, bytes]:
     return {name: files(__package__).joinpath(name).read_bytes() for name in names}
 
 
-def server_spec(hol_dir: str) -> ServerSpec:
+def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
+    """The worker: `toplevel` (HOL Light's OCaml toplevel and its arguments) runs server.ml."""
     return ServerSpec(
         name="HOL Light worker",
-        argv=[f"{hol_dir}/ocaml", SERVER_FILE],
+        argv=[*toplevel, SERVER_FILE],
         ready=BOOT_MARKER,
         boot_timeout_s=BOOT_TIMEOUT_S,
         files=_files(WORKER_FILES),

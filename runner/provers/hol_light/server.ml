@@ -23,6 +23,8 @@
    sends lists comma-separated; it validates their items. *)
 
 #directory "+compiler-libs";;
+(* OCaml 5 keeps unix in a directory of its own; 4.13 has none, and ignores it. *)
+#directory "+unix";;
 #load "unix.cma";;
 
 
@@ -38,6 +40,23 @@ module Prooflock_boot = struct
     match Sys.getenv_opt "HOLLIGHT_DIR" with Some dir -> dir | None -> "/usr/share/hol-light"
   let started = Unix.gettimeofday ()
 end;;
+
+(* The compiler-libs API this script uses, where OCaml lines differ: 4.14 made type
+   descriptions abstract (Types.get_desc). Written for the OCaml this toplevel is, then used. *)
+let () =
+  let desc =
+    if Sys.ocaml_version < "4.14" then "(Ctype.expand_head env ty).Types.desc"
+    else "Types.get_desc (Ctype.expand_head env ty)" in
+  let oc = open_out_bin "prooflock_types.ml" in
+  Printf.fprintf oc
+    "module Prooflock_types = struct\n\
+    \  (* The path a type is, once abbreviations (`thm` for `Hol.thm`) are expanded. *)\n\
+    \  let head_path env ty =\n\
+    \    match %s with Types.Tconstr (path, [], _) -> Some path | _ -> None\n\
+     end;;\n" desc;
+  close_out oc;
+  if not (Toploop.use_file Format.std_formatter (Filename.concat (Sys.getcwd ()) "prooflock_types.ml"))
+  then Format.printf "Error: prooflock_types.ml does not compile on OCaml %s@." Sys.ocaml_version;;
 
 (* Containment first, built and loaded before anything else runs: what the worker needs of the
    kernel that OCaml's libraries do not offer.
@@ -71,43 +90,88 @@ let () =
      || Prooflock_prctl.subreaper () <> 0
   then Format.printf "Error: the worker cannot make itself non-dumpable and a subreaper@.";;
 
-(* hol.ml as shipped, except that the line loading HOL Light's kernel loads the recording one. *)
+(* hol.ml as shipped, except that the line loading HOL Light's kernel loads the recording one.
+   20230128 has that line in hol.ml; 3.0.0 in hol_lib.ml, which hol.ml loads: then a copy of
+   hol_lib.ml with the line swapped is loaded in its place. *)
 let prooflock_hol_loaded =
   let read path =
     let ic = open_in_bin path in
     let text = really_input_string ic (in_channel_length ic) in
     close_in ic; text in
-  let text = read (Filename.concat Prooflock_boot.hol_dir "hol.ml") in
+  let shipped name = String.split_on_char '\n' (read (Filename.concat Prooflock_boot.hol_dir name)) in
+  let here name = Filename.concat (Sys.getcwd ()) name in
   let kernel_line = "loads \"fusion.ml\";;" in
-  match String.split_on_char '\n' text |> List.partition (fun l -> String.trim l = kernel_line) with
-  | [ _ ], _ ->
-      (* Loaded in fusion.ml's place, and registered as fusion.ml: the library's own
-         `needs "fusion.ml"` must find the kernel loaded. Then the exporter, and a chunk of the
-         library export after each file hol.ml loads (export.ml). *)
-      let here name = Filename.concat (Sys.getcwd ()) name in
-      (try Sys.remove (here "library.export") with Sys_error _ -> ());
-      let recording =
-        Printf.sprintf
-          "use_file %S;; loaded_files := (\"fusion.ml\", Digest.file (Filename.concat \
-           !hol_dir \"fusion.ml\")) :: !loaded_files;;\nuse_file %S;;\n\
-           Prooflock_export.library_file := %S;;"
-          (here "recording_fusion.ml") (here "export.ml") (here "library.export") in
-      let checkpoint = "Prooflock_export.library_checkpoint ();;" in
-      let after_kernel = ref false in
-      let lines =
-        List.concat_map
-          (fun l ->
-            if String.trim l = kernel_line then (after_kernel := true; [ recording ])
-            else if !after_kernel && String.starts_with ~prefix:"loads \"" l then [ l; checkpoint ]
+  let is_kernel l = String.trim l = kernel_line in
+  let lib_load = "loads \"hol_lib.ml\"" in
+  let contains s sub =
+    let n = String.length sub in
+    let rec at i = i + n <= String.length s && (String.sub s i n = sub || at (i + 1)) in
+    at 0 in
+  (* 3.0.0's kernel names a constant it refuses to redefine: the recording one does as the
+     image's kernel does. *)
+  let names_redefinition =
+    try contains (read (Filename.concat Prooflock_boot.hol_dir "fusion.ml")) "' is already defined"
+    with Sys_error _ -> false (* no kernel to load: hol.ml's own loading says so *) in
+  (* Loaded in fusion.ml's place, and registered as fusion.ml: the library's own
+     `needs "fusion.ml"` must find the kernel loaded. Then the exporter, and a chunk of the
+     library export after each file HOL Light loads after its kernel (export.ml). *)
+  let recording =
+    Printf.sprintf
+      "let prooflock_names_redefinition = %b;;\n\
+       use_file %S;; loaded_files := (\"fusion.ml\", Digest.file (Filename.concat \
+       !hol_dir \"fusion.ml\")) :: !loaded_files;;\nuse_file %S;;\n\
+       Prooflock_export.library_file := %S;;"
+      names_redefinition (here "recording_fusion.ml") (here "export.ml") (here "library.export") in
+  let checkpoint = "Prooflock_export.library_checkpoint ();;" in
+  (* `lines` with the kernel line (or, in hol.ml, 3.0.0's hol_lib.ml) replaced by `swap`, and a
+     checkpoint after each file loaded after it. *)
+  let rewrite ~swap lines =
+    let after_kernel = ref false in
+    List.concat_map
+      (fun l ->
+        match swap l with
+        | Some swapped -> after_kernel := true; [ swapped ]
+        | None ->
+            if !after_kernel && String.starts_with ~prefix:"loads \"" l then [ l; checkpoint ]
             else [ l ])
-          (String.split_on_char '\n' text) in
-      let oc = open_out_bin "hol_recording.ml" in
-      output_string oc (String.concat "\n" lines);
-      close_out oc;
-      Toploop.use_file Format.std_formatter (here "hol_recording.ml")
-  | _ ->
-      Format.printf "Error: hol.ml does not load its kernel with %s on a line of its own@." kernel_line;
-      false;;
+      lines in
+  let write name lines =
+    let oc = open_out_bin name in
+    output_string oc (String.concat "\n" lines);
+    close_out oc in
+  (try Sys.remove (here "library.export") with Sys_error _ -> ());
+  let hol = shipped "hol.ml" in
+  let kernel_swap l = if is_kernel l then Some recording else None in
+  let written =
+    match List.filter is_kernel hol with
+    | [ _ ] -> write "hol_recording.ml" (rewrite ~swap:kernel_swap hol); true
+    | [] when List.length (List.filter (fun l -> contains l lib_load) hol) = 1 -> (
+        match List.filter is_kernel (shipped "hol_lib.ml") with
+        | [ _ ] ->
+            write "hol_lib_recording.ml" (rewrite ~swap:kernel_swap (shipped "hol_lib.ml"));
+            let lib_swap l =
+              if not (contains l lib_load) then None
+              else
+                let at = ref 0 in
+                while String.sub l !at (String.length lib_load) <> lib_load do incr at done;
+                let loaded =
+                  Printf.sprintf
+                    "(use_file %S; loaded_files := (\"hol_lib.ml\", Digest.file \
+                     (Filename.concat !hol_dir \"hol_lib.ml\")) :: !loaded_files)"
+                    (here "hol_lib_recording.ml") in
+                Some
+                  (String.sub l 0 !at ^ loaded
+                   ^ String.sub l (!at + String.length lib_load)
+                       (String.length l - !at - String.length lib_load)) in
+            write "hol_recording.ml" (rewrite ~swap:lib_swap hol);
+            true
+        | _ -> false)
+    | _ -> false in
+  if written then Toploop.use_file Format.std_formatter (here "hol_recording.ml")
+  else begin
+    Format.printf "Error: hol.ml does not load its kernel with %s on a line of its own@." kernel_line;
+    false
+  end;;
 
 (* Axioms made while a declared placeholder (e.g. CHEAT_TAC) runs. The child rebinds each
    placeholder name to `wrap name`. Calling `wrap` directly is no loophole: whatever it admits
@@ -180,11 +244,7 @@ end = struct
      above it. *)
   let boot_mark = ref max_int
 
-  (* The path a type is, once abbreviations (`thm` for `Hol.thm`) are expanded. *)
-  let head_path env ty =
-    match (Ctype.expand_head env ty).Types.desc with
-    | Types.Tconstr (path, [], _) -> Some path
-    | _ -> None
+  let head_path = Prooflock_types.head_path
 
   (* The kernel's type of theorems, as HOL Light bound it: a file's own `type thm` is another. *)
   let thm_path =

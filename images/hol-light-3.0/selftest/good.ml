@@ -1,0 +1,1 @@
+../../hol-light/selftest/good.ml
