@@ -162,8 +162,8 @@ def tests(session: nox.Session) -> None:
         if not ensure_docker(session):
             session.error("no Docker daemon answers: start one, or pass -- -m 'not docker'")
         build_images(session, buildable_images())
-    # One process per core; the modules sharing HOL Light's minutes-long boots stay in one
-    # (`--dist loadgroup`). `-- -n 0` runs the suite in this process alone.
+    # One process per core; each module runs whole in one, and the modules sharing HOL Light's
+    # minutes-long boots share one (`--dist loadgroup`, tests/conftest.py). `-- -n 0`: one process.
     session.run("pytest", "-n", "auto", "--dist", "loadgroup", "--durations=20", *session.posargs)
 
 

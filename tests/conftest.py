@@ -23,6 +23,16 @@ pytest_plugins = [
 ]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under `pytest -n`, a module runs whole in one process: some modules tell one story across
+    their tests (a store vendored, then rebuilt from), and module fixtures are built once. A
+    module with a group of its own (the HOL Light ones share their boots) keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(
