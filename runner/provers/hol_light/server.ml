@@ -103,10 +103,14 @@ let prooflock_hol_loaded =
   let kernel_line = "loads \"fusion.ml\";;" in
   let is_kernel l = String.trim l = kernel_line in
   let lib_load = "loads \"hol_lib.ml\"" in
-  let contains s sub =
+  (* Where `sub` first starts in `s`. *)
+  let find s sub =
     let n = String.length sub in
-    let rec at i = i + n <= String.length s && (String.sub s i n = sub || at (i + 1)) in
+    let rec at i =
+      if i + n > String.length s then None else if String.sub s i n = sub then Some i
+      else at (i + 1) in
     at 0 in
+  let contains s sub = find s sub <> None in
   (* 3.0.0's kernel names a constant it refuses to redefine: the recording one does as the
      image's kernel does. *)
   let names_redefinition =
@@ -150,19 +154,16 @@ let prooflock_hol_loaded =
         | [ _ ] ->
             write "hol_lib_recording.ml" (rewrite ~swap:kernel_swap (shipped "hol_lib.ml"));
             let lib_swap l =
-              if not (contains l lib_load) then None
-              else
-                let at = ref 0 in
-                while String.sub l !at (String.length lib_load) <> lib_load do incr at done;
-                let loaded =
-                  Printf.sprintf
-                    "(use_file %S; loaded_files := (\"hol_lib.ml\", Digest.file \
-                     (Filename.concat !hol_dir \"hol_lib.ml\")) :: !loaded_files)"
-                    (here "hol_lib_recording.ml") in
-                Some
-                  (String.sub l 0 !at ^ loaded
-                   ^ String.sub l (!at + String.length lib_load)
-                       (String.length l - !at - String.length lib_load)) in
+              match find l lib_load with
+              | None -> None
+              | Some at ->
+                  let after = at + String.length lib_load in
+                  let loaded =
+                    Printf.sprintf
+                      "(use_file %S; loaded_files := (\"hol_lib.ml\", Digest.file \
+                       (Filename.concat !hol_dir \"hol_lib.ml\")) :: !loaded_files)"
+                      (here "hol_lib_recording.ml") in
+                  Some (String.sub l 0 at ^ loaded ^ String.sub l after (String.length l - after)) in
             write "hol_recording.ml" (rewrite ~swap:lib_swap hol);
             true
         | _ -> false)
