@@ -39,3 +39,15 @@ def test_one_provers_servers_never_evict_anothers_and_each_keeps_its_most_recent
     assert pool.checkout("rocq", LIMITS, rocq[2].spec) is rocq[2]
     pool.close()
     assert hol_replayer.closed and rocq[1].closed
+
+
+def test_fewer_idle_servers_than_the_pool_keeps_are_all_kept():
+    """With two workers a pool keeps three idle servers per image: two must both stay warm (a
+    negative slice once evicted all but the last, so every other check booted a worker)."""
+    pool = ServerPool(backend_for=lambda image: None, notify=print, max_idle=3)  # type: ignore[arg-type]
+    worker, replayer = IdleServer("HOL Light worker"), IdleServer("HOL Light replayer")
+    pool.checkin("hol-light", worker)
+    pool.checkin("hol-light", replayer)
+    assert not worker.closed and not replayer.closed
+    assert pool.checkout("hol-light", LIMITS, worker.spec) is worker
+    assert pool.checkout("hol-light", LIMITS, replayer.spec) is replayer

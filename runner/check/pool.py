@@ -54,7 +54,8 @@ class ServerPool:
         with self._lock:
             self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
             same_image = [ident for ident, (key, _) in self._idle.items() if key[0] == image]
-            for ident in same_image[: len(same_image) - self._max_idle]:  # least recently used
+            surplus = max(0, len(same_image) - self._max_idle)  # (a negative slice end would
+            for ident in same_image[:surplus]:  # evict all but the last): least recently used
                 evicted.append(self._idle.pop(ident)[1])
         for old in evicted:
             old.close()
