@@ -6,11 +6,12 @@
 
 `rows()` measures, on each set, side by side in one run: bare `coqc` per file in a fresh
 directory (the naive baseline, sequential as evaluation scripts run it); one `prooflock check`
-CLI call over the whole set (boot included: the worker's start and every Require prefix it
-loads; a worker binary an earlier call built is reused from the cache dir, as on any machine
-that checked once); the first check alone (one CLI call on one file); the steady state per
-check (a second pass through a warm Checker); checks per second on the one core the CLI call's
-single worker uses. Verdicts are compared with the cold path (`--quick` compares a sample).
+CLI call over the whole set, with the default workers (one per usable core) and with one worker
+(boot included: the workers' start and every Require prefix each loads; a worker binary an
+earlier call built is reused from the cache dir, as on any machine that checked once); the first
+check alone (one CLI call on one file); the steady state per check (a second pass through a warm
+Checker, one check at a time), whose inverse is the checks per second one core gives. Verdicts
+are compared with the cold path (`--quick` compares a sample).
 
 Two sets: `small`, 100 files shaped like model output (a header of Requires from Arith, Lia and
 Lists, one to three restated standard-library lemmas with 1-20 line proofs, a few failing or
@@ -41,7 +42,7 @@ from pathlib import Path
 from benchmarks.table import Row
 from runner import Checker
 from runner.core.models import CheckRequest, CheckResult
-from runner.core.settings import Settings
+from runner.core.settings import Settings, usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_DIR = ROOT / "tests" / "artifacts" / "rocq-small"
@@ -336,7 +337,7 @@ def naive_set(files: dict[str, str], timeout: float) -> tuple[float, list[float]
 
 
 def cli_call(
-    files: dict[str, str], backend: str, cache_dir: Path, timeout: int
+    files: dict[str, str], backend: str, cache_dir: Path, timeout: int, workers: int = 0
 ) -> tuple[float, float, dict[str, str]]:
     """One `prooflock check` over every file: (wall seconds, CPU seconds of it and the processes
     it reaped (a sandbox's killed tree is not among them), verdict by file name)."""
@@ -350,6 +351,8 @@ def cli_call(
         argv += ["--backend", backend, "--no-cache", "--daemon", "off", "--timeout", str(timeout)]
         if backend == "docker":
             argv += ["--isolation", "warm"]
+        if workers:
+            argv += ["--workers", str(workers)]
         # The runner next to this file, not whichever one an editable install maps (the CLI
         # runs in a temporary directory).
         pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
@@ -405,63 +408,51 @@ def rows(quick: bool) -> list[Row]:
             timeout,
         )
     found: list[Row] = []
+    workers = usable_cores()
     for set_name, files in sets.items():
         naive_total, naive_each, compiled = naive_set(files, timeout)
-        totals: dict[str, float | None] = {}
-        firsts: dict[str, float | None] = {}
-        per_core = ""
+        totals: dict[str, float] = {}
+        firsts: dict[str, float] = {}
         agree_compile = True
+        first_name = next(iter(files))
         for backend in backends:
+            runs = [(f"{backend}, {workers} workers", workers)] if workers > 1 else []
+            runs += [(f"{backend}, 1 worker", 1)]
             with tempfile.TemporaryDirectory() as cache:
                 _worker_cache(Path(cache))
-                first_name = next(iter(files))
                 first, _, _ = cli_call(
                     {first_name: files[first_name]}, backend, Path(cache), timeout
                 )
-                wall, cpu, verdicts = cli_call(files, backend, Path(cache), timeout)
-            totals[f"{backend} warm"] = wall * 1000
-            firsts[f"{backend} warm"] = first * 1000
-            agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
-            if backend == "local":  # one worker: the checks run one at a time on one core
-                per_core = f"{len(files) / wall:.1f} checks/s on one core (local, boot included)"
+                firsts[backend] = first
+                for label, count in runs:
+                    wall, _, verdicts = cli_call(files, backend, Path(cache), timeout, count)
+                    totals[label] = wall
+                    agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
         steady, warm_verdicts, cold_same = _steady_and_cold(files, timeout, quick)
-        label = f"{set_name} ({len(files)} files)"
-        found.append(
-            Row(
-                prover="rocq",
-                corpus=f"{label}: end to end, one CLI call, boot included (total ms)",
-                checks=len(files),
-                baseline="coqc per file, total",
-                baseline_ms=round(naive_total * 1000, 1),
-                kit_ms=totals,
-                identical=cold_same,
-                note=(
-                    f"{per_core}; a kit `fail` exactly where bare coqc failed: "
-                    f"{'yes' if agree_compile else 'NO'}"
-                ),
-            )
+        default = f"local, {workers} workers" if workers > 1 else "local, 1 worker"
+        others = "; ".join(
+            f"{label}: {wall:.1f} s ({naive_total / wall:.1f}x)"
+            for label, wall in totals.items()
+            if label != default
         )
         found.append(
             Row(
                 prover="rocq",
-                corpus=f"{label}: first check, one CLI call on one file (ms)",
-                checks=1,
-                baseline="coqc on that file",
-                baseline_ms=round(naive_each[0] * 1000, 1),
-                kit_ms=firsts,
-                note="worker boot included; its one-time build (about 10 s) is not",
-            )
-        )
-        found.append(
-            Row(
-                prover="rocq",
-                corpus=f"{label}: steady state per check (median ms)",
+                corpus=f"{set_name} ({len(files)} files)",
                 checks=len(files),
-                baseline="coqc per file, median",
+                baseline="coqc per file",
                 baseline_ms=median_ms(naive_each),
                 kit_ms={"local warm": median_ms(steady)},
-                identical=cold_same,
-                note=f"{sum(v == 'pass' for v in warm_verdicts.values())} pass",
+                identical=cold_same and agree_compile,
+                note=(
+                    f"{others}; first check {' / '.join(f'{b} {t:.1f} s' for b, t in firsts.items())}"
+                    f" (bare coqc on that file {naive_each[0]:.2f} s); "
+                    f"{sum(v == 'pass' for v in warm_verdicts.values())} pass"
+                ),
+                baseline_total_s=round(naive_total, 2),
+                kit_total_s=round(totals[default], 2),
+                kit_total_how=f"prooflock check --backend {default}",
+                first_check_s=round(firsts["local"], 2),
             )
         )
     return found

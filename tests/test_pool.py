@@ -3,6 +3,8 @@ another's (a HOL Light worker costs minutes to boot again, a Rocq worker a fract
 
 from __future__ import annotations
 
+import threading
+
 from runner.check.pool import ServerPool
 from runner.core.models import Limits
 from runner.provers.common.server import ServerSpec
@@ -51,3 +53,22 @@ def test_fewer_idle_servers_than_the_pool_keeps_are_all_kept():
     assert not worker.closed and not replayer.closed
     assert pool.checkout("hol-light", LIMITS, worker.spec) is worker
     assert pool.checkout("hol-light", LIMITS, replayer.spec) is replayer
+
+
+def test_a_capped_server_is_waited_for_never_booted_twice():
+    """Two checks at once that both need HOL Light's worker (`max_servers=1`) share the one: the
+    second waits until the first gives it back, or it is closed or retired, and only then may
+    another start."""
+    pool = ServerPool(backend_for=lambda image: None, notify=print, max_idle=3)  # type: ignore[arg-type]
+    spec = ServerSpec("HOL Light worker", [], b"ready", 1, max_servers=1)
+    held = pool.checkout("hol-light", LIMITS, spec)
+    got: list[object] = []
+    second = threading.Thread(target=lambda: got.append(pool.checkout("hol-light", LIMITS, spec)))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive() and not got  # it waits: the one worker is busy
+    held.retire()  # a check retired it (its worker died): no longer counted
+    second.join(5.0)
+    assert got and got[0] is not held
+    other = ServerSpec("Rocq worker", [], b"ready", 1)  # uncapped: one per check at once
+    assert pool.checkout("rocq", LIMITS, other) is not pool.checkout("rocq", LIMITS, other)

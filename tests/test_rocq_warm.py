@@ -103,6 +103,23 @@ def test_one_base_worker_serves_every_header(checker):
         assert result.provenance.extra["rocq_path"] == "worker:base"
 
 
+def test_checks_at_once_each_have_a_worker_booted_once_and_give_the_same_results(checker, tmp_path):
+    """Two workers (the default on two cores): results in input order, each worker booted once
+    and kept warm (never closed and booted again), every result the same as one at a time."""
+    from runner.core.settings import Settings
+
+    settings = Settings(
+        backend="local", cache=False, retries=0, workers=2, cache_dir=tmp_path / "cache"
+    )
+    requests = [CheckRequest(prover="rocq", name=p.name, content=p.read_text()) for p in SMALL[:16]]
+    with Checker(settings) as two:
+        results = list(two.map(requests))
+    assert [r.artifact for r in results] == [r.name for r in requests]
+    assert len({r.provenance.extra["worker_id"] for r in results}) == 2
+    for request, result in zip(requests, results, strict=True):
+        assert result.result_digest == checker.check_one(request).result_digest, request.name
+
+
 @pytest.mark.slow
 def test_the_base_worker_serves_mixed_headers_as_coqc_would(checker):
     """Every header goes to the base worker's sub-parents, one per prefix;

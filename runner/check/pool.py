@@ -23,6 +23,7 @@ from runner.provers.common.server import Notify, SandboxServer, ServerSpec
 
 PoolKey = tuple[str, Limits, str, str]
 KIT_GRACE_S = 5  # the kit's own work for one check (transfer, parsing), beyond the timeout
+WAIT_POLL_S = 0.5  # a capped server retired in another check is seen this soon
 
 
 class ServerPool:
@@ -31,24 +32,47 @@ class ServerPool:
         self.notify = notify
         self._max_idle = max(1, max_idle)
         self._idle: OrderedDict[int, tuple[PoolKey, SandboxServer]] = OrderedDict()
+        self._made: dict[PoolKey, list[SandboxServer]] = {}  # for specs with `max_servers`
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a server came back or was closed
 
     @staticmethod
     def key(image: str, limits: Limits, spec: ServerSpec) -> PoolKey:
         return (image, replace(limits, timeout_s=0), spec.name, spec.key)
 
     def checkout(self, image: str, limits: Limits, spec: ServerSpec) -> SandboxServer:
+        """An idle server for this key, else a new one; where the spec caps how many may run,
+        wait for one of them to come back rather than start another."""
         wanted = self.key(image, limits, spec)
-        with self._lock:
-            for ident, (key, server) in reversed(self._idle.items()):
-                if key == wanted:
-                    del self._idle[ident]
-                    return server
-        return SandboxServer(self._backend_for(image), image, wanted[1], spec, self.notify)
+        with self._changed:
+            while True:
+                for ident, (key, server) in reversed(self._idle.items()):
+                    if key == wanted:
+                        del self._idle[ident]
+                        return server
+                if spec.max_servers is None:
+                    break
+                # Closed or retired ones no longer count (a check that retired its server may
+                # need a fresh one while it still holds the old).
+                alive = [s for s in self._made.get(wanted, []) if not (s.closed or s.retired)]
+                self._made[wanted] = alive
+                if len(alive) < spec.max_servers:
+                    break
+                self._changed.wait(WAIT_POLL_S)
+            server = SandboxServer(self._backend_for(image), image, wanted[1], spec, self.notify)
+            if spec.max_servers is not None:
+                self._made[wanted].append(server)
+            return server
+
+    def discarded(self) -> None:
+        """A server of this pool was closed instead of checked in: a waiting check may start one."""
+        with self._changed:
+            self._changed.notify_all()
 
     def checkin(self, image: str, server: SandboxServer) -> None:
         if server.worn_out() or not server.started:
             server.close()
+            self.discarded()
             return
         evicted = []
         with self._lock:
@@ -57,6 +81,7 @@ class ServerPool:
             surplus = max(0, len(same_image) - self._max_idle)  # (a negative slice end would
             for ident in same_image[:surplus]:  # evict all but the last): least recently used
                 evicted.append(self._idle.pop(ident)[1])
+            self._changed.notify_all()
         for old in evicted:
             old.close()
 
@@ -116,7 +141,9 @@ class CheckSandboxes:
                 backend, self.request.image, self.request.limits, spec, self._pool.notify
             )
         else:
+            waiting = time.monotonic()
             server = self._pool.checkout(self.request.image, self.request.limits, spec)
+            self.deadline += time.monotonic() - waiting  # another check held it: not this one's
             self.reused_server = self.reused_server or server.started
         self._servers.append(server)
         booting = time.monotonic()
@@ -151,6 +178,7 @@ class CheckSandboxes:
                 self._pool.checkin(self.request.image, server)
             else:
                 server.close()
+                self._pool.discarded()
         self._servers.clear()
         self._stack.close()
 

@@ -79,7 +79,13 @@ def backend_flags(parser: argparse.ArgumentParser, *, workers: bool = True) -> N
         help="build a locked image that is missing here instead of falling back to local",
     )
     if workers:
-        group.add_argument("--workers", type=int, metavar="N", help="checks at once (default 1)")
+        group.add_argument(
+            "--workers",
+            type=int,
+            metavar="N",
+            help="checks at once (default: one per usable core, up to 8; HOL Light's worker, "
+            "minutes to boot, is shared)",
+        )
     group.add_argument(
         "--canary",
         type=float,

@@ -43,6 +43,9 @@ class ServerSpec:
     key: str = ""  # what else a server is specific to (a preloaded prefix): part of its pool key
     boot_note: str = ""  # shown while it boots, e.g. "about 3 min"
     max_checks: int | None = None  # recycled after this many checks (None: never)
+    # At most this many at once in a pool (None: one per check running at once). A server that
+    # costs minutes to boot says 1: a second check waits for it instead of booting another.
+    max_servers: int | None = None
     # Why it did not start, read from its sandbox before that is closed (e.g. from a boot log).
     explain_failure: Callable[[Sandbox], str | None] | None = None
 
@@ -64,6 +67,7 @@ class SandboxServer:
         self.ready_line = b""
         self.boot_ms: int | None = None
         self._served = 0
+        self._closed = False
         self._deadline: float | None = None  # monotonic: the current check's whole budget
         self._retired = False  # the pool must not reuse it (it failed, or an adapter said so)
 
@@ -197,6 +201,11 @@ class SandboxServer:
             "checks_served": self._served,
         }
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        self._closed = True
         self._channel = None
         self._stack.close()

@@ -66,6 +66,7 @@ def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
         files=_files(WORKER_FILES),
         env={"HOLLIGHT_DIR": hol_dir},
         boot_note="loading HOL Light takes about 3 min",
+        max_servers=1,  # minutes and GBs per boot: checks running at once share one
         explain_failure=lambda sandbox: boot_failure(_read_log(sandbox)),
     )
 
@@ -101,6 +102,7 @@ def replayer_spec(hol_dir: str, boot: Boot, worker: SandboxServer) -> ServerSpec
             env={"HOLLIGHT_DIR": hol_dir},
             key=boot.library_digest,
             boot_note="building HOL Light's kernel alone and re-deriving its library",
+            max_servers=1,
             explain_failure=_replayer_failure,
         )
     _specs_by_worker[worker] = _specs_by_digest[key]
