@@ -121,6 +121,7 @@ def session_checker(request: pytest.FixtureRequest, backend: str, timeout: int =
             checkpoint_dir=factory.mktemp("checkpoints"),
             cache_dir=factory.mktemp("cache"),
             retries=1,
+            workers=2,  # checks at once share the one HOL Light worker (never a second boot)
         )
         checker = _SESSION_CHECKERS[backend] = Checker(settings)
         request.config.add_cleanup(checker.close)

@@ -293,6 +293,29 @@ def test_state_made_by_one_file_is_invisible_to_every_later_check(hol):
 
 
 @pytest.mark.slow
+def test_checks_at_once_wait_for_the_one_worker_never_boot_a_second(hol):
+    """Two checks at once (the session checker runs two, as the default does on two cores):
+    the second waits for the booted worker and replayer instead of booting its own."""
+    names = ["pass_arith.ml", "fail_tactic.ml", "pass_induction.ml", "fail_term.ml"]
+    requests = [
+        CheckRequest(
+            prover="hol-light", name=n, content=artifact("hol-light", n), timeout=hol.timeout
+        )
+        for n in names
+    ]
+    assert hol.checker.settings.workers == 2
+    results = list(hol.checker.map(requests))
+    assert [r.verdict for r in results] == [EXPECTED[n] for n in names]
+    assert len({_worker(r)["worker_id"] for r in results}) == 1
+    kinds = [(r.provenance.worker, sorted(r.provenance.extra)) for r in results]
+    assert sum("booted_in_check_ms" in r.provenance.extra for r in results) <= 1, kinds
+    # A check that waited for the worker's boot does not count that wait as its own time.
+    for result in results:
+        waited = result.provenance.extra.get("waited_for_server_ms", 0)
+        assert result.provenance.wall_ms < 60_000 or not waited, kinds
+
+
+@pytest.mark.slow
 def test_one_worker_survives_exits_spoofs_and_cheats(hol):
     results = [
         hol.check("exit_midfile.ml"),

@@ -444,8 +444,9 @@ def _image_only() -> frozenset[str]:
 
 
 def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
-    booted = worker_info.get("booted_in_check_ms")
-    return booted if isinstance(booted, int) else 0
+    """A boot, or a wait for a server another check held (a HOL Light worker's boot, say)."""
+    spent = [worker_info.get(key) for key in ("booted_in_check_ms", "waited_for_server_ms")]
+    return sum(ms for ms in spent if isinstance(ms, int))
 
 
 def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome | None:

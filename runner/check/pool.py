@@ -24,6 +24,7 @@ from runner.provers.common.server import Notify, SandboxServer, ServerSpec
 PoolKey = tuple[str, Limits, str, str]
 KIT_GRACE_S = 5  # the kit's own work for one check (transfer, parsing), beyond the timeout
 WAIT_POLL_S = 0.5  # a capped server retired in another check is seen this soon
+WAITED_NOTED_MS = 100  # a wait for a capped server this long is recorded (and not timed)
 
 
 class ServerPool:
@@ -114,6 +115,7 @@ class CheckSandboxes:
         self._servers: list[SandboxServer] = []
         self.reused_server = False
         self.booted_ms = 0  # servers booted during this check (reported once, not as its time)
+        self.waited_ms = 0  # waiting for a capped server another check held: not its time either
         # Everything done for the artifact (transfer, runs, audits, re-checks) shares one budget:
         # its timeout (times the requests of a batch) and a little for the kit's own work.
         budget = request.limits.timeout_s * max(1, checks) + KIT_GRACE_S
@@ -143,7 +145,9 @@ class CheckSandboxes:
         else:
             waiting = time.monotonic()
             server = self._pool.checkout(self.request.image, self.request.limits, spec)
-            self.deadline += time.monotonic() - waiting  # another check held it: not this one's
+            waited_s = time.monotonic() - waiting
+            self.deadline += waited_s  # another check held it: not this one's budget or time
+            self.waited_ms += int(waited_s * 1000)
             self.reused_server = self.reused_server or server.started
         self._servers.append(server)
         booting = time.monotonic()
@@ -168,6 +172,8 @@ class CheckSandboxes:
             info = {"servers": [server.info() for server in self._servers]}
         if self.booted_ms:
             info["booted_in_check_ms"] = self.booted_ms
+        if self.waited_ms >= WAITED_NOTED_MS:
+            info["waited_for_server_ms"] = self.waited_ms
         return info
 
     def finish(self, healthy: bool) -> None:
