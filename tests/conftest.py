@@ -42,7 +42,7 @@ def settings(tmp_path: Path) -> Settings:
         timeout=30,
         retries=0,
         # One check at a time: these tests follow one warm worker across checks. Checks at once
-        # (the default: one per core) are held to the same results in test_rocq_warm/test_pool.
+        # are held to the same results in test_rocq_warm, test_hol_light and test_pool.
         workers=1,
     )
 

@@ -294,7 +294,7 @@ def test_state_made_by_one_file_is_invisible_to_every_later_check(hol):
 
 @pytest.mark.slow
 def test_checks_at_once_wait_for_the_one_worker_never_boot_a_second(hol):
-    """Two checks at once (the session checker runs two, as the default does on two cores):
+    """Two checks at once (the session checker runs two, as `--workers 2` does):
     the second waits for the booted worker and replayer instead of booting its own."""
     names = ["pass_arith.ml", "fail_tactic.ml", "pass_induction.ml", "fail_term.ml"]
     requests = [

@@ -94,7 +94,9 @@ def real_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A log of real checks, with the renders kept beside it as `run.renders/<sha256>`."""
     root = tmp_path_factory.mktemp("real-run")
     log = root / "run.jsonl"
-    settings = Settings(backend="local", cache_dir=root / "cache", timeout=60, retries=0)
+    # One check at a time: the tests below edit records by their place in the log, which is
+    # the order checks finish in.
+    settings = Settings(backend="local", cache_dir=root / "cache", timeout=60, retries=0, workers=1)
     checker = Checker(settings, keep_outputs=root / "run.renders")
     run_requests(requests(), log, checker, source="report-test")
     return log

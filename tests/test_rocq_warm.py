@@ -104,7 +104,7 @@ def test_one_base_worker_serves_every_header(checker):
 
 
 def test_checks_at_once_each_have_a_worker_booted_once_and_give_the_same_results(checker, tmp_path):
-    """Two workers (the default on two cores): results in input order, each worker booted once
+    """Two workers (`--workers 2`): results in input order, each worker booted once
     and kept warm (never closed and booted again), every result the same as one at a time."""
     from runner.core.settings import Settings
 

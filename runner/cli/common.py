@@ -83,8 +83,7 @@ def backend_flags(parser: argparse.ArgumentParser, *, workers: bool = True) -> N
             "--workers",
             type=int,
             metavar="N",
-            help="checks at once (default: one per usable core, up to 8; HOL Light's worker, "
-            "minutes to boot, is shared)",
+            help="checks at once (default 1; HOL Light's worker, minutes to boot, is shared)",
         )
     group.add_argument(
         "--canary",

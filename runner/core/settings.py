@@ -32,9 +32,9 @@ class Settings(BaseSettings):
     )
     pids: int = Field(default=512, ge=16)
     cpus: int = Field(default=1, ge=1)
-    # Checks at once: one per usable core (a prover whose worker costs minutes to boot still
-    # keeps one worker: its ServerSpec caps it).
-    workers: int = Field(default_factory=lambda: usable_cores(), ge=1)
+    # Checks at once (`usable_cores()` for one per core; a prover whose worker costs minutes
+    # to boot still keeps one worker: its ServerSpec caps it).
+    workers: int = Field(default=1, ge=1)
     batch: int = Field(
         default=8, ge=1, description="requests per worker call, where a prover batches"
     )
