@@ -429,11 +429,11 @@ def rows(quick: bool) -> list[Row]:
                     totals[label] = wall
                     agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
         steady, warm_verdicts, cold_same = _steady_and_cold(files, timeout, quick)
-        default = f"local, {workers} workers" if workers > 1 else "local, 1 worker"
+        headline = f"local, {workers} workers" if workers > 1 else "local, 1 worker"
         others = "; ".join(
             f"{label}: {wall:.1f} s ({naive_total / wall:.1f}x)"
             for label, wall in totals.items()
-            if label != default
+            if label != headline
         )
         found.append(
             Row(
@@ -450,7 +450,7 @@ def rows(quick: bool) -> list[Row]:
                     f"{sum(v == 'pass' for v in warm_verdicts.values())} pass"
                 ),
                 baseline_total_s=round(naive_total, 2),
-                kit_total_s=round(totals[default], 2),
+                kit_total_s=round(totals[headline], 2),
                 kit_total_how=f"prooflock check --backend local --workers {workers}",
                 first_check_s=round(firsts["local"], 2),
             )
