@@ -42,7 +42,7 @@ from pathlib import Path
 from benchmarks.table import Row
 from runner import Checker
 from runner.core.models import CheckRequest, CheckResult
-from runner.core.settings import Settings, usable_cores
+from runner.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_DIR = ROOT / "tests" / "artifacts" / "rocq-small"
@@ -389,6 +389,11 @@ def _docker_ready() -> bool:
         return True
     except Exception:  # noqa: BLE001 - no daemon here: the docker column says "-"
         return False
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, a container's cpuset)."""
+    return max(1, len(os.sched_getaffinity(0)))
 
 
 def rows(quick: bool) -> list[Row]:

@@ -41,9 +41,6 @@ def settings(tmp_path: Path) -> Settings:
         checkpoint_dir=tmp_path / "checkpoints",
         timeout=30,
         retries=0,
-        # One check at a time: these tests follow one warm worker across checks. Checks at once
-        # are held to the same results in test_rocq_warm, test_hol_light and test_pool.
-        workers=1,
     )
 
 

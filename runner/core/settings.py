@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-MAX_DEFAULT_WORKERS = 8  # a default that cannot fill a large machine's memory with workers
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, a container's cpuset), up to 8."""
-    return max(1, min(MAX_DEFAULT_WORKERS, len(os.sched_getaffinity(0))))
 
 
 class Settings(BaseSettings):
@@ -32,8 +24,6 @@ class Settings(BaseSettings):
     )
     pids: int = Field(default=512, ge=16)
     cpus: int = Field(default=1, ge=1)
-    # Checks at once (`usable_cores()` for one per core; a prover whose worker costs minutes
-    # to boot still keeps one worker: its ServerSpec caps it).
     workers: int = Field(default=1, ge=1)
     batch: int = Field(
         default=8, ge=1, description="requests per worker call, where a prover batches"
