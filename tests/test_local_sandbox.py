@@ -431,3 +431,43 @@ def test_the_provers_installed_here_run_in_the_sandbox(box):
         if shutil.which(tool) is not None:
             done = sh(box, probe)
             assert done.exit_code == 0, (tool, done.text)
+
+
+def test_mounts_a_container_runtime_adds_and_drops_never_stop_a_command(tmp_path):
+    """As docker does under /var/lib/docker while its containers start and stop: CI ran local
+    checks beside docker ones, and bwrap failed to remount a vanished overlay."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting needs root")
+    runtime = Path("/var/lib") / token()
+    runtime.mkdir(mode=0o710)  # docker's own mode: only root may enter
+    layers = [runtime / f"layer{i}" for i in range(4)]
+    for layer in layers:
+        layer.mkdir()
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            for layer in layers:
+                subprocess.run(["mount", "-t", "tmpfs", "none", str(layer)], check=False)
+            for layer in layers:
+                subprocess.run(["umount", "-l", str(layer)], check=False)
+
+    local._detect.cache_clear()  # the sandbox's view is decided with the runtime's dir present
+    made = LocalBackend(Settings(cache_dir=tmp_path / "cache"), notify=lambda _: None)
+    if made.info.isolation != "bubblewrap":
+        pytest.skip("no local sandbox on this machine")
+    churner = threading.Thread(target=churn, daemon=True)
+    churner.start()
+    try:
+        with made.sandbox("test", LIMITS) as sandbox:
+            codes = [sandbox.run(["ls", "/var/lib"], timeout_s=30).exit_code for _ in range(40)]
+            listing = sandbox.run(["ls", "/var/lib"], timeout_s=30).stdout
+    finally:
+        stop.set()
+        churner.join()
+        for layer in layers:
+            subprocess.run(["umount", "-l", str(layer)], check=False, capture_output=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+        local._detect.cache_clear()
+    assert codes == [0] * 40
+    assert b"dpkg" in listing and runtime.name.encode() not in listing

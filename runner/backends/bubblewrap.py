@@ -1,7 +1,7 @@
 """The local backend's sandbox: each command under bubblewrap (`bwrap`), like a tiny container.
 
 Inside: a read-only view of the system (/usr, /etc, /opt, /var/lib, /var/cache and the top-level
-links to them), the directories the kit's PATH and Python need (such as a pyenv root) read-only,
+links to them; of a system dir holding mounts or private dirs, only its other children), the directories the kit's PATH and Python need (such as a pyenv root) read-only,
 the sandbox's work dir read-write at /work (also HOME), a private /tmp and /dev/shm (tmpfs),
 a fresh /proc and a minimal /dev. Nothing else of the host: nothing of /home, /root, /tmp, /run,
 /srv, /mnt, nor the kit's home and cache dirs (an empty read-only tmpfs covers them when they
@@ -17,6 +17,7 @@ dir is then owned by nobody.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -188,8 +189,18 @@ def _mounts(private: Iterable[Path]) -> tuple[list[str], list[str]]:
             base += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             base += ["--ro-bind", link, link]
+    mounted = _mount_points()
     for directory in system:
-        base += [*parents(directory), "--ro-bind", str(directory), str(directory)]
+        shown = _shown_children(directory, mounted)
+        if shown is None:
+            base += [*parents(directory), "--ro-bind", str(directory), str(directory)]
+            continue
+        base += [*parents(directory), "--perms", "0755", "--dir", str(directory)]
+        for child in shown:
+            if child.is_symlink():
+                base += ["--symlink", os.readlink(child), str(child)]
+            else:
+                base += ["--ro-bind", str(child), str(child)]
     base += ["--proc", "/proc", "--dev", "/dev"]
     extra: list[str] = []
     for path in covered:  # an empty, read-only directory over the kit's home or cache
@@ -199,6 +210,45 @@ def _mounts(private: Iterable[Path]) -> tuple[list[str], list[str]]:
     for path in covered:
         extra += ["--remount-ro", str(path)]
     return base, extra
+
+
+def _mount_points() -> list[Path]:
+    """Where this machine has mounts now (empty when /proc cannot tell)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4:  # field 5 is the mount point, octal-escaped
+            points.append(Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])))
+    return points
+
+
+def _shown_children(directory: Path, mounted: list[Path]) -> list[Path] | None:
+    """None when `directory` can be bound whole; else the children to bind one by one.
+
+    A whole bind takes every mount beneath along and remounts each read-only, so a mount that a
+    container runtime adds or drops meanwhile (docker's overlays under /var/lib/docker) makes the
+    sandbox fail to start. Children holding mounts, and children only their owner (or group) may
+    enter, are left out: the sandbox's user could not enter them anyway."""
+    try:
+        children = sorted(directory.iterdir())
+    except OSError:
+        return None
+    left_out = []
+    for child in children:
+        holds_mount = any(_under(point, [child]) for point in mounted)
+        try:
+            closed = child.is_dir() and not child.is_symlink() and not child.stat().st_mode & 0o001
+        except OSError:
+            closed = True
+        if holds_mount or closed:
+            left_out.append(child)
+    if not left_out:
+        return None
+    return [child for child in children if child not in left_out]
 
 
 def _tool_roots(system: list[Path], hidden: list[Path]) -> list[Path]:

@@ -52,6 +52,14 @@ SANDBOX_MODES = ("auto", "off", "require")
 # started from this one long-lived thread, so they outlive the request thread that asked for them.
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prooflock-spawn")
 _warned: set[str] = set()
+# A mount that appears or vanishes while bwrap sets up its view (another runtime's container
+# starting or stopping) fails that start only; the command never ran, so it starts again.
+MOUNT_FAILED = "Can't bind mount"
+MOUNT_ATTEMPTS = 3
+
+
+class _MountRace(BackendUnavailable):
+    """bwrap could not set up its mounts; the command did not run."""
 
 
 @dataclass(frozen=True)
@@ -221,11 +229,18 @@ def run_process(
     stdin: bytes | None = None,
 ) -> Completed:
     clock = time.monotonic()
-    started = start(argv, confinement, work=work, env=env, limits=limits, stdin=stdin is not None)
-    try:
-        return _wait(started, argv, confinement, timeout_s, stdin, clock)
-    finally:
-        started.cleanup()
+    for attempt in range(1, MOUNT_ATTEMPTS + 1):
+        started = start(
+            argv, confinement, work=work, env=env, limits=limits, stdin=stdin is not None
+        )
+        try:
+            return _wait(started, argv, confinement, timeout_s, stdin, clock)
+        except _MountRace as exc:
+            if attempt == MOUNT_ATTEMPTS:
+                raise BackendUnavailable(str(exc)) from None
+        finally:
+            started.cleanup()
+    raise AssertionError("unreachable")
 
 
 def _wait(
@@ -274,7 +289,8 @@ def _wait(
     ran = bubblewrap.started(started.status()) if sandboxed else True
     if not ran and not timed_out and not out_of_memory:
         said = err.take().decode(errors="replace").strip().splitlines()
-        raise BackendUnavailable(f"the sandbox did not start: {said[-1] if said else code}")
+        failure = _MountRace if said and MOUNT_FAILED in said[-1] else BackendUnavailable
+        raise failure(f"the sandbox did not start: {said[-1] if said else code}")
     return Completed(
         argv=list(argv),
         exit_code=None if timed_out else code,
