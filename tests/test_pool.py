@@ -72,3 +72,15 @@ def test_a_capped_server_is_waited_for_never_booted_twice():
     assert got and got[0] is not held
     other = ServerSpec("Rocq worker", [], b"ready", 1)  # uncapped: one per check at once
     assert pool.checkout("rocq", LIMITS, other) is not pool.checkout("rocq", LIMITS, other)
+
+
+def test_a_thread_gets_back_the_server_it_last_used_when_it_is_idle():
+    """What a worker loaded for a thread's checks (Rocq headers) stays with that thread's work."""
+    pool = ServerPool(backend_for=lambda image: None, notify=print, max_idle=3)  # type: ignore[arg-type]
+    mine, theirs = IdleServer("Rocq worker"), IdleServer("Rocq worker")
+    pool.checkin("rocq", mine)
+    other = threading.Thread(target=pool.checkin, args=("rocq", theirs))
+    other.start()
+    other.join()  # theirs is now the most recently used
+    assert pool.checkout("rocq", LIMITS, mine.spec) is mine
+    assert pool.checkout("rocq", LIMITS, mine.spec) is theirs  # and any idle one after that

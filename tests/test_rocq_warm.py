@@ -120,6 +120,31 @@ def test_checks_at_once_each_have_a_worker_booted_once_and_give_the_same_results
         assert result.result_digest == checker.check_one(request).result_digest, request.name
 
 
+def test_checks_at_once_split_the_headers_between_the_workers(checker, tmp_path):
+    """With `--workers 2` each worker loads the headers its thread keeps to, not every header
+    (first come, first served, both workers would load both), and results stay the same."""
+    from runner.core.settings import Settings
+
+    headers = ["Require Import Arith.", "Require Import List.\nImport ListNotations."]
+    lemmas = [f"Lemma l{i} : {i} + 0 = {i}.\nProof. reflexivity. Qed.\n" for i in range(6)]
+    requests = [
+        CheckRequest(prover="rocq", name=f"h{h}_{i}.v", content=f"{header}\n{lemma}")
+        for i, lemma in enumerate(lemmas)
+        for h, header in enumerate(headers)  # alternating: h0_0, h1_0, h0_1, ...
+    ]
+    settings = Settings(
+        backend="local", cache=False, retries=0, workers=2, cache_dir=tmp_path / "cache"
+    )
+    with Checker(settings) as two:
+        results = dict(two.map_unordered((r.name, r) for r in requests))
+    loads = {(r.provenance.extra["worker_id"], name[:2]) for name, r in results.items()}
+    assert len(loads) <= 3, sorted(loads)  # 2, or 3 when one worker helps at the very end
+    for request in requests:
+        alone = checker.check_one(request)
+        assert results[request.name].result_digest == alone.result_digest, request.name
+        assert alone.verdict is Verdict.PASS
+
+
 @pytest.mark.slow
 def test_the_base_worker_serves_mixed_headers_as_coqc_would(checker):
     """Every header goes to the base worker's sub-parents, one per prefix;

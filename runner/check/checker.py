@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -22,7 +22,7 @@ from typing import TypeVar
 from runner import provers
 from runner.backends import BackendChoice
 from runner.backends.base import Backend, BackendInfo
-from runner.check import batching
+from runner.check import affinity, batching
 from runner.check.advisories import flagged
 from runner.check.batching import Unit
 from runner.check.cache import ResultCache
@@ -409,16 +409,7 @@ class Checker:
             for unit in units:
                 yield from self.check_unit(unit)
             return
-        with ThreadPoolExecutor(workers) as pool:
-            running: set[Future[list[tuple[K, CheckResult]]]] = set()
-            for unit in units:
-                running.add(pool.submit(self.check_unit, unit))
-                if len(running) >= 2 * workers:
-                    finished, running = wait(running, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        yield from future.result()
-            for future in as_completed(running):
-                yield from future.result()
+        yield from affinity.run_sticky(units, self.check_unit, workers, _unit_affinity)
 
     def _resolved(self, request: CheckRequest | ResolvedRequest) -> ResolvedRequest:
         return request if isinstance(request, ResolvedRequest) else self.resolve(request)
@@ -436,6 +427,14 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:
+    """Units with equal keys run best on one worker (see ProverAdapter.affinity)."""
+    request = unit[0][1]
+    same = request.adapter.affinity
+    key = same(request) if same is not None else None
+    return None if key is None else (request.adapter.name, request.image, key)
 
 
 def _image_only() -> frozenset[str]:

@@ -36,6 +36,7 @@ class ServerPool:
         self._made: dict[PoolKey, list[SandboxServer]] = {}  # for specs with `max_servers`
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a server came back or was closed
+        self._thread = threading.local()  # the server this thread last checked in
 
     @staticmethod
     def key(image: str, limits: Limits, spec: ServerSpec) -> PoolKey:
@@ -47,7 +48,12 @@ class ServerPool:
         wanted = self.key(image, limits, spec)
         with self._changed:
             while True:
-                for ident, (key, server) in reversed(self._idle.items()):
+                # The one this thread used last first: it holds what this thread's recent
+                # checks loaded (runner.check.affinity); else the most recently used.
+                own: int | None = getattr(self._thread, "last", None)
+                idents = [own] if own is not None and own in self._idle else []
+                for ident in [*idents, *reversed(self._idle)]:
+                    key, server = self._idle[ident]
                     if key == wanted:
                         del self._idle[ident]
                         return server
@@ -78,6 +84,7 @@ class ServerPool:
         evicted = []
         with self._lock:
             self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
+            self._thread.last = id(server)
             same_image = [ident for ident, (key, _) in self._idle.items() if key[0] == image]
             surplus = max(0, len(same_image) - self._max_idle)  # (a negative slice end would
             for ident in same_image[:surplus]:  # evict all but the last): least recently used

@@ -156,6 +156,9 @@ class ProverAdapter:
     # Outcome per request, or None for those the batch could not decide (the core then checks
     # them again in halves, down to one at a time). Verdicts must equal one-at-a-time checks.
     check_batch: Callable[[list[ResolvedRequest], Sandboxes], list[Outcome | None]] | None = None
+    # Requests with the same key share what a warm worker loads for them (Rocq: the `Require`
+    # header); with several checks at once, each thread prefers the key it served last.
+    affinity: Callable[[ResolvedRequest], str | None] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)

@@ -108,6 +108,7 @@ ADAPTER = ProverAdapter(
     lines=("rocq-8.20",),
     probe=probe,
     check=check,
+    affinity=lambda request: source.prefix(request.content).code or None,
     targets=True,
     description="Rocq (Coq) .v files, compiled as library Artifact and audited with coqchk",
 )

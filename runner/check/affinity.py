@@ -1,0 +1,116 @@
+"""Checks at once, each thread preferring work like the work it did lately.
+
+A warm worker pays once for what a kind of check shares (a Rocq worker loads each `Require`
+header it meets into a sub-parent, about half a second each, and keeps the last few). With
+several threads taking work first come, first served, every worker meets every kind and loads it.
+Here a thread takes, among the next `lookahead` units, a unit of a key no thread serves yet when
+it serves the fewest keys, else the first of a key it served lately, else the first of a key no
+other thread serves, else the first; the pool hands a thread back the server it last used (ServerPool). So the keys split among the
+threads. A unit waits at most `lookahead` picks, or until the thread that serves its key is free
+(that thread takes its oldest unit first), so the order the units came in (longest first) still
+holds, loosely.
+
+Results come back as units finish, as from a thread pool. An error in a unit, or in producing
+the units, stops the other threads after their current unit and is raised here; so is a caller
+that stops reading.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Hashable, Iterator
+from typing import TypeVar
+
+U = TypeVar("U")
+R = TypeVar("R")
+LOOKAHEAD_PER_THREAD = 8
+KEYS_KEPT = 4  # as many as a Rocq worker keeps loaded (PROOFLOCK_ROCQ_PREFIXES)
+
+Key = Hashable | None
+
+
+def run_sticky(
+    units: Iterator[U],
+    run: Callable[[U], list[R]],
+    threads: int,
+    affinity: Callable[[U], Key],
+    lookahead: int | None = None,
+) -> Iterator[R]:
+    window = lookahead or LOOKAHEAD_PER_THREAD * threads
+    lock = threading.Lock()
+    pending: list[tuple[int, Key, U]] = []  # (picks when taken in, key, unit), in input order
+    lately: dict[int, list[Key]] = {}  # thread → the keys it served lately, the newest last
+    picks, exhausted = 0, False
+    stop = threading.Event()
+    out: queue.Queue[tuple[str, object]] = queue.Queue()
+
+    def take() -> U | None:
+        nonlocal picks, exhausted
+        with lock:
+            while not exhausted and len(pending) < window:
+                try:
+                    unit = next(units)
+                    pending.append((picks, affinity(unit), unit))
+                except StopIteration:
+                    exhausted = True
+            if stop.is_set() or not pending:
+                return None
+            picks += 1
+            me = threading.get_ident()
+            mine = lately.setdefault(me, [])
+            theirs = [keys for thread, keys in lately.items() if thread != me]
+            others = {key for keys in theirs for key in keys}
+            oldest_waited, oldest_key, _ = pending[0]
+            if picks - oldest_waited > window and oldest_key not in others:
+                index = 0  # it waited long enough, and no other thread will take it as its own
+            else:
+                fewest = len(mine) <= min(map(len, theirs), default=0)
+                index = _pick([key for _, key, _ in pending], mine, others, claim=fewest)
+            _, key, unit = pending.pop(index)
+            if key is not None:
+                mine[:] = [*(k for k in mine if k != key), key][-KEYS_KEPT:]
+            return unit
+
+    def serve() -> None:
+        try:
+            while (unit := take()) is not None:
+                out.put(("done", run(unit)))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            stop.set()
+            out.put(("error", exc))
+        finally:
+            out.put(("exit", None))
+
+    workers = [threading.Thread(target=serve, daemon=True) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    running, error = len(workers), None
+    try:
+        while running:
+            kind, value = out.get()
+            if kind == "exit":
+                running -= 1
+            elif kind == "error":
+                error = error or value
+            elif error is None:
+                yield from value  # type: ignore[misc]
+    finally:
+        stop.set()  # also when the caller stops reading: no new unit starts
+        for worker in workers:
+            worker.join()
+    if isinstance(error, BaseException):
+        raise error
+
+
+def _pick(keys: list[Key], mine: list[Key], others: set[Key], *, claim: bool) -> int:
+    """A thread serving no more keys than any other (`claim`) takes the first unit of a key no
+    thread serves; else the first of a key it served lately; else the first of a key no other
+    thread serves; else the first."""
+    new = next((i for i, k in enumerate(keys) if k is not None and k not in {*mine, *others}), None)
+    if claim and new is not None:
+        return new
+    warm = next((i for i, key in enumerate(keys) if key is not None and key in mine), None)
+    if warm is not None:
+        return warm
+    return next((i for i, key in enumerate(keys) if key not in others), 0)
