@@ -21,7 +21,8 @@ import pytest
 from runner.images import api
 from runner.images.api import BuildOutcome
 from runner.images.build import BuildOptions
-from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
+from runner.images.commands import EXIT_FAILED, EXIT_OK, cmd_images
+from runner.images.flags import add_image_commands
 from runner.images.inputs import resolve_inputs
 from runner.images.lock import Kit, load_lock
 from runner.images.state import discard, image_id_of

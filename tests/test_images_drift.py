@@ -32,7 +32,8 @@ import pytest
 from runner.backends.docker import DockerBackend
 from runner.core.settings import Settings
 from runner.images import machine
-from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
+from runner.images.commands import EXIT_FAILED, EXIT_OK, cmd_images
+from runner.images.flags import add_image_commands
 from runner.images.lock import DebFile, ImageEntry, load_lock, save_lock
 from runner.images.state import discard, image_id_of
 from tests.support.s3_endpoint import endpoint_env, raw_client

@@ -21,7 +21,8 @@ from runner.core.errors import InfraFailure, UserError
 from runner.images import api, context, machine
 from runner.images.build import BuildPlan
 from runner.images.closure import PackageDrift
-from runner.images.commands import EXIT_FAILED, EXIT_OK, add_image_commands, cmd_images
+from runner.images.commands import EXIT_FAILED, EXIT_OK, cmd_images
+from runner.images.flags import add_image_commands
 from runner.images.inputs import BuildInputs, host_mirror
 from runner.images.layers import Squash, directory_nodes, write_layer
 from runner.images.lock import ImagesLock, Kit, load_lock, lock_bytes

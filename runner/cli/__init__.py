@@ -7,6 +7,7 @@ not built, storage unreachable): fix it and re-run the same command to resume.
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from runner.cli import checking, records
 from runner.cli.common import EXIT_FAILED, EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
 from runner.core.errors import BackendUnavailable, InfraFailure, NotTrusted, UserError
 from runner.core.provenance import kit_version
-from runner.images.commands import add_image_commands, cmd_images
+from runner.images.flags import add_image_commands
 
 DESCRIPTION = """Check theorem-prover artifacts (Rocq, HOL Light, Lean, Isabelle, AlphaGeometry,
 Asymptote) in pinned, sandboxed environments, and keep every verdict in a hash-chained record
@@ -30,6 +31,13 @@ EPILOG = """start here:
 
 exit codes: 0 ok; 1 not passed / differs; 2 bad input; 3 the machine failed (re-run to resume)
 """
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from runner.images.commands import cmd_images as images  # noqa: PLC0415 - imports docker-py
+
+    return images(args)
+
 
 Command = Callable[..., int]
 COMMANDS: dict[str, Command] = {
