@@ -471,3 +471,11 @@ def test_mounts_a_container_runtime_adds_and_drops_never_stop_a_command(tmp_path
         local._detect.cache_clear()
     assert codes == [0] * 40
     assert b"dpkg" in listing and runtime.name.encode() not in listing
+
+
+def test_the_environment_probes_say_each_fact_and_name_a_failing_command(backend):
+    probe = {"shell": ["sh", "-c", "echo one"], "other": ["sh", "-c", "echo two"]}
+    assert backend.environment("test", probe) == {"kind": "local", "shell": "one", "other": "two"}
+    broken = {**probe, "broken": ["sh", "-c", "echo gone >&2; exit 3"]}
+    with pytest.raises(InfraFailure, match=r"`sh -c echo gone >&2; exit 3` exited 3: gone"):
+        backend.environment("test", broken)

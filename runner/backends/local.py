@@ -483,6 +483,20 @@ def _remove_tree(root: Path) -> None:
         shutil.rmtree(root, onerror=unlock)
 
 
+def _identify(box: LocalSandbox, image: str, argv: Sequence[str]) -> str:
+    """What one probe command prints; raises InfraFailure when it cannot say."""
+    try:
+        done = box.run(argv, timeout_s=60)
+    except BackendUnavailable as exc:
+        raise InfraFailure(f"cannot identify the local {image} install: {exc}") from None
+    if done.exit_code != 0:
+        raise InfraFailure(
+            f"cannot identify the local {image} install: `{' '.join(argv)}` "
+            f"exited {done.exit_code}: {done.text.strip()[:200]}"
+        )
+    return done.stdout.decode("utf-8", errors="replace").strip()
+
+
 class LocalBackend:
     def __init__(self, settings: Settings | None = None, notify: Notify | None = None):
         self.confinement = confine(settings or Settings(), notify or notify_stderr)
@@ -492,22 +506,13 @@ class LocalBackend:
         self.info = BackendInfo(name="local", isolation=self.confinement.isolation, tools=tools)
 
     def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
-        facts: dict[str, object] = {"kind": "local"}
-        with self.sandbox(image, Limits(timeout_s=60, memory_mb=4096)) as box:
-            for name, argv in sorted(probe.items()):
-                try:
-                    done = box.run(argv, timeout_s=60)
-                except BackendUnavailable as exc:
-                    raise InfraFailure(
-                        f"cannot identify the local {image} install: {exc}"
-                    ) from None
-                if done.exit_code != 0:
-                    raise InfraFailure(
-                        f"cannot identify the local {image} install: `{' '.join(argv)}` "
-                        f"exited {done.exit_code}: {done.text.strip()[:200]}"
-                    )
-                facts[name] = done.stdout.decode("utf-8", errors="replace").strip()
-        return facts
+        names = sorted(probe)
+        with (
+            self.sandbox(image, Limits(timeout_s=60, memory_mb=4096)) as box,
+            ThreadPoolExecutor(max(1, len(names))) as at_once,  # each its own sandbox: a third
+        ):  # of a second, one after another, of a kit's first check
+            said = list(at_once.map(lambda name: _identify(box, image, probe[name]), names))
+        return {"kind": "local", **dict(zip(names, said, strict=True))}
 
     @contextlib.contextmanager
     def sandbox(self, image: str, limits: Limits) -> Iterator[LocalSandbox]:
