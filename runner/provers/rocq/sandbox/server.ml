@@ -207,6 +207,18 @@ type go = Compile | Audit of (string * string list * string) option
    start would be. *)
 type forked = { pid : int; report : Unix.file_descr; start : Unix.file_descr }
 
+(* After a minor collection the minor heap (coqc's is 256 MB) holds only garbage, yet its pages
+   stay resident: each fork copies their page tables and each child's first writes copy them
+   again. Gc.set reallocates the minor heap only on a change of size, and glibc maps one this
+   large afresh: so a size one page off swaps in an untouched heap, and the parent forks about
+   half as much memory. The size alternates; the GC behaves as before. *)
+let fresh_minor_heap () =
+  let gc = Gc.get () in
+  let page = 4096 / (Sys.word_size / 8) in
+  let words = gc.Gc.minor_heap_size in
+  let other = if words / page mod 2 = 0 then words + page else words - page in
+  Gc.set { gc with Gc.minor_heap_size = other }
+
 (* [body go w] runs in the child with its report pipe [w]; it must end the process itself. *)
 let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
   let r, w = Unix.pipe ~cloexec:true () in
@@ -1022,6 +1034,7 @@ let check ~state ~deadline ~target =
 
 (* Between checks (the kit is reading the reply): the next check's children, forked now. *)
 let fork_spares ~state ~ldir =
+  fresh_minor_heap ();
   if !spare_compile = None then
     spare_compile := Some (fork_child ~out:"k1.out" ~err:"k1.err" (compile_body ~state ~ldir));
   if !spare_audit = None then
@@ -1235,6 +1248,7 @@ let start_sub ~serve_loop ~state ~ldir prefix =
     (match loaded with
      | Ok state ->
        adopt_pending ();
+       fresh_minor_heap ();
        (* Not compacted (as the base worker is at boot): on a prefix such as Arith's that takes
           longer than it saves the checks forked from it. *)
        serve_loop ~state ~prefix ~prefix_out:out ~prefix_err:err
@@ -1387,6 +1401,7 @@ let run ((_copts, _color), stm_options) ~opts injections =
     Sys.set_signal Sys.sigpipe Sys.Signal_ignore;
     remember_work_dir ();
     Gc.compact ();
+    fresh_minor_heap ();
     serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err ()
 
 (* Coqc.custom_coqc (not exported), with the server loop in place of the compile. *)
