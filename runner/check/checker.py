@@ -10,11 +10,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -386,14 +384,14 @@ class Checker:
             for request in requests:
                 yield self.check_one(request)
             return
-        with ThreadPoolExecutor(workers) as pool:
-            window: queue.Queue = queue.Queue()
-            for request in requests:
-                window.put(pool.submit(self.check_one, request))
-                while window.qsize() > 2 * workers:
-                    yield window.get().result()
-            while not window.empty():
-                yield window.get().result()
+        units = ([(index, self._resolved(request))] for index, request in enumerate(requests))
+        finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
+        turn = 0
+        for index, result in affinity.run_sticky(units, self.check_unit, workers, _unit_affinity):
+            finished[index] = result
+            while turn in finished:
+                yield finished.pop(turn)
+                turn += 1
 
     def map_unordered(
         self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
