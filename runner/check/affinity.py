@@ -2,17 +2,19 @@
 
 A warm worker pays once for what a kind of check shares (a Rocq worker loads each `Require`
 header it meets into a sub-parent, about half a second each, and keeps the last few). With
-several threads taking work first come, first served, every worker meets every kind and loads it.
-Here a thread takes, among the next `lookahead` units, a unit of a key no thread serves yet when
-it serves the fewest keys, else the first of a key it served lately, else the first of a key no
-other thread serves, else the first; the pool hands a thread back the server it last used (ServerPool). So the keys split among the
-threads. A unit waits at most `lookahead` picks, or until the thread that serves its key is free
-(that thread takes its oldest unit first), so the order the units came in (longest first) still
-holds, loosely.
+threads taking work first come, first served, every worker meets every kind and loads it.
+
+Here a thread takes, among the next `lookahead` units:
+- while it serves no more keys than any other thread, the first unit of a key nobody serves;
+- else the first unit of a key it served lately;
+- else the first of a key no other thread serves; else the first.
+The pool hands a thread back the server it last used (ServerPool), so the keys split among the
+workers. A unit waits at most `lookahead` picks, or until the thread serving its key is free
+(that thread takes its oldest unit first): the input's order (longest first) holds, loosely.
 
 Results come back as units finish, as from a thread pool. An error in a unit, or in producing
-the units, stops the other threads after their current unit and is raised here; so is a caller
-that stops reading.
+the units, stops the other threads after their current unit and is raised here; a caller that
+stops reading stops them too.
 """
 
 from __future__ import annotations
