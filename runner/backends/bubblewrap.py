@@ -1,8 +1,9 @@
 """The local backend's sandbox: each command under bubblewrap (`bwrap`), like a tiny container.
 
 Inside: a read-only view of the system (/usr, /etc, /opt, /var/lib, /var/cache and the top-level
-links to them; of a system dir holding mounts or private dirs, only its other children), the directories the kit's PATH and Python need (such as a pyenv root) read-only,
-the sandbox's work dir read-write at /work (also HOME), a private /tmp and /dev/shm (tmpfs),
+links to them; of a system dir holding mounts or private dirs, only its other children), the
+directories the kit's PATH and Python need (such as a pyenv root) read-only, the sandbox's work
+dir read-write at /work (also HOME), a private /tmp and /dev/shm (tmpfs),
 a fresh /proc and a minimal /dev. Nothing else of the host: nothing of /home, /root, /tmp, /run,
 /srv, /mnt, nor the kit's home and cache dirs (an empty read-only tmpfs covers them when they
 lie in a directory that is visible). New pid, network (loopback only), ipc, uts and cgroup namespaces; a new session;

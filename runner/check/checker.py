@@ -431,7 +431,10 @@ def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:
     """Units with equal keys run best on one worker (see ProverAdapter.affinity)."""
     request = unit[0][1]
     same = request.adapter.affinity
-    key = same(request) if same is not None else None
+    try:
+        key = same(request) if same is not None else None
+    except Exception:  # noqa: BLE001 - only a hint: the artifact is checked (and judged) anyway
+        key = None
     return None if key is None else (request.adapter.name, request.image, key)
 
 
