@@ -8,7 +8,9 @@
 directory (the naive baseline, sequential as evaluation scripts run it); one `prooflock check`
 CLI call over the whole set, with one worker per usable core and with one worker
 (boot included: the workers' start and every Require prefix each loads; a worker binary an
-earlier call built is reused from the cache dir, as on any machine that checked once); the first
+earlier call built is reused from the cache dir, as on any machine that checked once), each
+twice: the first call on an install the kit never checked on, then a later one, which has the
+audit memo the first kept (memo.py: the axioms each standard-library object reaches); the first
 check alone (one CLI call on one file); the steady state per check (a second pass through a warm
 Checker, one check at a time), whose inverse is the checks per second one core gives. Verdicts
 are compared with the cold path (`--quick` compares a sample).
@@ -429,10 +431,15 @@ def rows(quick: bool) -> list[Row]:
                     {first_name: files[first_name]}, backend, Path(cache), timeout
                 )
                 firsts[backend] = first
-                for label, count in runs:
-                    wall, _, verdicts = cli_call(files, backend, Path(cache), timeout, count)
-                    totals[label] = wall
-                    agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
+            for label, count in runs:
+                # Each configuration on an install the kit never checked on (only the worker
+                # binary kept), then once more: the later call has the audit memo the first kept.
+                with tempfile.TemporaryDirectory() as cache:
+                    _worker_cache(Path(cache))
+                    for key in (f"{label}, first call", label):
+                        wall, _, verdicts = cli_call(files, backend, Path(cache), timeout, count)
+                        totals[key] = wall
+                        agree_compile &= all((verdicts[n] != "fail") == compiled[n] for n in files)
         steady, warm_verdicts, cold_same = _steady_and_cold(files, timeout, quick)
         headline = f"local, {workers} workers" if workers > 1 else "local, 1 worker"
         others = "; ".join(
@@ -456,7 +463,10 @@ def rows(quick: bool) -> list[Row]:
                 ),
                 baseline_total_s=round(naive_total, 2),
                 kit_total_s=round(totals[headline], 2),
-                kit_total_how=f"prooflock check --backend local --workers {workers}",
+                kit_total_how=(
+                    f"prooflock check --backend local --workers {workers}, a later call on the "
+                    "install (its audit memo kept; the first call's time is in the note)"
+                ),
                 first_check_s=round(firsts["local"], 2),
             )
         )

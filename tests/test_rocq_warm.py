@@ -218,5 +218,11 @@ class _Runner:
         from runner.check.pool import CheckSandboxes
 
         request = self._checker.resolve(CheckRequest(prover="rocq", name="x.v", content=""))
-        run = CheckSandboxes(request, self._checker.backend_for, self._checker.pool, cold=True)
+        run = CheckSandboxes(
+            request,
+            self._checker.backend_for,
+            self._checker.pool,
+            cold=True,
+            install_dir=lambda: self._checker.settings.cache_dir,
+        )
         return run.server(spec)

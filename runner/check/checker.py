@@ -176,6 +176,9 @@ class Checker:
         hit = self.cache.get(environment.key, request.digest) if self.cache is not None else None
         return environment, _from_cache(hit, request) if hit is not None else None
 
+    def _install_dir(self, request: ResolvedRequest) -> Path:
+        return self.settings.cache_dir / "installs" / self.environments.install_key(request)[:24]
+
     def _canary(self, request: ResolvedRequest, warm: CheckResult) -> CheckResult:
         """Re-check cold (fresh servers, no warm state); on disagreement the cold result is the
         one recorded, and the disagreement is listed in `canary_disagreements`."""
@@ -218,7 +221,14 @@ class Checker:
         """One adapter call for one request (`check`) or many (`check_batch`): its outcomes
         (None where a batch could not decide), the worker kind and what the worker reported."""
         adapter = batch[0].adapter
-        run = CheckSandboxes(batch[0], self.backend_for, self.pool, cold, checks=len(batch))
+        run = CheckSandboxes(
+            batch[0],
+            self.backend_for,
+            self.pool,
+            cold,
+            checks=len(batch),
+            install_dir=lambda: self._install_dir(batch[0]),
+        )
         healthy = False
         outcomes: list[Outcome | None] = [None] * len(batch)
         kind: str = "none"

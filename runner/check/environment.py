@@ -41,6 +41,11 @@ class Environments:
                 self._installs[cache_key] = known
         return known
 
+    def install_key(self, request: ResolvedRequest) -> str:
+        """The digest of the prover install `request` runs on: what an adapter keeps across runs
+        for that install (not per mode or limits) is keyed by it."""
+        return digest({"prover": request.adapter.name, "install": self.install(request)})
+
     def of(self, request: ResolvedRequest) -> Environment:
         limits = request.limits
         data: dict[str, JsonValue] = {

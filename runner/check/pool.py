@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from runner.backends.base import Backend, Channel, Completed, Sandbox
 from runner.core.models import JsonValue, Limits
@@ -111,9 +112,11 @@ class CheckSandboxes:
         backend_for: Callable[[str], Backend],
         pool: ServerPool,
         cold: bool,
+        install_dir: Callable[[], Path],
         checks: int = 1,
     ):
         self.request = request
+        self._install_dir = install_dir
         self._backend_for = backend_for
         self._pool = pool
         self._cold = cold
@@ -131,6 +134,10 @@ class CheckSandboxes:
     @property
     def cold(self) -> bool:
         return self._cold
+
+    @property
+    def install_dir(self) -> Path:
+        return self._install_dir()
 
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())

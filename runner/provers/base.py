@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
@@ -119,6 +120,13 @@ class Sandboxes(Protocol):
     def server(self, spec: ServerSpec) -> SandboxServer:
         """A started server for `spec`, warm from the pool when one is idle. Its reads during
         this check stop at the check's deadline."""
+        ...
+
+    @property
+    def install_dir(self) -> Path:
+        """A directory in the kit's cache for what an adapter keeps across runs about the prover
+        install this check runs on (one per install: package versions, or the image ID). It may
+        not exist yet; what is kept there must be safe to lose."""
         ...
 
     def remaining_s(self) -> float:

@@ -381,10 +381,24 @@ def leaks(mark: str, sandboxes: RecordingSandboxes) -> list[str]:
     roots = [Path(str(getattr(box, "root", "/nonexistent"))) for box in sandboxes.boxes.values()]
     places = {Path("/tmp"), Path(tempfile.gettempdir()), Path("/dev/shm"), Path.home(), Path.cwd()}
     for place in places:
-        for depth in ("*", "*/*"):
-            for path in place.glob(f"{depth}{mark}*"):
-                if not any(root in path.parents for root in roots):
-                    found.append(f"host: {path}")
+        for path in _named(place, mark):
+            if not any(root in path.parents for root in roots):
+                found.append(f"host: {path}")
+    return found
+
+
+def _named(place: Path, mark: str, depth: int = 2) -> list[Path]:
+    """Entries down to `depth` levels below `place` whose name holds `mark`. Other tests make
+    and remove directories there meanwhile: one that vanishes while listed is skipped."""
+    try:
+        entries = list(place.iterdir())
+    except OSError:
+        return []
+    found = [entry for entry in entries if mark in entry.name]
+    if depth > 1:
+        for entry in entries:
+            if entry.is_dir():
+                found += _named(entry, mark, depth - 1)
     return found
 
 

@@ -83,15 +83,17 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
         and request.image in WORKER_IMAGES
     )
     if warm and worker.available(request.image):
+        memo = worker.audit_memo(sandboxes)
         try:
-            server = worker.start(sandboxes, Prefix(end=0, code=""))
+            server = worker.start(sandboxes, Prefix(end=0, code=""), memo=memo)
         except BackendUnavailable as exc:  # no worker here: check cold (and stop trying if it
             if worker.BUILD_FAILED in str(exc):  # cannot be built, e.g. no OCaml toolchain)
                 worker.unavailable(request.image, str(exc))
         else:
             path = f"worker:{server.spec.key}"
             try:
-                return worker.evidence(worker.exchange(server, request, prefix), request), path
+                reply = worker.exchange(server, request, prefix, memo)
+                return worker.evidence(reply, request), path
             except worker.CannotServe:
                 pass
             except BackendUnavailable as exc:  # it died, stalled or garbled its reply while

@@ -7,7 +7,8 @@ runs the prefix it was started with, then forks per check (see server.ml). A wor
 files whose prefix is exactly its own. The kit starts only the base worker, whose prefix is
 empty: it serves every file through a sub-parent that loaded exactly that file's prefix (it
 keeps the few most recently used), so one boot serves a batch mixing headers, and no second
-worker boots to load a prefix a sub-parent already holds.
+worker boots to load a prefix a sub-parent already holds. Workers share what their audits found
+through the kit (memo.py), within a run and across runs on one install.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import functools
 import hashlib
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -27,6 +29,7 @@ from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
+from runner.provers.rocq.memo import AuditMemo, for_install
 from runner.provers.rocq.report import SOURCE
 from runner.provers.rocq.source import Prefix
 from runner.provers.rocq.verdict import Evidence, target_valid
@@ -34,6 +37,7 @@ from runner.provers.rocq.verdict import Evidence, target_valid
 READY = b"\n@@PROOFLOCK-ROCQ-READY "
 BINARY = "srv/prooflock-rocq-server"
 BUILD_ID = "srv/build.id"  # what the binary was built against (start.sh rebuilds on a mismatch)
+MEMO_FILE = "srv/memo"  # the audit memo's lines, adopted at boot (memo.py)
 START = "start.sh"
 BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
@@ -71,10 +75,15 @@ def sources_digest() -> str:
 
 
 def server_spec(
-    prefix: Prefix, built: dict[str, bytes] | None = None, key: str | None = None
+    prefix: Prefix,
+    built: dict[str, bytes] | None = None,
+    key: str | None = None,
+    memo: bytes = b"",
 ) -> ServerSpec:
     boot_files = {**sandbox_sources(), **(built or {}), SOURCE: prefix.code.encode()}
-    # (`built`: the candidates' files, srv/cand/<n>/...)
+    # (`built`: the candidates' files, srv/cand/<n>/...; `memo`: the audit memo's lines)
+    if memo:
+        boot_files[MEMO_FILE] = memo
     if key is None:
         key = hashlib.sha256(prefix.code.encode()).hexdigest()[:24] if prefix.end else "base"
     return ServerSpec(
@@ -113,12 +122,24 @@ def unavailable(image: str, why: str) -> None:
     _unavailable[image] = why
 
 
-def start(sandboxes: Sandboxes, prefix: Prefix, key: str | None = None) -> SandboxServer:
+def start(
+    sandboxes: Sandboxes, prefix: Prefix, key: str | None = None, memo: AuditMemo | None = None
+) -> SandboxServer:
     """A started worker for `prefix` (from the pool when one is idle; a fresh one for a new
-    `key`)."""
-    server = sandboxes.server(server_spec(prefix, _candidates(), key))
+    `key`), given `memo`'s lines when it boots."""
+    lines, cursor = memo.boot_file() if memo is not None else (b"", 0)
+    server = sandboxes.server(server_spec(prefix, _candidates(), key, lines))
+    if memo is not None:
+        memo.started(server.worker_id, cursor)
     _remember_build(server)
     return server
+
+
+def audit_memo(sandboxes: Sandboxes) -> AuditMemo | None:
+    """The audit memo of the install this check runs on; none for a cold (canary) check."""
+    if sandboxes.cold:
+        return None
+    return for_install(sandboxes.install_dir, sources_digest())
 
 
 def _builds_dir() -> Path:
@@ -201,23 +222,36 @@ def request_fields(prefix: Prefix, content: str, mode: str) -> dict[str, str]:
     return {"prefix": prefix.code, "body": prefix.body(content), "mode": mode}
 
 
-def exchange(server: SandboxServer, request: ResolvedRequest, prefix: Prefix) -> Reply:
-    fields = request_fields(prefix, request.content, request.mode)
+def exchange(
+    server: SandboxServer,
+    request: ResolvedRequest,
+    prefix: Prefix,
+    memo: AuditMemo | None = None,
+) -> Reply:
+    """One check; `memo`'s news go with it, and what its audit found goes back into `memo`."""
+    fields: dict[str, str | bytes] = {**request_fields(prefix, request.content, request.mode)}
     if request.target is not None and target_valid(request):
         fields["target_name"] = request.target.name
         fields["target_statement"] = request.target.statement
         fields["target_requires"] = " ".join(request.target.requires)
-    return exchange_fields(server, fields, request.timeout_s)
+    if memo is not None and server.ready_line.split()[:1] == [b"ok"]:
+        fields["memo"] = memo.news_for(server.worker_id)
+    reply = exchange_fields(server, fields, request.timeout_s)
+    if memo is not None:
+        memo.learned(reply.fields.get("MEMO", b""), server.worker_id)
+    return reply
 
 
-def exchange_fields(server: SandboxServer, fields: dict[str, str], timeout_s: int) -> Reply:
+def exchange_fields(
+    server: SandboxServer, fields: Mapping[str, str | bytes], timeout_s: int
+) -> Reply:
     """One check: a frame of length-prefixed fields out, the fields of the reply back."""
     if server.ready_line.split()[:1] != [b"ok"]:
         raise CannotServe("the worker's prefix did not load")
     nonce = secrets.token_hex(16)
     frame = f"CHECK {nonce} {timeout_s * 1000} {len(fields)}\n".encode()
     for name, value in fields.items():
-        data = value.encode()
+        data = value.encode() if isinstance(value, str) else value
         frame += f"{name} {len(data)}\n".encode() + data
     marker = f"\n@@{nonce} DONE\n".encode()
     raw = server.exchange(frame, marker, 3 * timeout_s + REPLY_SLACK_S)

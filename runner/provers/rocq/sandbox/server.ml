@@ -10,7 +10,8 @@
    - K2, the audit, once K1 has ended: coqchk's checking modules (checker/, vendored unchanged
      from Coq 8.16.1, LGPL-2.1) validate and re-check Artifact.vo against the parent's libraries
      and print coqchk's trace and context summary; the axioms the library's constants reach are
-     collected by Print Assumptions' traversal (memoized per library object in P); a target
+     collected by Print Assumptions' traversal (memoized per library object in P, which also
+     takes what the kit learned from other workers and earlier runs, see [learn]); a target
      statement is elaborated before anything of the file is loaded and compared with the
      theorem the .vo holds.
    The base worker (empty prefix) serves a file with another prefix through a sub-parent: a
@@ -24,6 +25,7 @@
    Wire format (stdin/stdout; the checks' processes hold neither):
      ready:   "\n@@PROOFLOCK-ROCQ-READY <ok|failed> <boot_ms>\n"
      request: "CHECK <nonce> <timeout_ms> <fields>\n", then per field "<name> <len>\n<bytes>"
+              (an optional field "memo": MEMO lines to adopt first, as srv/memo at boot)
      reply:   "\n@@<nonce> <TAG> <len>\n<bytes>" ... "\n@@<nonce> DONE\n"
    PROOFLOCK_ROCQ_PROFILE=1 prints CPU/wall marks of each phase into the children's output. *)
 
@@ -1103,6 +1105,16 @@ let keep_memo ~trusted report =
     (String.split_on_char '\n' report);
   (Buffer.contents kept, Buffer.contents memo_lines)
 
+(* MEMO lines the kit sends (what trusted audits found in other workers and earlier runs on
+   this install): adopted as this process's own. The spare audit was forked without them, so
+   it goes (it would only redo their work). *)
+let learn lines =
+  if lines <> "" then begin
+    ignore (keep_memo ~trusted:true lines);
+    Option.iter discard !spare_audit;
+    spare_audit := None
+  end
+
 (* The reply fields of one check, from a parent whose state has [prefix_out]/[prefix_err] as
    the prefix's own messages. *)
 let serve ~state ~ldir ~prefix_out ~prefix_err req =
@@ -1326,24 +1338,25 @@ let serve_by_sub ~serve_loop ~state ~ldir req prefix =
 
 (* The checks of one worker, in order, each answered on stdout. A worker whose prefix is empty
    (the base worker) hands a file with another prefix to the sub-parent holding it. *)
-let rec serve_loop ?(relay_memo = false) ~state ~ldir ~prefix ~prefix_out ~prefix_err () =
+let rec serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err () =
   let rec loop () =
     match read_request () with
     | None -> ()
     | Some req ->
+      Option.iter learn (field req "memo");
       let served_here = field req "prefix" = Some prefix in
       let replies =
         match field req "prefix" with
         | Some p when p = prefix -> serve ~state ~ldir ~prefix_out ~prefix_err req
         | Some p when prefix = "" ->
           let serve_loop ~state ~prefix ~prefix_out ~prefix_err =
-            serve_loop ~relay_memo:true ~state ~ldir ~prefix ~prefix_out ~prefix_err ()
+            serve_loop ~state ~ldir ~prefix ~prefix_out ~prefix_err ()
           in
           serve_by_sub ~serve_loop ~state ~ldir req p
         | _ -> [ "MISMATCH", "" ]
       in
-      let sent = if relay_memo then replies else List.filter (fun (t, _) -> t <> "MEMO") replies in
-      print_string (encode_reply req.nonce sent);
+      (* MEMO goes up too: a sub-parent's to the base worker, the base worker's to the kit. *)
+      print_string (encode_reply req.nonce replies);
       print_string (Printf.sprintf "\n@@%s DONE\n" req.nonce);
       flush stdout;
       (* While the kit reads the reply: the children the next check would otherwise wait for
@@ -1405,6 +1418,9 @@ let run ((_copts, _color), stm_options) ~opts injections =
     drain ()
   | Some (state, ldir) ->
     Sys.set_signal Sys.sigpipe Sys.Signal_ignore;
+    (* What trusted audits on this install found before (the kit's memo, see [learn]). *)
+    let memo = "srv/memo" in
+    if Sys.file_exists memo then begin learn (read_all memo); remove memo end;
     remember_work_dir ();
     Gc.compact ();
     fresh_minor_heap ();
