@@ -71,14 +71,37 @@ def test_run_records_every_request_and_a_rerun_checks_nothing(cli, tmp_path):
     assert sorted(result_indices(tmp_path / "ck.jsonl")) == list(range(total))
 
 
+def results_so_far(checkpoint: Path) -> int:
+    return len(result_indices(checkpoint)) if checkpoint.exists() else 0
+
+
+def kill_at_a_random_point(proc: subprocess.Popen, checkpoint: Path, rng: random.Random) -> bool:
+    """Kill the run after 0 or 1 more records plus a random pause: a point set by the run's own
+    progress, so a faster or slower machine still kills runs mid-work (a fixed sleep let fast
+    runs finish first). Returns whether the run was still going when killed."""
+    target = results_so_far(checkpoint) + rng.randint(0, 1)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and results_so_far(checkpoint) < target:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    time.sleep(rng.uniform(0.0, 0.05))
+    if proc.poll() is not None:
+        return False
+    os.killpg(proc.pid, signal.SIGKILL)
+    return True
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_points_resumes_to_a_complete_valid_log(tmp_path):
     requests, checkpoint = tmp_path / "requests.jsonl", tmp_path / "ck.jsonl"
-    total = write_copies(requests)
+    total = write_copies(requests, copies=6)
     env = {**os.environ, "PROOFLOCK_BACKEND": "local", "PROOFLOCK_CACHE": "false"}
     rng = random.Random(20261129)
     kills = 0
-    for _ in range(20):
+    for _ in range(40):
+        if kills >= 12 or results_so_far(checkpoint) == total:
+            break
         proc = subprocess.Popen(
             run_command(requests, checkpoint),
             env=env,
@@ -87,10 +110,7 @@ def test_sigkill_at_random_points_resumes_to_a_complete_valid_log(tmp_path):
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        time.sleep(rng.uniform(0.2, 2.0))
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            kills += 1
+        kills += kill_at_a_random_point(proc, checkpoint, rng)
         proc.wait()
         if checkpoint.exists():
             report = inspect_chain(checkpoint)
