@@ -238,9 +238,10 @@ def _shown_children(directory: Path, mounted: list[Path]) -> list[Path] | None:
         children = sorted(directory.iterdir())
     except OSError:
         return None
+    holding = _children_holding(directory, mounted)
     left_out = []
     for child in children:
-        holds_mount = any(_under(point, [child]) for point in mounted)
+        holds_mount = child.name in holding
         try:
             closed = child.is_dir() and not child.is_symlink() and not child.stat().st_mode & 0o001
         except OSError:
@@ -250,6 +251,17 @@ def _shown_children(directory: Path, mounted: list[Path]) -> list[Path] | None:
     if not left_out:
         return None
     return [child for child in children if child not in left_out]
+
+
+def _children_holding(directory: Path, mounted: list[Path]) -> set[str]:
+    """Names of the children of `directory` that are, or lie above, a mount point (by string:
+    a machine running containers has thousands of mounts, each once)."""
+    inside = str(directory).rstrip("/") + "/"
+    return {
+        str(point)[len(inside) :].split("/", 1)[0]
+        for point in mounted
+        if str(point).startswith(inside)
+    }
 
 
 def _tool_roots(system: list[Path], hidden: list[Path]) -> list[Path]:

@@ -84,6 +84,7 @@ _COMPARE = {
 }
 
 
+@functools.lru_cache(maxsize=1024)  # every record asks again about the same few versions
 def in_range(version: Version, spec: str) -> bool:
     """Whether `version` satisfies every comma-separated clause of `spec` (`>=8.11, <8.19`)."""
     for clause in spec.split(","):
@@ -172,7 +173,10 @@ class VersionReading(BaseModel):
         return value
 
     def read(self, environment: Mapping[str, JsonValue]) -> Version | None:
-        text = flatten(environment)
+        return self.read_flat(flatten(environment))
+
+    def read_flat(self, text: str) -> Version | None:
+        """The version in a flattened environment (see `flatten`)."""
         for pattern in self.patterns:
             match = re.search(pattern, text, re.MULTILINE)
             if match is None:
@@ -223,12 +227,17 @@ def path_of(prover: str) -> Path:
 
 def load(prover: str) -> AdvisoryFile | None:
     """The prover's advisories, or None when the kit holds no file for it."""
+    found = _stamped(prover)
+    return None if found is None else _load(*found)
+
+
+def _stamped(prover: str) -> tuple[Path, int] | None:
+    """The prover's file and its modification time (a file edited meanwhile is read again)."""
     try:
         path = path_of(prover)
-        stamp = path.stat().st_mtime_ns
+        return path, path.stat().st_mtime_ns
     except (FileNotFoundError, InfraFailure):  # no file, or an install without the kit's data
         return None
-    return _load(path, stamp)
 
 
 @functools.lru_cache(maxsize=16)
@@ -252,11 +261,17 @@ def applicable(environment: Mapping[str, JsonValue]) -> list[Advisory]:
     the prover's when its install is described but its version cannot be read from it; none for
     a result with no install at all, such as an infra error before the backend answered)."""
     prover = environment.get("prover")
-    known = load(prover) if isinstance(prover, str) else None
-    if known is None or not environment.get("install"):
+    found = _stamped(prover) if isinstance(prover, str) else None
+    if found is None or not environment.get("install"):
         return []
-    version = known.version_of(environment)
-    return [advisory for advisory in known.advisory if advisory.affects(version)]
+    return list(_applicable(*found, flatten(environment)))
+
+
+@functools.lru_cache(maxsize=64)  # a run's records share a few environments
+def _applicable(path: Path, stamp: int, environment: str) -> tuple[Advisory, ...]:
+    known = _load(path, stamp)
+    version = known.version.read_flat(environment)
+    return tuple(advisory for advisory in known.advisory if advisory.affects(version))
 
 
 def flagged(request: Artifact, environment: Mapping[str, JsonValue]) -> list[str]:

@@ -27,17 +27,21 @@ class Environments:
     def __init__(self, backend_for: Callable[[str], Backend]):
         self._backend_for = backend_for
         self._installs: dict[tuple[str, str], dict[str, JsonValue]] = {}
+        self._probing: dict[tuple[str, str], threading.Lock] = {}
         self._lock = threading.Lock()
 
     def install(self, request: ResolvedRequest) -> dict[str, JsonValue]:
-        """What identifies the prover install in `request.image` on this backend (probed once)."""
+        """What identifies the prover install in `request.image` on this backend (probed once:
+        the first checks of a run, started at once, wait for one probe rather than each
+        spending the cores on the same one)."""
         cache_key = (request.adapter.name, request.image)
         with self._lock:
+            probing = self._probing.setdefault(cache_key, threading.Lock())
+        with probing:
             known = self._installs.get(cache_key)
-        if known is None:
-            probe = request.adapter.probe(request.image)
-            known = dict(self._backend_for(request.image).environment(request.image, probe))
-            with self._lock:
+            if known is None:
+                probe = request.adapter.probe(request.image)
+                known = dict(self._backend_for(request.image).environment(request.image, probe))
                 self._installs[cache_key] = known
         return known
 

@@ -6,6 +6,7 @@ runs from, or the copy installed with the package (a wheel carries both as packa
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -20,7 +21,11 @@ def _is_home(path: Path) -> bool:
 
 
 def kit_home() -> Path:
-    configured = os.environ.get("PROOFLOCK_HOME")
+    return _kit_home(os.environ.get("PROOFLOCK_HOME"), PACKAGED)
+
+
+@functools.lru_cache(maxsize=8)  # asked per record; only a found home is kept (errors are not)
+def _kit_home(configured: str | None, packaged: Path) -> Path:
     if configured:
         home = Path(configured).expanduser().resolve()
         if not _is_home(home):
@@ -32,8 +37,8 @@ def kit_home() -> Path:
     checkout = Path(__file__).resolve().parents[2]
     if _is_home(checkout):
         return checkout
-    if _is_home(PACKAGED):
-        return PACKAGED
+    if _is_home(packaged):
+        return packaged
     raise InfraFailure(
         "this prooflock install carries no images lock: reinstall it, or set PROOFLOCK_HOME to a "
         "prooflock checkout"
