@@ -27,14 +27,21 @@ RESULTS = HERE / "results"
 
 
 def modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules([str(HERE)]) if m.name not in ("table",))
+    return sorted(
+        m.name for m in pkgutil.iter_modules([str(HERE)]) if m.name not in ("__main__", "table")
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small corpora (CI)")
     parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {modules()})")
     args = parser.parse_args()
+    unknown = sorted(set(args.names) - set(modules()))
+    if unknown:
+        parser.error(f"no benchmark named {', '.join(unknown)} (there are: {', '.join(modules())})")
     # The kit as an install has it: pip compiles a package's bytecode when it installs it, and a
     # checkout writes it on first import, unless PYTHONDONTWRITEBYTECODE is set (as on the
     # machines this kit is developed on), when every CLI call would compile every module again.
