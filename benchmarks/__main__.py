@@ -1,9 +1,9 @@
 """`python -m benchmarks [--quick] [NAME ...]`: every benchmark side by side, one table.
 
 Each module in benchmarks/ that defines `rows(quick: bool) -> list[Row]` contributes rows; the
-table is printed as markdown and written as JSON to benchmarks/results/latest.json (and a
-timestamped copy). A module whose tools are missing here (no Docker daemon, no newclid) says so
-in its rows' notes instead of failing the whole table.
+table is printed as markdown and written as JSON to benchmarks/results/bench-<time>.json, and to
+latest.json when every benchmark ran. A module whose tools are missing here (no Docker daemon, no
+newclid) says so in its rows' notes instead of failing the whole table.
 """
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def main() -> int:
         "markdown": table,
     }
     RESULTS.mkdir(exist_ok=True)
-    for path in (RESULTS / "latest.json", RESULTS / f"bench-{stamp}.json"):
+    # latest.json is the newest whole table; a run of some benchmarks keeps only its own file
+    written = [RESULTS / f"bench-{stamp}.json"] + ([] if args.names else [RESULTS / "latest.json"])
+    for path in written:
         path.write_text(json.dumps(data, indent=2) + "\n")
+    print(f"written: {', '.join(str(path) for path in written)}", file=sys.stderr)
     return 0
 
 
