@@ -15,7 +15,8 @@ its feature check):
 The verdicts must be identical: each proof's toplevel output, cold against restored, byte for
 byte. CRIU needs capabilities a container lacks by default (SYS_ADMIN, SYS_PTRACE, NET_ADMIN,
 SYS_TIME; seccomp and AppArmor unconfined); `--privileged` asks for more than this machine grants.
-CRIU's packages come from Debian's archive (apt-get download, kept under the cache dir).
+CRIU's packages come from Debian's archive as this machine's apt reaches it (apt-get download,
+kept under the cache dir).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from typing import Any
 
 from benchmarks.hol_light import SMALL_PROOFS
 from benchmarks.table import Row
+from runner.core.errors import UserError
 from runner.core.settings import Settings
+from runner.images.inputs import HOST, BuildInputSettings, host_mirror
 from runner.images.lock import load_lock
 
 IMAGE = "hol-light-3.0"
@@ -210,9 +213,7 @@ def criu_debs() -> Path:
         root = Path(apt)
         for sub in ("lists/partial", "cache/archives/partial", "sources.d"):
             (root / sub).mkdir(parents=True)
-        (root / "sources.list").write_text(
-            f"deb [trusted=yes] http://deb.debian.org/debian {SUITE} main\n"
-        )
+        (root / "sources.list").write_text(f"deb [trusted=yes] {archive()} {SUITE} main\n")
         (root / "status").touch()
         options = [
             f"-oDir::Etc::sourcelist={root / 'sources.list'}",
@@ -234,6 +235,22 @@ def criu_debs() -> Path:
                 raise Unavailable(f"CRIU's packages could not be downloaded: {tail}")
         staging.replace(kept)
     return kept
+
+
+def archive() -> str:
+    """Debian's archive as this machine's apt reaches it (`PROOFLOCK_APT_MIRROR` wins)."""
+    configured = BuildInputSettings().apt_mirror
+    if configured and configured != HOST:
+        return configured
+    release = dict(
+        line.split("=", 1)
+        for line in Path("/etc/os-release").read_text().splitlines()
+        if "=" in line
+    )
+    try:
+        return host_mirror(release.get("VERSION_CODENAME", "").strip('"'))
+    except UserError as exc:
+        raise Unavailable(str(exc)) from None
 
 
 def start_container(tag: str, bench: Path) -> str:
