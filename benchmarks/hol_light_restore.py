@@ -8,7 +8,8 @@ In a container of the 3.0 line's image (Debian trixie: HOL Light 3.0.0 on OCaml 
 Debian trixie's CRIU (4.x; bookworm's 3.17 cannot read this kernel's vDSO layout and stops at
 its feature check):
 1. boot `ocaml-hol -init hol.ml` until it answers, then `criu dump --leave-running` it;
-2. cold: the proofs below in that booted toplevel, one after another;
+2. cold: the small proofs below (three of them failing) and HOL Light's own core-only
+   100-theorems files (`--quick`: two), one after another in that booted toplevel;
 3. restored: the host's page cache dropped (when this runs as root), `criu restore` of the
    dump, then the first proof (the latency a first check would see), three times; the first
    restore also runs every proof.
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.hol_light import SMALL_PROOFS
+from benchmarks.hol_light import CORE_ONLY, QUICK_HUNDRED, SMALL_PROOFS
 from benchmarks.table import Row
 from runner.core.errors import UserError
 from runner.core.settings import Settings
@@ -73,9 +74,18 @@ PROOFS = {
     "failing_tactic.ml": "let X = prove(`!n. n + 1 = n`, ARITH_TAC);;",
     "unbound.ml": "let X = prove(`T`, NO_SUCH_TAC);;",
 }
+IMAGE_HUNDRED = "/usr/share/hol-light/100"  # the image's own copy of HOL Light's 100 theorems
+
+
+def proofs(quick: bool) -> dict[str, str]:
+    """The small proofs, then HOL Light's own core-only 100-theorems files (the image's)."""
+    hundred = QUICK_HUNDRED if quick else CORE_ONLY
+    return {**PROOFS, **{name: f'#use "{IMAGE_HUNDRED}/{name}";;' for name in hundred}}
+
+
 RESTORES = 3
 BOOT_TIMEOUT_S = 900
-STEP_TIMEOUT_S = 120
+STEP_TIMEOUT_S = 900  # every proof at once, 100-theorems files included
 
 # The steps, each one `docker exec` (timings are taken inside, around the step's own work).
 # /b is the bench's directory: proofs/, the debs, the outputs copied out.
@@ -172,7 +182,9 @@ def rows(quick: bool) -> list[Row]:
         f"{measured['checkpoint_bytes'] / 2**20:.0f} MB; restore {measured['restore_ms']} ms and "
         f"restore plus first proof {measured['first_proof_ms']} ms inside, "
         f"{measured['first_check_ms']} ms with the docker exec ({measured['page_cache']}); "
-        f"{len(PROOFS)} proofs ({measured['failed']} failing), toplevel output cold vs restored "
+        f"{measured['proofs']} files ({measured['failed']} failing; HOL Light's "
+        f"{', '.join(QUICK_HUNDRED if quick else CORE_ONLY)} among them), toplevel output cold vs "
+        "restored "
         f"{'identical' if measured['identical'] else 'DIFFERENT: ' + measured['differences']}"
     )
     return [row]
@@ -193,13 +205,14 @@ def measure(quick: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="prooflock-criu-") as work:
         bench = Path(work)
         (bench / "proofs").mkdir()
-        for name, content in PROOFS.items():
+        chosen = proofs(quick)
+        for name, content in chosen.items():
             (bench / "proofs" / name).write_text(content + "\n")
         shutil.copytree(debs, bench / "debs")
         os.chmod(bench, 0o755)
         container = start_container(tag, bench)
         try:
-            return run_steps(container, bench)
+            return run_steps(container, bench, list(chosen))
         finally:
             subprocess.run(["docker", "rm", "-f", container], capture_output=True)
 
@@ -267,8 +280,7 @@ def start_container(tag: str, bench: Path) -> str:
     return done.stdout.strip()
 
 
-def run_steps(container: str, bench: Path) -> dict[str, Any]:
-    names = list(PROOFS)
+def run_steps(container: str, bench: Path, names: list[str]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     found.update(step(container, BOOT, [], BOOT_TIMEOUT_S))
     found["criu"] = (bench / "criu.version").read_text().strip()
@@ -297,6 +309,7 @@ def run_steps(container: str, bench: Path) -> dict[str, Any]:
     missing = [name for name in names if name not in cold]
     found["identical"] = not differences and not missing
     found["differences"] = ", ".join(differences + [f"{name} (no output)" for name in missing])
+    found["proofs"] = len(names)
     found["failed"] = sum(1 for text in cold.values() if "Exception" in text or "Error" in text)
     return found
 

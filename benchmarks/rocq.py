@@ -186,13 +186,16 @@ def small_files(count: int = 100, seed: int = 2026) -> dict[str, str]:
 
 def stdlib_files(count: int = 40) -> dict[str, str]:
     """`count` standard-library sources, spread over the five directories, in a fixed order."""
-    per_dir = [sorted((STDLIB / d).glob("*.v")) for d in STDLIB_DIRS]
-    chosen: list[Path] = []
-    while len(chosen) < count and any(per_dir):
-        for files in per_dir:
-            if files and len(chosen) < count:
-                chosen.append(files.pop(0))
+    chosen = round_robin([sorted((STDLIB / d).glob("*.v")) for d in STDLIB_DIRS], count)
     return {f"{p.parent.name}/{p.name}": p.read_text() for p in chosen}
+
+
+def round_robin(groups: list[list[Path]], count: int) -> list[Path]:
+    """Up to `count` paths, one from each group in turn, each group's in its own order."""
+    chosen: list[Path] = []
+    for position in range(max(map(len, groups), default=0)):
+        chosen += [group[position] for group in groups if position < len(group)]
+    return chosen[:count]
 
 
 def naive_coqc(source: str, timeout: float) -> tuple[float, bool]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.rocq import round_robin
 from runner import Checker
 from runner.core.models import CheckRequest, Trust, Verdict
 from runner.core.settings import Settings
@@ -75,12 +76,7 @@ def _sample(root: Path, dirs: tuple[str, ...], count: int) -> dict[str, str]:
         )
         for d in dirs
     ]
-    chosen: list[Path] = []
-    while len(chosen) < count and any(per_dir):
-        for files in per_dir:
-            if files and len(chosen) < count:
-                chosen.append(files.pop(0))
-    return {f"{p.parent.name}/{p.name}": p.read_text() for p in chosen}
+    return {f"{p.parent.name}/{p.name}": p.read_text() for p in round_robin(per_dir, count)}
 
 
 def stdlib() -> dict[str, str]:
