@@ -92,7 +92,7 @@ STEP_TIMEOUT_S = 900  # every proof at once, 100-theorems files included
 BOOT = r"""
 set -e
 dpkg -i --force-depends /b/debs/*.deb >/dev/null 2>&1 || true
-criu --version | head -1 >/b/criu.version
+criu --version | sed -n 's/^Version: /CRIU /p' >/b/criu.version
 mkdir -p /w /ck && cd /w && mkfifo in
 # the fifo's holder: the toplevel never reads end-of-file between steps
 setsid sleep infinity <>/w/in >/dev/null 2>&1 &
@@ -107,7 +107,8 @@ done
 t1=$(date +%s%N)
 echo "boot_ms=$(( (t1 - t0) / 1000000 ))"
 echo "rss_kb=$(awk '/VmRSS/ {print $2}' /proc/$(cat /w/pid)/status)"
-criu dump -t "$(cat /w/pid)" -D /ck --leave-running -o /ck/dump.log
+criu dump -t "$(cat /w/pid)" -D /ck --leave-running -o /ck/dump.log \
+  || { grep Error /ck/dump.log | tail -5; exit 4; }
 t2=$(date +%s%N)
 echo "dump_ms=$(( (t2 - t1) / 1000000 ))"
 echo "checkpoint_bytes=$(du -sb /ck | cut -f1)"
@@ -140,7 +141,7 @@ truncate -s "$(cat /w/size_at_dump)" /w/out
 RESTORE = r"""
 set -e
 t0=$(date +%s%N)
-criu restore -D /ck -d -o /ck/restore.log
+criu restore -D /ck -d -o /ck/restore.log || { grep Error /ck/restore.log | tail -5; exit 4; }
 t1=$(date +%s%N)
 { printf 'print_string "@@BEGIN %s\\n";;\n' "$1"; cat "/b/proofs/$1"; echo;
   printf 'print_string "@@END %s\\n";;\n' "$1"; } >/w/in
