@@ -224,6 +224,8 @@ def criu_debs() -> Path:
     kept = Settings().cache_dir / "bench-criu" / SUITE
     if kept.is_dir() and any(kept.glob("criu_*.deb")):
         return kept
+    if shutil.which("apt-get") is None:
+        raise Unavailable("no apt-get here to download CRIU's packages with")
     with tempfile.TemporaryDirectory(prefix="prooflock-apt-") as apt:
         root = Path(apt)
         for sub in ("lists/partial", "cache/archives/partial", "sources.d"):
