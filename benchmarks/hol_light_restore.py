@@ -115,20 +115,29 @@ echo "checkpoint_bytes=$(du -sb /ck | cut -f1)"
 stat -c %s /w/out >/w/size_at_dump
 """
 
+# send NAMES: each proof between markers into the toplevel, then wait for the last one's answer
+SEND = r"""
+send() {
+  for name in $1; do
+    { printf 'print_string "@@BEGIN %s\\n";;\n' "$name"; cat "/b/proofs/$name"; echo;
+      printf 'print_string "@@END %s\\n";;\n' "$name"; } >/w/in
+    last=$name
+  done
+  until grep -q "@@END $last" /w/out; do
+    sleep 0.005; kill -0 "$(cat /w/pid)" 2>/dev/null || { tail -c 2000 /w/out; exit 3; }
+  done
+}
+"""
+
 # $1: the proofs to send (names under /b/proofs), $2: where to copy the output
-PROOFS_STEP = r"""
+PROOFS_STEP = (
+    SEND
+    + r"""
 set -e
-last=""
-for name in $1; do
-  { printf 'print_string "@@BEGIN %s\\n";;\n' "$name"; cat "/b/proofs/$name"; echo;
-    printf 'print_string "@@END %s\\n";;\n' "$name"; } >/w/in
-  last=$name
-done
-until grep -q "@@END $last" /w/out; do
-  sleep 0.01; kill -0 "$(cat /w/pid)" 2>/dev/null || { tail -c 2000 /w/out; exit 3; }
-done
+send "$1"
 cp /w/out "$2"
 """
+)
 
 STOP = r"""
 pid=$(cat /w/pid)
@@ -138,20 +147,19 @@ truncate -s "$(cat /w/size_at_dump)" /w/out
 """
 
 # $1: the first proof's name
-RESTORE = r"""
+RESTORE = (
+    SEND
+    + r"""
 set -e
 t0=$(date +%s%N)
 criu restore -D /ck -d -o /ck/restore.log || { grep Error /ck/restore.log | tail -5; exit 4; }
 t1=$(date +%s%N)
-{ printf 'print_string "@@BEGIN %s\\n";;\n' "$1"; cat "/b/proofs/$1"; echo;
-  printf 'print_string "@@END %s\\n";;\n' "$1"; } >/w/in
-until grep -q "@@END $1" /w/out; do
-  sleep 0.005; kill -0 "$(cat /w/pid)" 2>/dev/null || { tail -c 2000 /w/out; exit 3; }
-done
+send "$1"
 t2=$(date +%s%N)
 echo "restore_ms=$(( (t1 - t0) / 1000000 ))"
 echo "first_proof_ms=$(( (t2 - t0) / 1000000 ))"
 """
+)
 
 
 def rows(quick: bool) -> list[Row]:
