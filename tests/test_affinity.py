@@ -40,6 +40,43 @@ def test_threads_keep_to_their_keys_and_every_unit_runs_once():
     assert loads(log[:60]) == 4, log
 
 
+def test_a_key_clustered_at_the_start_is_loaded_by_one_thread_only():
+    # Longest first puts files with the longest header together: 27 of key C, then the rest.
+    rng = random.Random(3)
+    rest = [key for _ in range(24) for key in rng.sample("ABD", 3)]
+    units = list(enumerate(["C"] * 27 + rest))
+    log: list[tuple[str, str]] = []
+    done = list(run_sticky(iter(units), recorded_run(log), 2, lambda unit: unit[1]))
+    assert sorted(done) == units
+    assert loads(log[:80]) == 4, log
+
+
+def timed_run(log: list[tuple[str, str]], seconds: dict[str, float]):
+    def run(unit: tuple[int, str]) -> list[tuple[int, str]]:
+        log.append((threading.current_thread().name, unit[1]))
+        time.sleep(seconds.get(unit[1], 0.01))
+        return [unit]
+
+    return run
+
+
+def test_a_thread_waits_for_a_few_units_of_another_key_rather_than_load_it():
+    units = [(i, key) for i, key in enumerate("ABBABABB")]
+    log: list[tuple[str, str]] = []
+    done = list(run_sticky(iter(units), timed_run(log, {}), 2, lambda unit: unit[1]))
+    assert sorted(done) == units
+    assert loads(log) == 2, log  # the thread done with its As left the last Bs to B's thread
+
+
+def test_a_thread_takes_another_key_when_its_owner_is_long_busy():
+    # B's thread is on a 3 s unit: the thread done with A waits STEAL_WAIT_S, then takes the Bs.
+    units = [(0, "B*"), (1, "A"), (2, "B"), (3, "B")]
+    log: list[tuple[str, str]] = []
+    list(run_sticky(iter(units), timed_run(log, {"B*": 3.0}), 2, lambda u: u[1][0]))
+    runs_of_b = [thread for thread, key in log if key == "B"]
+    assert runs_of_b and log[0][0] not in runs_of_b, log
+
+
 def test_two_threads_starting_on_one_key_split_the_keys_between_them():
     units = [(i, key) for i, key in enumerate("AAAABBBBAAAABBBB")]
     log: list[tuple[str, str]] = []

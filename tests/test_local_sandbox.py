@@ -96,6 +96,24 @@ def test_the_system_the_host_home_and_paths_outside_work_are_not_writable(box, t
         assert not Path(place, name).exists(), place
 
 
+def test_of_sys_only_the_huge_page_settings_show_and_read_only(box):
+    # glibc reads them to give a warm worker's heaps transparent huge pages (as in a container)
+    settings = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if not settings.exists():
+        pytest.skip("this kernel has no transparent huge pages")
+    done = sh(box, f"cat {settings}; ls /sys /sys/kernel; echo never > {settings} || echo refused")
+    assert done.stdout.decode().splitlines() == [
+        settings.read_text().strip(),
+        "/sys:",
+        "kernel",
+        "",
+        "/sys/kernel:",
+        "mm",
+        "refused",
+    ], done.text
+    assert settings.read_text().strip() == done.stdout.decode().splitlines()[0]
+
+
 def test_work_and_tmp_are_writable_and_vanish_afterwards(backend):
     name = token()
     with backend.sandbox("test", LIMITS) as box:

@@ -4,7 +4,8 @@ Inside: a read-only view of the system (/usr, /etc, /opt, /var/lib, /var/cache a
 links to them; of a system dir holding mounts or private dirs, only its other children), the
 directories the kit's PATH and Python need (such as a pyenv root) read-only, the sandbox's work
 dir read-write at /work (also HOME), a private /tmp and /dev/shm (tmpfs),
-a fresh /proc and a minimal /dev. Nothing else of the host: nothing of /home, /root, /tmp, /run,
+a fresh /proc and a minimal /dev, the kernel's transparent-huge-page settings (read-only, as in a
+container). Nothing else of the host: nothing of /home, /root, /tmp, /run,
 /srv, /mnt, nor the kit's home and cache dirs (an empty read-only tmpfs covers them when they
 lie in a directory that is visible). New pid, network (loopback only), ipc, uts and cgroup namespaces; a new session;
 everything dies with the kit.
@@ -32,6 +33,9 @@ WORKDIR = "/work"
 INSIDE_UID = 1000  # as a normal user: the uid commands see (mapped to the user's own)
 NOBODY = 65534  # as root: the uid commands run as, on the host too
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/var/lib", "/var/cache", "/nix", "/gnu")
+# Read-only, as a container sees it: glibc's malloc reads it to use transparent huge pages when
+# a program asks (a warm worker forking per check faults half as often with them).
+HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage"
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # links into /usr (merged)
 NAMESPACES = (
     "--unshare-pid",
@@ -203,6 +207,8 @@ def _mounts(private: Iterable[Path]) -> tuple[list[str], list[str]]:
             else:
                 base += ["--ro-bind", str(child), str(child)]
     base += ["--proc", "/proc", "--dev", "/dev"]
+    if os.path.isdir(HUGE_PAGES):
+        base += [*parents(Path(HUGE_PAGES)), "--ro-bind", HUGE_PAGES, HUGE_PAGES]
     extra: list[str] = []
     for path in covered:  # an empty, read-only directory over the kit's home or cache
         extra += ["--perms", "0755", "--tmpfs", str(path)]

@@ -8,6 +8,11 @@ Here a thread takes, among the next `lookahead` units:
 - while it serves no more keys than any other thread, the first unit of a key nobody serves;
 - else the first unit of a key it served lately;
 - else the first of a key no other thread serves; else the first.
+Taking another thread's key costs a load (a Rocq header: as much as 10-20 small checks), worth it
+only when enough of that key's units wait: with fewer than `STEAL_AT`, a thread with nothing of
+its own waits for the owner to take them, until a unit finishes or `STEAL_WAIT_S` pass (the owner
+may be on a long check), then takes one after all. So a run does not end on a header loaded for
+its last check.
 The pool hands a thread back the server it last used (ServerPool), so the keys split among the
 workers. A unit waits at most `lookahead` picks, or until the thread serving its key is free
 (that thread takes its oldest unit first): the input's order (longest first) holds, loosely.
@@ -21,12 +26,18 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator
 from typing import TypeVar
 
 U = TypeVar("U")
 R = TypeVar("R")
-LOOKAHEAD_PER_THREAD = 8
+# Wide enough that a thread sees its own keys' units when the input comes clustered by key (as
+# longest-first ordering clusters files by their header's length): with 8, a thread that saw
+# only others' keys took one, and its worker loaded a header another worker already held.
+LOOKAHEAD_PER_THREAD = 32
+STEAL_AT = 8  # units of another thread's key that make loading it worth while
+STEAL_WAIT_S = 0.5  # the longest a thread idles rather than take another's key (about one load)
 KEYS_KEPT = 4  # as many as a Rocq worker keeps loaded (PROOFLOCK_ROCQ_PREFIXES)
 
 Key = Hashable | None
@@ -40,7 +51,7 @@ def run_sticky(
     lookahead: int | None = None,
 ) -> Iterator[R]:
     window = lookahead or LOOKAHEAD_PER_THREAD * threads
-    lock = threading.Lock()
+    changed = threading.Condition()  # a unit was taken or finished, or the run stops
     pending: list[tuple[int, Key, U]] = []  # (picks when taken in, key, unit), in input order
     lately: dict[int, list[Key]] = {}  # thread → the keys it served lately, the newest last
     picks, exhausted = 0, False
@@ -49,39 +60,54 @@ def run_sticky(
 
     def take() -> U | None:
         nonlocal picks, exhausted
-        with lock:
-            while not exhausted and len(pending) < window:
-                try:
-                    unit = next(units)
-                    pending.append((picks, affinity(unit), unit))
-                except StopIteration:
-                    exhausted = True
-            if stop.is_set() or not pending:
-                return None
-            picks += 1
-            me = threading.get_ident()
-            mine = lately.setdefault(me, [])
-            theirs = [keys for thread, keys in lately.items() if thread != me]
-            others = {key for keys in theirs for key in keys}
-            oldest_waited, oldest_key, _ = pending[0]
-            if picks - oldest_waited > window and oldest_key not in others:
-                index = 0  # it waited long enough, and no other thread will take it as its own
-            else:
-                fewest = len(mine) <= min(map(len, theirs), default=0)
-                index = _pick([key for _, key, _ in pending], mine, others, claim=fewest)
-            _, key, unit = pending.pop(index)
-            if key is not None:
-                mine[:] = [*(k for k in mine if k != key), key][-KEYS_KEPT:]
-            return unit
+        idle_since: float | None = None
+        with changed:
+            while True:
+                while not exhausted and len(pending) < window:
+                    try:
+                        unit = next(units)
+                        pending.append((picks, affinity(unit), unit))
+                    except StopIteration:
+                        exhausted = True
+                if stop.is_set() or not pending:
+                    return None
+                me = threading.get_ident()
+                mine = lately.setdefault(me, [])
+                theirs = [keys for thread, keys in lately.items() if thread != me]
+                others = {key for keys in theirs for key in keys}
+                oldest_waited, oldest_key, _ = pending[0]
+                if picks + 1 - oldest_waited > window and oldest_key not in others:
+                    index = 0  # it waited long enough, and no other thread takes it as its own
+                else:
+                    fewest = len(mine) <= min(map(len, theirs), default=0)
+                    index = _pick([key for _, key, _ in pending], mine, others, claim=fewest)
+                key = pending[index][1]
+                if key is not None and key in others and key not in mine:
+                    few = sum(1 for _, k, _ in pending if k == key) < STEAL_AT
+                    idle_since = time.monotonic() if idle_since is None else idle_since
+                    waited = time.monotonic() - idle_since
+                    if few and waited < STEAL_WAIT_S:
+                        changed.wait(STEAL_WAIT_S - waited)
+                        continue
+                picks += 1
+                _, key, unit = pending.pop(index)
+                if key is not None:
+                    mine[:] = [*(k for k in mine if k != key), key][-KEYS_KEPT:]
+                changed.notify_all()
+                return unit
 
     def serve() -> None:
         try:
             while (unit := take()) is not None:
                 out.put(("done", run(unit)))
+                with changed:
+                    changed.notify_all()
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             stop.set()
             out.put(("error", exc))
         finally:
+            with changed:
+                changed.notify_all()
             out.put(("exit", None))
 
     workers = [threading.Thread(target=serve, daemon=True) for _ in range(threads)]
@@ -99,6 +125,8 @@ def run_sticky(
                 yield from value  # type: ignore[misc]
     finally:
         stop.set()  # also when the caller stops reading: no new unit starts
+        with changed:
+            changed.notify_all()
         for worker in workers:
             worker.join()
     if isinstance(error, BaseException):

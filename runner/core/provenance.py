@@ -21,6 +21,9 @@ def source_commit() -> str | None:
     checkout = Path(__file__).resolve().parents[2]
     if not (checkout / ".git").exists():
         return None
+    commit = head_commit(checkout)
+    if commit is not None:
+        return commit[:12]
     try:
         done = subprocess.run(
             ["git", "-C", str(checkout), "rev-parse", "--short=12", "HEAD"],
@@ -32,6 +35,41 @@ def source_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def head_commit(checkout: Path) -> str | None:
+    """HEAD's commit, read from the checkout's files: every command asks for the kit's version,
+    and a `git` process costs a check call 70 ms. None for a layout this does not read (the
+    caller asks git then): a worktree's, a loose or packed ref, or a detached HEAD are read."""
+    try:
+        gitdir = checkout / ".git"
+        if gitdir.is_file():  # a worktree or submodule: `gitdir: <path>`
+            pointer = gitdir.read_text().strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            gitdir = (checkout / pointer.removeprefix("gitdir:").strip()).resolve()
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        head = (gitdir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head if _is_commit(head) else None
+        ref = head.removeprefix("ref: ")
+        for base in (gitdir, common):
+            if (base / ref).is_file():
+                found = (base / ref).read_text().strip()
+                return found if _is_commit(found) else None
+        for line in (common / "packed-refs").read_text().splitlines():
+            commit, _, name = line.partition(" ")
+            if name == ref and _is_commit(commit):
+                return commit
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _is_commit(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
 
 
 @cache
