@@ -3,6 +3,7 @@ another's (a HOL Light worker costs minutes to boot again, a Rocq worker a fract
 
 from __future__ import annotations
 
+import sys
 import threading
 
 from runner.check.pool import ServerPool
@@ -84,3 +85,42 @@ def test_a_thread_gets_back_the_server_it_last_used_when_it_is_idle():
     other.join()  # theirs is now the most recently used
     assert pool.checkout("rocq", LIMITS, mine.spec) is mine
     assert pool.checkout("rocq", LIMITS, mine.spec) is theirs  # and any idle one after that
+
+
+class BootingServer(IdleServer):
+    """A server the pool made: not started until its boot is done."""
+
+    def __init__(self, backend: object, image: str, limits: Limits, spec: ServerSpec, notify):
+        super().__init__(spec.name)
+        self.spec, self.started, self.retired = spec, False, False
+
+
+def test_a_check_waits_for_the_server_booting_ahead_for_its_key(monkeypatch):
+    """A server started ahead of the checks (while the install is probed) is the one the first
+    check gets: it waits for that boot rather than start a second, and starts its own only if
+    the boot failed."""
+    monkeypatch.setattr(sys.modules[ServerPool.__module__], "SandboxServer", BootingServer)
+    pool = ServerPool(backend_for=lambda image: None, notify=print, max_idle=3)  # type: ignore[arg-type]
+    spec = ServerSpec("Rocq worker", [], b"ready", 1)
+    ahead = pool.checkout("rocq", LIMITS, spec, ahead=True)
+    got: list[object] = []
+    check = threading.Thread(target=lambda: got.append(pool.checkout("rocq", LIMITS, spec)))
+    check.daemon = True
+    check.start()
+    check.join(1.0)
+    assert check.is_alive() and not got  # it waits for the boot
+    ahead.started = True  # booted, then checked in
+    pool.checkin("rocq", ahead)
+    check.join(5.0)
+    assert got == [ahead]
+
+    failed = pool.checkout("rocq", LIMITS, spec, ahead=True)
+    check = threading.Thread(target=lambda: got.append(pool.checkout("rocq", LIMITS, spec)))
+    check.daemon = True
+    check.start()
+    check.join(1.0)
+    assert len(got) == 1  # waiting again
+    failed.close()
+    pool.discarded(failed)  # its boot failed: the check starts its own
+    check.join(5.0)
+    assert len(got) == 2 and got[1] is not failed

@@ -119,3 +119,22 @@ def test_a_later_run_on_the_install_uses_what_earlier_audits_found(tmp_path):
     assert believed.verdict is Verdict.AXIOM
     assert believed.assumptions == [FORGED_AXIOM]
     assert cold.verdict is Verdict.PASS  # a cold check (a canary's) uses no memo
+
+
+@pytest.mark.slow
+def test_a_worker_started_ahead_gets_the_memo_with_its_first_check(tmp_path):
+    """A batch's first worker boots while the install is probed, before the memo is known: it
+    gets the memo's lines with its first check (shown with a forged line the audit believes),
+    and that check takes it rather than boot another."""
+    cache = tmp_path / "cache"
+    request = CheckRequest(prover="rocq", name="swap.v", content=USES_MAX_COMM)
+    with _checker(cache) as first:
+        assert first.check_one(request).verdict is Verdict.PASS
+    [path] = _memo_files(cache)
+    path.write_bytes(path.read_bytes() + stored(FORGED))
+    memo._memos.clear()
+    with _checker(cache) as second:
+        [result] = list(second.map([request]))
+    assert result.verdict is Verdict.AXIOM, result.diagnostics
+    assert result.assumptions == [FORGED_AXIOM]
+    assert "booted_in_check_ms" not in result.provenance.extra  # the one started ahead

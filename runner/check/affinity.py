@@ -9,10 +9,11 @@ Here a thread takes, among the next `lookahead` units:
 - else the first unit of a key it served lately;
 - else the first of a key no other thread serves; else the first.
 Taking another thread's key costs a load (a Rocq header: as much as 10-20 small checks), worth it
-only when enough of that key's units wait: with fewer than `STEAL_AT`, a thread with nothing of
-its own waits for the owner to take them, until a unit finishes or `STEAL_WAIT_S` pass (the owner
-may be on a long check), then takes one after all. So a run does not end on a header loaded for
-its last check.
+only when enough of that key's units wait for two threads to share them: with fewer than
+`STEAL_AT` of others' units left, a thread with nothing of its own waits while the others make
+progress, and takes one only when no unit was taken or finished for `STEAL_WAIT_S` (an owner on a
+long check); else it takes the key with the most units left. So a run does not end on a header
+loaded for its last few checks.
 The pool hands a thread back the server it last used (ServerPool), so the keys split among the
 workers. A unit waits at most `lookahead` picks, or until the thread serving its key is free
 (that thread takes its oldest unit first): the input's order (longest first) holds, loosely.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from typing import TypeVar
 
@@ -36,8 +37,8 @@ R = TypeVar("R")
 # longest-first ordering clusters files by their header's length): with 8, a thread that saw
 # only others' keys took one, and its worker loaded a header another worker already held.
 LOOKAHEAD_PER_THREAD = 32
-STEAL_AT = 8  # units of another thread's key that make loading it worth while
-STEAL_WAIT_S = 0.5  # the longest a thread idles rather than take another's key (about one load)
+STEAL_AT = 16  # others' units left that make a load worth while (a load costs about as many)
+STEAL_WAIT_S = 0.5  # no progress for this long: take another's key after all (about one load)
 KEYS_KEPT = 4  # as many as a Rocq worker keeps loaded (PROOFLOCK_ROCQ_PREFIXES)
 
 Key = Hashable | None
@@ -60,7 +61,7 @@ def run_sticky(
 
     def take() -> U | None:
         nonlocal picks, exhausted
-        idle_since: float | None = None
+        stalled = False  # nothing was taken or finished while this thread waited
         with changed:
             while True:
                 while not exhausted and len(pending) < window:
@@ -83,12 +84,13 @@ def run_sticky(
                     index = _pick([key for _, key, _ in pending], mine, others, claim=fewest)
                 key = pending[index][1]
                 if key is not None and key in others and key not in mine:
-                    few = sum(1 for _, k, _ in pending if k == key) < STEAL_AT
-                    idle_since = time.monotonic() if idle_since is None else idle_since
-                    waited = time.monotonic() - idle_since
-                    if few and waited < STEAL_WAIT_S:
-                        changed.wait(STEAL_WAIT_S - waited)
+                    theirs_left = Counter(k for _, k, _ in pending if k in others and k not in mine)
+                    if theirs_left.total() < STEAL_AT and not stalled:
+                        stalled = not changed.wait(STEAL_WAIT_S)  # else: something moved
                         continue
+                    # the key with the most units left: the load pays for the most checks
+                    most = theirs_left.most_common(1)[0][0]
+                    index = next(i for i, (_, k, _) in enumerate(pending) if k == most)
                 picks += 1
                 _, key, unit = pending.pop(index)
                 if key is not None:

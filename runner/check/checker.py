@@ -12,7 +12,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -94,6 +94,7 @@ class Checker:
         self.canary_disagreements: list[Disagreement] = []
         self.environments = Environments(self.backend_for)
         self.pool = ServerPool(self.backend_for, self.notify, max_idle=self.settings.workers + 1)
+        self._started_ahead = False
 
     def backend_for(self, image: str) -> Backend:
         if self._fixed_backend is not None:
@@ -390,11 +391,14 @@ class Checker:
     def map(self, requests: Iterable[CheckRequest | ResolvedRequest]) -> Iterator[CheckResult]:
         """Check many requests, `settings.workers` at a time, yielding results in input order."""
         workers = self.settings.workers
+        resolved = self._starting_ahead(
+            (self._resolved(request) for request in requests), _count(requests)
+        )
         if workers == 1:
-            for request in requests:
+            for request in resolved:
                 yield self.check_one(request)
             return
-        units = ([(index, self._resolved(request))] for index, request in enumerate(requests))
+        units = ([(index, request)] for index, request in enumerate(resolved))
         finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
         turn = 0
         for index, result in affinity.run_sticky(units, self.check_unit, workers, _unit_affinity):
@@ -410,7 +414,8 @@ class Checker:
         they finish. Submission is bounded, so a long input is never all in flight. Requests an
         adapter can batch go to a worker `settings.batch` at a time (see runner.check.batching)."""
         units = batching.units(
-            ((key, self._resolved(request)) for key, request in work), self.settings.batch
+            self._starting_ahead_keyed((key, self._resolved(request)) for key, request in work),
+            self.settings.batch,
         )
         workers = self.settings.workers
         if workers == 1:
@@ -421,6 +426,58 @@ class Checker:
 
     def _resolved(self, request: CheckRequest | ResolvedRequest) -> ResolvedRequest:
         return request if isinstance(request, ResolvedRequest) else self.resolve(request)
+
+    # -- servers started ahead -------------------------------------------------------------------
+
+    def _starting_ahead(
+        self, requests: Iterator[ResolvedRequest], count: int | None
+    ) -> Iterator[ResolvedRequest]:
+        """`requests` as they come; the first starts the servers the first checks will take
+        (`ProverAdapter.start_ahead`), booting while the first check probes the install."""
+        for index, request in enumerate(requests):
+            if index == 0:
+                self.start_ahead(request, min(self.settings.workers, count or 1_000_000))
+            yield request
+
+    def _starting_ahead_keyed(
+        self, work: Iterator[tuple[K, ResolvedRequest]]
+    ) -> Iterator[tuple[K, ResolvedRequest]]:
+        for index, (key, request) in enumerate(work):
+            if index == 0:
+                self.start_ahead(request, self.settings.workers)
+            yield key, request
+
+    def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
+        """Start up to `servers` of what `request`'s adapter says its checks will ask the pool
+        for, each in a thread of its own, once per Checker; trouble there is left for the checks
+        themselves to meet and report."""
+        if request.adapter.start_ahead is None or self._started_ahead:
+            return
+        self._started_ahead = True
+        for _ in range(max(1, servers)):
+            threading.Thread(
+                target=self._start_one_ahead, args=(request,), name="prooflock-ahead", daemon=True
+            ).start()
+
+    def _start_one_ahead(self, request: ResolvedRequest) -> None:
+        start = request.adapter.start_ahead
+        assert start is not None
+        run = CheckSandboxes(
+            request,
+            self.backend_for,
+            self.pool,
+            cold=False,
+            install_dir=lambda: self._install_dir(request),
+            ahead=True,
+        )
+        started = False
+        try:
+            start(request, run)
+            started = True
+        except Exception:  # noqa: BLE001, S110 - the checks that need it meet it and say so
+            pass
+        finally:
+            run.finish(healthy=started)
 
     def close(self) -> None:
         self.timings.save()
@@ -435,6 +492,10 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count(requests: Iterable[object]) -> int | None:
+    return len(requests) if isinstance(requests, Sized) else None
 
 
 def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:

@@ -5,6 +5,9 @@ enforce each request's own timeout, so the timeout does not split the pool (a HO
 costs minutes to boot). A server that failed a check, or is worn out, is closed, never reused.
 Each image keeps up to `max_idle` idle servers of its own: a run that mixes provers never closes
 one prover's warm servers (minutes to boot again) to keep another's.
+
+A server may be started ahead of the checks that need it (`prestarted`: booting while the first
+check probes the install); a check wanting its key waits for it rather than boot another.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class ServerPool:
         self._max_idle = max(1, max_idle)
         self._idle: OrderedDict[int, tuple[PoolKey, SandboxServer]] = OrderedDict()
         self._made: dict[PoolKey, list[SandboxServer]] = {}  # for specs with `max_servers`
+        self._booting_ahead: dict[int, PoolKey] = {}  # servers started ahead of their checks
+        self._closed = False
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a server came back or was closed
         self._thread = threading.local()  # the server this thread last checked in
@@ -43,12 +48,16 @@ class ServerPool:
     def key(image: str, limits: Limits, spec: ServerSpec) -> PoolKey:
         return (image, replace(limits, timeout_s=0), spec.name, spec.key)
 
-    def checkout(self, image: str, limits: Limits, spec: ServerSpec) -> SandboxServer:
-        """An idle server for this key, else a new one; where the spec caps how many may run,
-        wait for one of them to come back rather than start another."""
+    def checkout(
+        self, image: str, limits: Limits, spec: ServerSpec, *, ahead: bool = False
+    ) -> SandboxServer:
+        """An idle server for this key, else a new one; where the spec caps how many may run, or
+        one is booting ahead for this key, wait for one to come back rather than start another.
+        `ahead`: always a new one, started before any check asked (`booting_ahead` until it is
+        checked in or discarded)."""
         wanted = self.key(image, limits, spec)
         with self._changed:
-            while True:
+            while not ahead:
                 # The one this thread used last first: it holds what this thread's recent
                 # checks loaded (runner.check.affinity); else the most recently used.
                 own: int | None = getattr(self._thread, "last", None)
@@ -58,6 +67,9 @@ class ServerPool:
                     if key == wanted:
                         del self._idle[ident]
                         return server
+                if wanted in self._booting_ahead.values():
+                    self._changed.wait(WAIT_POLL_S)
+                    continue
                 if spec.max_servers is None:
                     break
                 # Closed or retired ones no longer count (a check that retired its server may
@@ -69,21 +81,25 @@ class ServerPool:
                 self._changed.wait(WAIT_POLL_S)
             server = SandboxServer(self._backend_for(image), image, wanted[1], spec, self.notify)
             if spec.max_servers is not None:
-                self._made[wanted].append(server)
+                self._made.setdefault(wanted, []).append(server)
+            if ahead:
+                self._booting_ahead[id(server)] = wanted
             return server
 
-    def discarded(self) -> None:
+    def discarded(self, server: SandboxServer) -> None:
         """A server of this pool was closed instead of checked in: a waiting check may start one."""
         with self._changed:
+            self._booting_ahead.pop(id(server), None)
             self._changed.notify_all()
 
     def checkin(self, image: str, server: SandboxServer) -> None:
-        if server.worn_out() or not server.started:
+        if server.worn_out() or not server.started or self._closed:
             server.close()
-            self.discarded()
+            self.discarded(server)
             return
         evicted = []
         with self._lock:
+            self._booting_ahead.pop(id(server), None)
             self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
             self._thread.last = id(server)
             same_image = [ident for ident, (key, _) in self._idle.items() if key[0] == image]
@@ -96,6 +112,7 @@ class ServerPool:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True  # one still booting ahead is closed when it comes back
             servers = [server for _, server in self._idle.values()]
             self._idle.clear()
         for server in servers:
@@ -114,8 +131,10 @@ class CheckSandboxes:
         cold: bool,
         install_dir: Callable[[], Path],
         checks: int = 1,
+        ahead: bool = False,
     ):
         self.request = request
+        self._ahead = ahead  # servers started before any check asked (ServerPool.checkout)
         self._install_dir = install_dir
         self._backend_for = backend_for
         self._pool = pool
@@ -158,7 +177,9 @@ class CheckSandboxes:
             )
         else:
             waiting = time.monotonic()
-            server = self._pool.checkout(self.request.image, self.request.limits, spec)
+            server = self._pool.checkout(
+                self.request.image, self.request.limits, spec, ahead=self._ahead
+            )
             waited_s = time.monotonic() - waiting
             self.deadline += waited_s  # another check held it: not this one's budget or time
             self.waited_ms += int(waited_s * 1000)
@@ -198,7 +219,7 @@ class CheckSandboxes:
                 self._pool.checkin(self.request.image, server)
             else:
                 server.close()
-                self._pool.discarded()
+                self._pool.discarded(server)
         self._servers.clear()
         self._stack.close()
 

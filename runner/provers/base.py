@@ -167,6 +167,10 @@ class ProverAdapter:
     # Requests with the same key share what a warm worker loads for them (Rocq: the `Require`
     # header); with several checks at once, each thread prefers the key it served last.
     affinity: Callable[[ResolvedRequest], str | None] | None = None
+    # Start, through the Sandboxes' servers, what the first checks like `request` will ask for,
+    # while the kit still probes the install: it must not need the install's identity
+    # (`Sandboxes.install_dir`), nor hold anything a check's result depends on.
+    start_ahead: Callable[[ResolvedRequest, Sandboxes], None] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
     extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)

@@ -74,15 +74,26 @@ class WorkerDied(Exception):
         self.why, self.path = why, path
 
 
-def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
-    """The evidence, from the warm worker when it can serve the file, else from the cold path."""
-    prefix = source.prefix(request.content)
-    warm = (
+def _warm(request: ResolvedRequest, sandboxes: Sandboxes) -> bool:
+    return (
         not sandboxes.cold
         and request.limits.memory_mb >= WARM_MEMORY_MB
         and request.image in WORKER_IMAGES
+        and worker.available(request.image)
     )
-    if warm and worker.available(request.image):
+
+
+def start_ahead(request: ResolvedRequest, sandboxes: Sandboxes) -> None:
+    """The base worker, booting while the kit probes the install; the audit memo (kept per
+    install) reaches it with its first check."""
+    if _warm(request, sandboxes):
+        worker.start(sandboxes, Prefix(end=0, code=""))
+
+
+def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
+    """The evidence, from the warm worker when it can serve the file, else from the cold path."""
+    prefix = source.prefix(request.content)
+    if _warm(request, sandboxes):
         memo = worker.audit_memo(sandboxes)
         try:
             server = worker.start(sandboxes, Prefix(end=0, code=""), memo=memo)
@@ -111,6 +122,7 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     affinity=lambda request: source.prefix(request.content).code or None,
+    start_ahead=start_ahead,
     targets=True,
     description="Rocq (Coq) .v files, compiled as library Artifact and audited with coqchk",
 )
