@@ -6,7 +6,7 @@ costs minutes to boot). A server that failed a check, or is worn out, is closed,
 Each image keeps up to `max_idle` idle servers of its own: a run that mixes provers never closes
 one prover's warm servers (minutes to boot again) to keep another's.
 
-A server may be started ahead of the checks that need it (`prestarted`: booting while the first
+A server may be started ahead of the checks that need it (`ahead`: booting while the first
 check probes the install); a check wanting its key waits for it rather than boot another.
 """
 
