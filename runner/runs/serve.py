@@ -304,6 +304,9 @@ class DaemonChecker(Checker):
         fields = settings.model_dump(mode="json", include=set(FORWARDED))
         self._fields = fields
 
+    def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
+        """Nothing here: the daemon's servers are the ones that check (and are warm already)."""
+
     def _client(self) -> Client:
         client = getattr(self._local, "client", None)
         if client is None:
