@@ -391,14 +391,16 @@ class Checker:
     def map(self, requests: Iterable[CheckRequest | ResolvedRequest]) -> Iterator[CheckResult]:
         """Check many requests, `settings.workers` at a time, yielding results in input order."""
         workers = self.settings.workers
-        resolved = self._starting_ahead(
-            (self._resolved(request) for request in requests), _count(requests)
+        count = len(requests) if isinstance(requests, Sized) else workers
+        work = self._starting_ahead(
+            ((index, self._resolved(request)) for index, request in enumerate(requests)),
+            min(workers, count),
         )
         if workers == 1:
-            for request in resolved:
+            for _, request in work:
                 yield self.check_one(request)
             return
-        units = ([(index, request)] for index, request in enumerate(resolved))
+        units = ([pair] for pair in work)
         finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
         turn = 0
         for index, result in affinity.run_sticky(units, self.check_unit, workers, _unit_affinity):
@@ -414,7 +416,9 @@ class Checker:
         they finish. Submission is bounded, so a long input is never all in flight. Requests an
         adapter can batch go to a worker `settings.batch` at a time (see runner.check.batching)."""
         units = batching.units(
-            self._starting_ahead_keyed((key, self._resolved(request)) for key, request in work),
+            self._starting_ahead(
+                ((key, self._resolved(request)) for key, request in work), self.settings.workers
+            ),
             self.settings.batch,
         )
         workers = self.settings.workers
@@ -430,21 +434,13 @@ class Checker:
     # -- servers started ahead -------------------------------------------------------------------
 
     def _starting_ahead(
-        self, requests: Iterator[ResolvedRequest], count: int | None
-    ) -> Iterator[ResolvedRequest]:
-        """`requests` as they come; the first starts the servers the first checks will take
-        (`ProverAdapter.start_ahead`), booting while the first check probes the install."""
-        for index, request in enumerate(requests):
-            if index == 0:
-                self.start_ahead(request, min(self.settings.workers, count or 1_000_000))
-            yield request
-
-    def _starting_ahead_keyed(
-        self, work: Iterator[tuple[K, ResolvedRequest]]
+        self, work: Iterator[tuple[K, ResolvedRequest]], servers: int
     ) -> Iterator[tuple[K, ResolvedRequest]]:
+        """`work` as it comes; its first request starts `servers` of what the first checks will
+        take (`ProverAdapter.start_ahead`), booting while the first check probes the install."""
         for index, (key, request) in enumerate(work):
             if index == 0:
-                self.start_ahead(request, self.settings.workers)
+                self.start_ahead(request, servers)
             yield key, request
 
     def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
@@ -492,10 +488,6 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _count(requests: Iterable[object]) -> int | None:
-    return len(requests) if isinstance(requests, Sized) else None
 
 
 def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:
