@@ -4,8 +4,9 @@ replayer to its word on hand-written exports).
 
 Loading HOL Light takes minutes, so one checker (and so one forkserver) per backend serves the
 whole session, this file and the adversarial suite alike (`session_checker`); every check on it
-starts from the same pristine parent. Two tests pay for a boot of their own: the cold check and
-the restart of a killed worker (both only with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
+starts from the same pristine parent. Other boots: the comparison of the library export's two
+writers boots two workers side by side; the cold check and the restart of a killed worker boot
+their own (both only with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
 share one timeout: the core pools workers by their limits, so another timeout would mean another
 worker, and another boot.
 """
@@ -16,16 +17,19 @@ import os
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from runner.backends.local import LocalBackend
 from runner.check.checker import Checker
 from runner.core.errors import BadRequest
-from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
+from runner.core.models import CheckRequest, CheckResult, Limits, Target, Trust, Verdict
 from runner.provers import hol_light
 from runner.provers.common.lexing import ocaml_code
-from runner.provers.hol_light import protocol, source
+from runner.provers.common.server import SandboxServer
+from runner.provers.hol_light import forkserver, protocol, source
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, artifact, resolved, session_checker
 
 pytestmark = SHARES_HOL_LIGHT_BOOTS
@@ -438,6 +442,32 @@ def test_cold_check_gives_the_forkserver_result(hol):
     assert cold.provenance.worker == "fresh-server"
     assert cold.verdict is Verdict.FAIL
     assert cold.result_digest == warm.result_digest
+
+
+@pytest.mark.slow
+def test_the_library_export_is_the_same_whoever_writes_its_chunks():
+    # With room (the default 4 GB) children forked at each checkpoint write the library export's
+    # chunks while HOL Light loads on; with less than 3 GB the worker writes them itself. The
+    # replayer must get the same bytes either way.
+    def boot(memory_mb: int) -> tuple[forkserver.Boot, str]:
+        spec = forkserver.server_spec(hol_light.HOL_DIR, hol_light.toplevel("hol-light"))
+        limits = Limits(timeout_s=TIMEOUT, memory_mb=memory_mb)
+        server = SandboxServer(LocalBackend(), "hol-light", limits, spec, lambda _: None)
+        try:
+            server.start()
+            return forkserver.read_boot(server), forkserver.boot_log(server)
+        finally:
+            server.close()
+
+    with ThreadPoolExecutor(2) as pool:
+        (forked, forked_log), (alone, alone_log) = pool.map(boot, [4096, 2048])
+    assert "chunks are written by forked children" in forked_log
+    assert "chunks are written by the worker" in alone_log
+    assert forked.library_length > 1_000_000
+    assert (forked.library_length, forked.library_digest) == (
+        alone.library_length,
+        alone.library_digest,
+    )
 
 
 def test_hol_light_that_does_not_load_is_an_infra_error_that_says_why(

@@ -107,7 +107,9 @@ class SandboxServer:
             self.sandbox = self._stack.enter_context(self.backend.sandbox(self.image, self.limits))
             for relpath, data in sorted(self.spec.files.items()):
                 self.sandbox.write_file(relpath, data)
-            channel = self.sandbox.spawn(self.spec.argv, env=self.spec.env)
+            # What the sandbox allows, for a server that sizes what it does to it.
+            env = {**self.spec.env, "PROOFLOCK_MEMORY_MB": str(self.limits.memory_mb)}
+            channel = self.sandbox.spawn(self.spec.argv, env=env)
             self._stack.callback(channel.close)
             self._wait_until_ready(channel, clock)
             self.ready_line = channel.read_until(b"\n", 30).rstrip(b"\n")

@@ -39,6 +39,28 @@ module Prooflock_boot = struct
   let hol_dir =
     match Sys.getenv_opt "HOLLIGHT_DIR" with Some dir -> dir | None -> "/usr/share/hol-light"
   let started = Unix.gettimeofday ()
+
+  (* Children for export.ml, whose HOL Light syntax reads an all-capitals name (WEXITED) as a
+     value and cannot name Unix._exit. `fork_child f`: f run in a child that exits 0 if it
+     returns, 1 if it raises; the child's pid, or -1 if there is none. *)
+  let fork_child f =
+    match Unix.fork () with
+    | 0 -> (
+        match f () with
+        | () -> Unix._exit 0
+        | exception e ->
+            prerr_endline ("Error: " ^ Printexc.to_string e);
+            Unix._exit 1)
+    | pid -> pid
+    | exception Unix.Unix_error _ -> -1
+
+  (* Whether child `pid` exited 0. *)
+  let rec exited_ok pid =
+    match Unix.waitpid [] pid with
+    | _, Unix.WEXITED 0 -> true
+    | _ -> false
+    | exception Unix.Unix_error (Unix.EINTR, _, _) -> exited_ok pid
+    | exception Unix.Unix_error _ -> false
 end;;
 
 (* The compiler-libs API this script uses, where OCaml lines differ: 4.14 made type
@@ -1010,11 +1032,17 @@ end = struct
        @ Hol.definitions ());
     boot_mark := serial_now () + 1;
     let file = Prooflock_export.(!library_file) in
-    ((Unix.stat file).Unix.st_size, Digest.to_hex (Digest.file file))
+    if Prooflock_export.library_finish () then
+      Some ((Unix.stat file).Unix.st_size, Digest.to_hex (Digest.file file))
+    else begin
+      Format.printf "Error: the library export was not written (a chunk's writer failed)@.";
+      None
+    end
 
   let main () =
-    let ok = self_test () in
-    let library_length, library_digest = if ok then export_library () else (0, "-") in
+    let exported = if self_test () then export_library () else None in
+    let ok = exported <> None in
+    let library_length, library_digest = Option.value exported ~default:(0, "-") in
     Gc.compact ();  (* a smaller heap forks faster; done before the boot is declared over *)
     flush_all ();
     let boot_ms = int_of_float ((Unix.gettimeofday () -. Prooflock_boot.started) *. 1000.) in
