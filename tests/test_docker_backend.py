@@ -17,6 +17,7 @@ from runner import Checker, CheckRequest
 from runner.backends.docker import DockerBackend
 from runner.core.models import Limits, Verdict
 from runner.core.settings import Settings
+from runner.provers.common.server import SandboxServer, ServerSpec
 from tests.helpers import ARTIFACTS, artifact
 from tests.helpers import ROCQ_EXPECTED as EXPECTED
 
@@ -137,6 +138,37 @@ def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
         warm.close()
     assert second.container_id == first.container_id  # no new container per check
     assert "left" not in seen and "sleep" not in seen
+
+
+# The container's CPU quota per 100 ms period, as its processes see it (cgroup v2, then v1).
+CPU_QUOTA = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+
+
+@pytest.mark.parametrize("isolation", ["strict", "warm"])
+def test_a_server_boots_with_its_boot_cpus_and_serves_with_the_checks(isolation):
+    backend = DockerBackend(Settings(backend="docker", isolation=isolation))
+    limits = Limits(timeout_s=20, memory_mb=256, pids=64, cpus=1)
+    spec = ServerSpec(
+        name="quota server",
+        argv=["sh", "-c", f'echo "READY $({CPU_QUOTA})"; exec cat'],
+        ready=b"READY ",
+        boot_timeout_s=30,
+        boot_cpus=2,
+    )
+    quotas = []
+    try:
+        for _ in range(2):  # the second reuses the first's container when warm
+            server = SandboxServer(backend, "rocq", limits, spec, lambda _: None)
+            try:
+                booted = server.start().decode().split()[0]
+                assert server.sandbox is not None
+                now = server.sandbox.run(["sh", "-c", CPU_QUOTA], timeout_s=20)
+                quotas.append((booted, now.stdout.decode().split()[0]))
+            finally:
+                server.close()
+    finally:
+        backend.close()
+    assert quotas == [("200000", "100000")] * 2
 
 
 def test_hostile_writes_leave_the_host_untouched(docker_settings):

@@ -86,6 +86,10 @@ class Sandbox(Protocol):
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Channel: ...
 
+    def limit_cpus(self, cpus: int) -> None:
+        """At most `cpus` CPUs from now on, for everything in the sandbox: a server booted with
+        more (`ServerSpec.boot_cpus`) is held to the checks' limit before it serves one."""
+
 
 @dataclass
 class BackendInfo:

@@ -48,6 +48,7 @@ from runner.core.models import Limits
 from runner.core.settings import Settings
 from runner.images.policy import (
     CHECK_USER,
+    CPU_PERIOD_US,
     KEEPALIVE_USER,
     LABEL,
     START_HINT,
@@ -142,12 +143,13 @@ class DockerSandbox:
     backend = "docker"
     agent: AgentLink | None = None
 
-    def __init__(self, api: docker.APIClient, container_id: str, isolation: str):
+    def __init__(self, api: docker.APIClient, container_id: str, isolation: str, cpus: int):
         self.api = api
         self.container_id = container_id
         self.isolation = isolation
         self.broken = False  # a sandbox that missed a deadline is never reused
         self._oom_kills = 0  # a fresh container has none; reset() re-reads it for reuse
+        self.created_cpus = self.cpus = cpus  # a reused container gets its pool's CPUs back
 
     def _exec(
         self,
@@ -274,6 +276,24 @@ class DockerSandbox:
         except DAEMON_ERRORS as exc:
             raise BackendUnavailable(f"docker exec failed: {exc}") from exc
 
+    def limit_cpus(self, cpus: int) -> None:
+        if cpus == self.cpus:
+            return
+        try:
+            self.api.update_container(self.container_id, cpu_quota=cpus * CPU_PERIOD_US)
+        except DAEMON_ERRORS as exc:
+            self.broken = True
+            raise BackendUnavailable(f"cannot change a container's CPU limit: {exc}") from exc
+        self.cpus = cpus
+
+    def _restore_cpus(self) -> bool:
+        """Back to the CPUs it was made with, as its pool expects; False if that failed."""
+        try:
+            self.limit_cpus(self.created_cpus)
+        except BackendUnavailable:
+            return False
+        return True
+
     def reset(self) -> bool:
         """Kill whatever the check left running and wipe the writable dirs; False if that failed."""
         wipe = (
@@ -286,7 +306,8 @@ class DockerSandbox:
             self._oom_kills = self._read_oom_kills()
         except BackendUnavailable:
             return False
-        return code == 0 and not missed and not self.broken
+        # CPUs restored only once nothing of the last user runs
+        return code == 0 and not missed and not self.broken and self._restore_cpus()
 
 
 class AgentSandbox(DockerSandbox):
@@ -295,8 +316,15 @@ class AgentSandbox(DockerSandbox):
     `spawn` stays a dedicated exec, so a server's stdin and stdout are its own stream.
     """
 
-    def __init__(self, api: docker.APIClient, container_id: str, isolation: str, agent: AgentLink):
-        super().__init__(api, container_id, isolation)
+    def __init__(
+        self,
+        api: docker.APIClient,
+        container_id: str,
+        isolation: str,
+        cpus: int,
+        agent: AgentLink,
+    ):
+        super().__init__(api, container_id, isolation, cpus)
         self.agent: AgentLink = agent
 
     def _ask(
@@ -361,7 +389,7 @@ class AgentSandbox(DockerSandbox):
             reply, _ = self._ask({"op": "reset"}, timeout_s=60)
         except AgentLost:
             return False
-        return bool(reply.get("ok")) and not self.broken
+        return bool(reply.get("ok")) and not self.broken and self._restore_cpus()
 
 
 class DockerBackend:
@@ -466,7 +494,7 @@ class DockerBackend:
         except DAEMON_ERRORS as exc:
             self._discard(container_id)
             raise BackendUnavailable(f"cannot start a container: {exc}") from exc
-        return DockerSandbox(self.api, container_id, self.settings.isolation)
+        return DockerSandbox(self.api, container_id, self.settings.isolation, limits.cpus)
 
     def _create_with_agent(self, image_id: str, limits: Limits) -> AgentSandbox | None:
         """A container whose PID 1 is the agent, attached before it starts; None when the image
@@ -511,7 +539,7 @@ class DockerBackend:
             if exited:  # python3 is there but cannot run the agent
                 return None
             raise
-        return AgentSandbox(self.api, container_id, self.settings.isolation, link)
+        return AgentSandbox(self.api, container_id, self.settings.isolation, limits.cpus, link)
 
     def _create_container(self, config: dict[str, Any]) -> str:
         # docker-py is pinned: its own argument split, without the inspect `containers.create`

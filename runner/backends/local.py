@@ -417,6 +417,9 @@ class LocalSandbox:
             stdin=stdin,
         )
 
+    def limit_cpus(self, cpus: int) -> None:
+        """Nothing to hold: locally, limits are memory and processes, never CPUs."""
+
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> LocalChannel:
         launch = functools.partial(
             start,

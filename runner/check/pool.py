@@ -250,3 +250,6 @@ class BoundSandbox:
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Channel:
         return self._inner.spawn(argv, env=env)
+
+    def limit_cpus(self, cpus: int) -> None:
+        self._inner.limit_cpus(cpus)

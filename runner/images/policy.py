@@ -50,6 +50,9 @@ def _short(exc: Exception) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+CPU_PERIOD_US = 100_000  # the kernel's default CFS period
+
+
 def hardened(
     image: str,
     limits: Limits,
@@ -78,7 +81,10 @@ def hardened(
         "mem_limit": f"{limits.memory_mb}m",
         "memswap_limit": f"{limits.memory_mb}m",
         "pids_limit": limits.pids,
-        "nano_cpus": limits.cpus * 1_000_000_000,
+        # A quota per period rather than nano_cpus: the daemon can change it on a running
+        # container (DockerSandbox.limit_cpus), and refuses to while nano_cpus is set.
+        "cpu_period": CPU_PERIOD_US,
+        "cpu_quota": limits.cpus * CPU_PERIOD_US,
         "shm_size": "16m",
         "init": True,
         "labels": labels,

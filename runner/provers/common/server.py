@@ -13,7 +13,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runner.backends.base import Backend, Channel, Sandbox
 from runner.core.errors import BackendUnavailable
@@ -48,6 +48,9 @@ class ServerSpec:
     max_servers: int | None = None
     # Why it did not start, read from its sandbox before that is closed (e.g. from a boot log).
     explain_failure: Callable[[Sandbox], str | None] | None = None
+    # CPUs its boot may use when the checks' limit is fewer (a boot that works in parallel, and
+    # runs no artifact code): held to the checks' limit once it is ready.
+    boot_cpus: int | None = None
 
 
 class SandboxServer:
@@ -103,8 +106,11 @@ class SandboxServer:
         note = f" ({self.spec.boot_note})" if self.spec.boot_note else ""
         self._notify(f"starting {self.spec.name}{note}")
         clock = time.monotonic()
+        boot_limits = self.limits
+        if self.spec.boot_cpus is not None and self.spec.boot_cpus > self.limits.cpus:
+            boot_limits = replace(self.limits, cpus=self.spec.boot_cpus)
         try:
-            self.sandbox = self._stack.enter_context(self.backend.sandbox(self.image, self.limits))
+            self.sandbox = self._stack.enter_context(self.backend.sandbox(self.image, boot_limits))
             for relpath, data in sorted(self.spec.files.items()):
                 self.sandbox.write_file(relpath, data)
             # What the sandbox allows, for a server that sizes what it does to it.
@@ -113,6 +119,7 @@ class SandboxServer:
             self._stack.callback(channel.close)
             self._wait_until_ready(channel, clock)
             self.ready_line = channel.read_until(b"\n", 30).rstrip(b"\n")
+            self.sandbox.limit_cpus(self.limits.cpus)
         except TimeoutError:
             why = self._explain_failure()
             self.close()

@@ -68,6 +68,7 @@ def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
         boot_note="loading HOL Light takes about 3 min",
         max_servers=1,  # minutes and GBs per boot: checks running at once share one
         explain_failure=lambda sandbox: boot_failure(_read_log(sandbox)),
+        boot_cpus=2,  # HOL Light loads on while a child writes its library export (export.ml)
     )
 
 
