@@ -204,13 +204,19 @@ class Unavailable(Exception):
     """What this machine lacks for the measurement (a note in the table, not a failure)."""
 
 
-def measure(quick: bool) -> dict[str, Any]:
+def built_image(image: str) -> str:
+    """The tag of `image` (as locked), built on this machine."""
     if shutil.which("docker") is None:
         raise Unavailable("no docker client")
-    tag = load_lock().tag(IMAGE)
+    tag = load_lock().tag(image)
     present = subprocess.run(["docker", "image", "inspect", tag], capture_output=True)
     if present.returncode != 0:
-        raise Unavailable(f"image {tag} is not built here (`prooflock images build {IMAGE}`)")
+        raise Unavailable(f"image {tag} is not built here (`prooflock images build {image}`)")
+    return tag
+
+
+def measure(quick: bool) -> dict[str, Any]:
+    tag = built_image(IMAGE)
     debs = criu_debs()
     with tempfile.TemporaryDirectory(prefix="prooflock-criu-") as work:
         bench = Path(work)

@@ -41,7 +41,7 @@ def test_learned_lines_reach_disk_with_a_digest_and_only_for_the_standard_librar
         b"MEMO ICoq.Init.Datatypes.nat",
     ]
     again = memo.AuditMemo(path)
-    assert again.boot_file() == (b"MEMO CCoq.Init.Nat.add\nMEMO ICoq.Init.Datatypes.nat\n", 2)
+    assert again.boot_file() == b"MEMO CCoq.Init.Nat.add\nMEMO ICoq.Init.Datatypes.nat\n"
 
 
 def test_a_torn_or_edited_line_is_dropped_and_the_rest_kept(tmp_path):
@@ -50,14 +50,14 @@ def test_a_torn_or_edited_line_is_dropped_and_the_rest_kept(tmp_path):
     edited = stored(FORGED).replace(b"Under_rel\n", b"Under_rel2\n")
     torn = stored(b"MEMO CCoq.Init.Nat.mul\tAXIOM Coq.A.b")[:-12]
     path.write_bytes(stored(good) + edited + torn)
-    assert memo.AuditMemo(path).boot_file() == (good + b"\n", 1)
+    assert memo.AuditMemo(path).boot_file() == good + b"\n"
 
 
 def test_a_memo_beyond_its_size_limit_is_not_read(tmp_path, monkeypatch):
     path = tmp_path / "audit.memo"
     path.write_bytes(stored(b"MEMO CCoq.Init.Nat.add") * 10)
     monkeypatch.setattr(memo, "MAX_BYTES", 100)
-    assert memo.AuditMemo(path).boot_file() == (b"", 0)
+    assert memo.AuditMemo(path).boot_file() == b""
 
 
 def test_what_one_worker_learned_is_news_for_the_others_only(tmp_path):
@@ -68,8 +68,8 @@ def test_what_one_worker_learned_is_news_for_the_others_only(tmp_path):
     assert kept.news_for("a") == b""
     assert kept.news_for("b") == b"MEMO CCoq.One\n"
     assert kept.news_for("b") == b""  # once
-    lines, cursor = kept.boot_file()
-    kept.started("c", cursor)  # booted with every line: nothing is news
+    lines = kept.boot_file()
+    kept.started("c", lines.count(b"\n"))  # booted with every line: nothing is news
     assert lines == b"MEMO CCoq.One\n"
     assert kept.news_for("c") == b""
 
@@ -79,7 +79,7 @@ def test_an_unwritable_memo_only_costs_its_recomputation(tmp_path):
     blocker.write_text("")
     kept = memo.AuditMemo(blocker / "audit.memo")  # its directory cannot be made
     kept.learned(b"MEMO CCoq.One\n", "a")
-    assert kept.boot_file() == (b"MEMO CCoq.One\n", 1)
+    assert kept.boot_file() == b"MEMO CCoq.One\n"
 
 
 def _checker(cache: Path) -> Checker:

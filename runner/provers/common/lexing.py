@@ -23,70 +23,68 @@ def position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1)
 
 
-def _string_end(source: str, start: int, *, doubled_quote: bool) -> int:
-    """Index just past the string literal opening at `start` (or the end of the text).
-
-    Coq escapes a quote by doubling it (`""`); OCaml and C-like languages use a backslash.
-    """
-    quote, i = source[start], start + 1
-    escape = quote * 2 if doubled_quote else "\\"
-    while i < len(source):
-        if source.startswith(escape, i):
-            i += 2  # the escape and the character it escapes
-        elif source[i] == quote:
-            return i + 1
-        else:
-            i += 1
-    return len(source)
+# Where something other than plain code may start; the text between two is copied (or blanked
+# inside a comment) in one piece, so a 10 MB file is read in C, not a character at a time.
+_COQ_TOKEN = re.compile(r'\(\*|\*\)|"')
+_C_LIKE_TOKEN = re.compile(r"//|/\*|[\"']")
+_OCAML_TOKEN = re.compile(r"\(\*|\*\)|[\"'`]|\{[a-z_]*\|")
+# A string literal from its opening quote, closed or running to the end of the text: Coq escapes
+# a quote by doubling it (`""`), OCaml and C-like languages with a backslash (a backslash takes
+# the next character whatever it is).
+_COQ_STRING = re.compile(r'"((?:""|[^"])*)("?)')
+_BACKSLASHED_STRING = {
+    quote: re.compile(rf"{quote}((?:\\[\s\S]?|[^{quote}\\])*)({quote}?)") for quote in "\"'"
+}
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def _blanked(text: str) -> str:
-    return "".join(c if c == "\n" else " " for c in text)
+    return _NOT_NEWLINE.sub(" ", text) if "\n" in text else " " * len(text)
 
 
 def coq_code(source: str) -> str:
     """Coq source with nested `(* *)` comments and the insides of string literals blanked."""
     out: list[str] = []
-    depth, i, n = 0, 0, len(source)
-    while i < n:
-        if source.startswith("(*", i):
-            depth += 1
-            out.append("  ")
-            i += 2
-        elif depth and source.startswith("*)", i):
-            depth -= 1
-            out.append("  ")
-            i += 2
-        elif source[i] == '"':
-            end = _string_end(source, i, doubled_quote=True)
-            inner = _blanked(source[i + 1 : end - 1])
-            out.append(_blanked(source[i:end]) if depth else f'"{inner}"')
-            i = end
+    depth = copied = at = 0
+    while (token := _COQ_TOKEN.search(source, at)) is not None:
+        kind, start = token[0], token.start()
+        if kind == "*)" and not depth:  # not a comment's end outside one: plain code
+            at = token.end()
+            continue
+        out.append(_blanked(source[copied:start]) if depth else source[copied:start])
+        if kind == '"':  # a string, inside a comment too (Coq's lexer reads those)
+            string = _COQ_STRING.match(source, start)
+            assert string is not None  # the pattern matches any text opening with a quote
+            end = string.end()
+            inner = '"' + _blanked(string[1]) + string[2]
+            out.append(_blanked(source[start:end]) if depth else inner)
         else:
-            out.append(source[i] if not depth or source[i] == "\n" else " ")
-            i += 1
+            depth += 1 if kind == "(*" else -1
+            end = token.end()
+            out.append("  ")
+        copied = at = end
+    out.append(_blanked(source[copied:]) if depth else source[copied:])
     return "".join(out)
 
 
 def c_like_code(source: str) -> str:
     """Asymptote (C-like) source with `//` and `/* */` comments and string literals blanked."""
     out: list[str] = []
-    i, n = 0, len(source)
-    while i < n:
-        if source.startswith("//", i):
-            end = source.find("\n", i)
-            end = n if end < 0 else end
-        elif source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-        elif source[i] in "\"'":
-            end = _string_end(source, i, doubled_quote=False)
+    copied = 0
+    while (token := _C_LIKE_TOKEN.search(source, copied)) is not None:
+        kind, start = token[0], token.start()
+        if kind == "//":
+            end = source.find("\n", start)
+            end = len(source) if end < 0 else end
+        elif kind == "/*":
+            end = source.find("*/", start + 2)
+            end = len(source) if end < 0 else end + 2
         else:
-            out.append(source[i])
-            i += 1
-            continue
-        out.append(_blanked(source[i:end]))
-        i = end
+            end = _BACKSLASHED_STRING[kind].match(source, start).end()  # type: ignore[union-attr]
+        out.append(source[copied:start])
+        out.append(_blanked(source[start:end]))
+        copied = end
+    out.append(source[copied:])
     return "".join(out)
 
 
@@ -97,42 +95,44 @@ def ocaml_code(source: str) -> str:
     `needs "x.ml"` can still be found and read from the original text); comments vanish entirely,
     nested ones included, with the strings inside them.
     """
-    out = list(source)
-    depth, i, n = 0, 0, len(source)
+    out: list[str] = []
+    depth = copied = at = 0
 
-    def blank(start: int, end: int) -> None:
-        for k in range(start, end):
-            if out[k] != "\n":
-                out[k] = " "
+    def keep(end: int) -> None:  # the text up to `end` as it is, or blanked inside a comment
+        nonlocal copied
+        out.append(_blanked(source[copied:end]) if depth else source[copied:end])
+        copied = end
 
-    while i < n:
-        if source.startswith("(*", i):
-            depth += 1
-            blank(i, i + 2)
-            i += 2
-            continue
-        if depth and source.startswith("*)", i):
-            depth -= 1
-            blank(i, i + 2)
-            i += 2
-            continue
-        literal = _ocaml_literal(source, i)
-        if literal is not None:
+    def blank(end: int) -> None:
+        nonlocal copied
+        out.append(_blanked(source[copied:end]))
+        copied = end
+
+    while (token := _OCAML_TOKEN.search(source, at)) is not None:
+        kind, start = token[0], token.start()
+        if kind == "(*" or (kind == "*)" and depth):
+            keep(start)
+            blank(token.end())
+            depth += 1 if kind == "(*" else -1
+            at = token.end()
+        elif kind == "`" and not depth:  # a HOL term or type quotation: no escapes inside
+            close = source.find("`", start + 1)
+            keep(start + 1)
+            blank(len(source) if close < 0 else close)
+            at = len(source) if close < 0 else close + 1
+        elif kind in ("*)", "`"):  # code: a comment's end outside one, a quotation inside one
+            at = token.end()
+        elif (literal := _ocaml_literal(source, start)) is not None:
             inner_start, inner_end, end = literal
             if depth:  # inside a comment the whole literal is comment text
-                inner_start, inner_end = i, end
-            blank(inner_start, inner_end)
-            i = end
-            continue
-        if source[i] == "`" and not depth:  # a HOL term or type quotation: no escapes inside
-            close = source.find("`", i + 1)
-            end = n if close < 0 else close + 1
-            blank(i + 1, end - 1 if close >= 0 else end)
-            i = end
-            continue
-        if depth:
-            blank(i, i + 1)
-        i += 1
+                inner_start, inner_end = start, end
+            keep(inner_start)
+            blank(inner_end)
+            keep(end)
+            at = end
+        else:  # a quote that opens no char literal: a type variable or part of a name
+            at = token.end()
+    keep(len(source))
     return "".join(out)
 
 
@@ -140,8 +140,9 @@ def _ocaml_literal(source: str, i: int) -> tuple[int, int, int] | None:
     """(content start, content end, end) of the string or char literal starting at i, if any."""
     char = source[i]
     if char == '"':
-        end = _string_end(source, i, doubled_quote=False)
-        return i + 1, max(i + 1, end - 1), end
+        string = _BACKSLASHED_STRING['"'].match(source, i)
+        assert string is not None  # the pattern matches any text opening with a quote
+        return i + 1, string.end(1), string.end()
     if char == "{" and (opening := _OCAML_QUOTED_STRING.match(source, i)):
         closing = f"|{opening[1]}}}"
         close = source.find(closing, opening.end())

@@ -70,12 +70,12 @@ class AuditMemo:
         self._joined = None
         return True
 
-    def boot_file(self) -> tuple[bytes, int]:
-        """Every line, for a worker's srv/memo, and how many that is (its cursor)."""
+    def boot_file(self) -> bytes:
+        """Every line, for a worker's srv/memo (a worker's cursor is how many it booted with)."""
         with self._lock:
             if self._joined is None:
                 self._joined = b"".join(line + b"\n" for line in self._lines)
-            return self._joined, len(self._lines)
+            return self._joined
 
     def started(self, worker: str, cursor: int) -> None:
         """`worker` booted with the first `cursor` lines."""

@@ -10,6 +10,7 @@ file declared, and whether a proof holds, is never read from here: the compiled 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from runner.provers.common.lexing import coq_code
@@ -54,10 +55,12 @@ _LOCALITY = re.compile(
 # - `Primitive`: declares one of the kernel's primitives, which only Rocq's own library needs;
 #   on 8.16 module subtyping accepts any definition for a primitive a module type declares, and
 #   coqchk shares the flaw (coq/coq#18503, advisory PL-ROCQ-18503: a clean proof of False).
+_REFUSED_WORDS = ("Register", "Set", "Load", "Primitive")  # what each pattern below starts with
 _KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
 _THEORY_OPTIONS = re.compile(r"Set\s+(Definitional\s+UIP|Cumulative\s+StrictProp)(?![\w'])")
 _LOAD = re.compile(r"Load(?:\s+Verbose)?(?![\w'])")
 _PRIMITIVE = re.compile(r"Primitive(?![\w'])")
+_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|\Z)")
 _THEOREM = (
     r"(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Axiom|"
     r"Parameter|Conjecture)"
@@ -78,25 +81,19 @@ class Sentence:
 
 def sentences(content: str) -> list[Sentence]:
     """The file's sentences: each ends at a `.` followed by a blank or the end (not `..`)."""
-    code = coq_code(content)
-    found, start, n = [], 0, len(code)
-    for i, char in enumerate(code):
-        if char != ".":
-            continue
-        if (i + 1 < n and not code[i + 1].isspace()) or (i and code[i - 1] == "."):
-            continue
-        chunk = code[start : i + 1]
-        stripped = len(chunk) - len(chunk.lstrip())
+    return list(_sentences_of(coq_code(content)))
+
+
+def _sentences_of(code: str) -> Iterator[Sentence]:
+    start = 0
+    for stop in _SENTENCE_END.finditer(code):
+        chunk = code[start : stop.end()]
         if chunk.strip() != ".":
-            found.append(Sentence(start + stripped, i + 1, chunk.strip()))
-        start = i + 1
-    if code[start:].strip():
-        found.append(
-            Sentence(
-                start + len(code[start:]) - len(code[start:].lstrip()), n, code[start:].strip()
-            )
-        )
-    return found
+            yield Sentence(start + len(chunk) - len(chunk.lstrip()), stop.end(), chunk.strip())
+        start = stop.end()
+    rest = code[start:]
+    if rest.strip():
+        yield Sentence(start + len(rest) - len(rest.lstrip()), len(code), rest.strip())
 
 
 def command_of(code: str) -> tuple[str, list[str]]:
@@ -130,10 +127,14 @@ def _attribute_end(text: str) -> int:
 
 def refusals(content: str) -> list[Refusal]:
     """Sentences refused before the file runs (the worker refuses them again on Coq's parse)."""
-    found = []
+    found: list[Refusal] = []
     code = coq_code(content)
+    if not any(word in code for word in _REFUSED_WORDS):
+        return found
     lines = content.splitlines()
-    for sentence in sentences(content):
+    for sentence in _sentences_of(code):
+        if not any(word in sentence.code for word in _REFUSED_WORDS):
+            continue  # none of the patterns below can match it (most sentences of most files)
         text, _ = command_of(sentence.code)
         offset = sentence.start + sentence.code.find(text) if text else sentence.start
         if _KERNEL_REGISTER.match(text):
@@ -191,7 +192,7 @@ class Prefix:
 
 def prefix(content: str) -> Prefix:
     end = 0
-    for sentence in sentences(content):
+    for sentence in _sentences_of(coq_code(content)):
         if not REQUIRE.fullmatch(sentence.code[:-1].rstrip()) or '"' in sentence.code:
             break
         end = sentence.end
@@ -208,7 +209,7 @@ def stated(content: str, name: str) -> str | None:
     short = name.rsplit(".", 1)[-1]
     pattern = re.compile(rf"{_THEOREM}\s+{re.escape(short)}(?![\w'])(.*)\.\Z", re.DOTALL)
     code = coq_code(content)
-    for sentence in sentences(content):
+    for sentence in _sentences_of(code):
         match = pattern.match(sentence.command)
         if match:
             text = content[sentence.end - len(match.group(1)) - 1 : sentence.end - 1]

@@ -128,7 +128,7 @@ def start(
     """A started worker for `prefix` (from the pool when one is idle; a fresh one for a new
     `key`), given `memo`'s lines when it boots. One from the pool may have booted with fewer
     (or none, started ahead): it is sent what it lacks with its first check."""
-    lines, _ = memo.boot_file() if memo is not None else (b"", 0)
+    lines = memo.boot_file() if memo is not None else b""
     server = sandboxes.server(server_spec(prefix, _candidates(), key, lines))
     if memo is not None:
         memo.started(server.worker_id, server.spec.files.get(MEMO_FILE, b"").count(b"\n"))
