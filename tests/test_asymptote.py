@@ -300,6 +300,28 @@ def test_a_clock_that_is_not_frozen_is_found_by_a_probe_before_the_diagram_runs(
         asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 30)
 
 
+def test_a_check_whose_time_ran_out_before_asy_started_is_a_timeout_not_the_machines_fault():
+    # The kit's own reading of a large file counts against the check's time; what is left may
+    # not reach the clock probe. That is the artifact's timeout: an infra error would stop a run.
+    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+        done = asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 0.001)
+    assert done.done.timed_out and not done.started
+    outcome = asy_render.artifact_outcome(done, "png", 0.001)
+    assert outcome.verdict is Verdict.TIMEOUT
+    assert "ran out before asy started" in outcome.diagnostics[0].message
+
+
+def test_a_diagram_too_large_to_read_in_its_time_is_a_timeout_within_the_limit(uncached):
+    # About 9 MB (under the 10 MB size limit): the kit's reading alone would take tens of
+    # seconds; it stops at the check's deadline (its 1 s and the kit's 5 s) and says why.
+    source = "draw((0,0)--(1,1)--(2,0)--cycle, red+1bp);\n" * 200_000
+    with Checker(uncached.model_copy(update={"timeout": 1})) as checker:
+        result = checker.check_one(CheckRequest(prover="asymptote", name="big", content=source))
+    assert result.verdict is Verdict.TIMEOUT
+    assert "ran out while the kit read the artifact" in result.diagnostics[0].message
+    assert result.provenance.wall_ms < 15_000
+
+
 def test_a_converter_never_hands_on_a_file_the_diagram_wrote():
     # asy hands gs's pages (diagram_%d.ps) to dvisvgm, which runs PostScript outside SAFER:
     # pages the diagram planted beforehand are gone before gs runs, whatever gs then does

@@ -341,6 +341,20 @@ def test_a_target_that_cannot_parse_is_a_bad_request(isabelle, statement, proble
     assert isabelle.commands() == []
 
 
+def test_a_name_in_letters_beyond_ascii_is_read_not_a_crash(isabelle):
+    # Isabelle reads UTF-8 letters as symbols; the kit's reader once failed an assertion on them
+    # (an artifact must never make an infra error)
+    result = isabelle.check(theory('lemma α: "x = x" by simp'))
+    assert result.verdict is not Verdict.INFRA_ERROR, result.diagnostics
+    assert [t.text for t in source.tokens("lemma α: True sorry")] == [
+        "lemma",
+        "α",
+        ":",
+        "True",
+        "sorry",
+    ]
+
+
 def test_brackets_inside_strings_cartouches_and_comments_need_not_pair():
     for statement in ("s = ''(''", "s = ‹(›", "(* ( *) x = x", "\\<forall>x. f (x) = [x]"):
         assert source.target_problem(statement) is None, statement

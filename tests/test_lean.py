@@ -398,6 +398,16 @@ def test_a_hung_repl_times_out_and_the_next_check_gets_a_fresh_one(lean):
     assert after.provenance.extra["lean_server"]["repl_starts"] == 2
 
 
+def test_a_file_too_large_to_read_in_its_time_is_a_timeout_within_the_limit(lean):
+    # About 9 MB (under the 10 MB size limit): the kit's reading alone takes longer than a 1 s
+    # check may, so it stops at the check's deadline and says why (no Lean runs).
+    theorems = "".join(f"theorem t{i} : {i} + 0 = {i} := by simp\n" for i in range(200_000))
+    result = lean.check(HEADER + theorems, timeout=1)
+    assert result.verdict is Verdict.TIMEOUT
+    assert "ran out while the kit read the artifact" in result.diagnostics[0].message
+    assert result.provenance.wall_ms < 15_000
+
+
 def test_a_repl_crash_is_a_crash_and_the_next_check_works(lean):
     crashed = lean.check(HEADER + "/- double:crash -/\ntheorem t : True := trivial\n")
     assert crashed.verdict is Verdict.CRASH

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 from runner.check.checker import Checker
+from runner.check.pool import KIT_GRACE_S
+from runner.core import deadline
 from runner.core.models import CheckRequest, Outcome, Verdict
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import ServerSpec
@@ -23,6 +25,14 @@ def dawdle(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     """Kit-side work that ignores the timeout (as parsing a huge output would)."""
     time.sleep(float(request.content))
     return Outcome(verdict=Verdict.PASS)
+
+
+def read_slowly(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
+    """A reader of the artifact as the adapters' lexers are: steps of work, and a look at the
+    clock between them."""
+    while True:
+        time.sleep(0.01)
+        deadline.checkpoint("read 0 of 1 characters")
 
 
 def echo_once(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
@@ -54,6 +64,16 @@ def test_a_check_past_its_whole_budget_is_a_timeout_whatever_it_concluded(settin
     assert slow.verdict is Verdict.TIMEOUT
     assert "covers everything done for the artifact" in slow.diagnostics[0].message
     assert quick.verdict is Verdict.PASS
+
+
+def test_the_kits_reading_of_an_artifact_stops_at_the_checks_deadline(settings, monkeypatch):
+    register_test_prover(monkeypatch, "slow-reader", check=read_slowly)
+    with Checker(settings.model_copy(update={"timeout": 1})) as checker:
+        result = checker.check_one(CheckRequest(prover="slow-reader", name="big", content="x"))
+    assert result.verdict is Verdict.TIMEOUT
+    message = result.diagnostics[0].message
+    assert "ran out while the kit read the artifact (read 0 of 1 characters)" in message
+    assert result.provenance.wall_ms < (1 + KIT_GRACE_S) * 1000 + 2000
 
 
 def test_a_server_boot_is_reported_once_and_is_not_the_checks_time(settings, monkeypatch):

@@ -28,6 +28,7 @@ from runner.check.environment import Environment, Environments
 from runner.check.pool import KIT_GRACE_S, CheckSandboxes, ServerPool
 from runner.check.resolve import resolve
 from runner.check.schedule import Timings
+from runner.core import deadline
 from runner.core.errors import BackendUnavailable, InfraFailure
 from runner.core.messages import Notify
 from runner.core.models import (
@@ -236,11 +237,14 @@ class Checker:
         info: dict[str, JsonValue] = {}
         try:
             try:
-                if len(batch) == 1:
-                    outcomes = [adapter.check(batch[0], run)]
-                else:
-                    assert adapter.check_batch is not None
-                    outcomes = list(adapter.check_batch(batch, run))
+                with deadline.bounded_by(lambda: run.deadline):
+                    if len(batch) == 1:
+                        outcomes = [adapter.check(batch[0], run)]
+                    else:
+                        assert adapter.check_batch is not None
+                        outcomes = list(adapter.check_batch(batch, run))
+            except deadline.OutOfTime as exc:  # the kit's reading of the artifact took its time
+                outcomes = [_read_too_long(batch[0], exc)] if len(batch) == 1 else outcomes
             except ServerTimeout as exc:  # before BackendUnavailable, which it is
                 if len(batch) == 1 and time.monotonic() >= run.deadline - DEADLINE_SLACK_S:
                     outcomes = [_unanswered(batch[0])]  # the artifact used up its own time
@@ -525,6 +529,17 @@ def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome |
     return outcome.model_copy(
         update={"verdict": Verdict.TIMEOUT, "diagnostics": [Diagnostic(message=message)]}
     )
+
+
+def _read_too_long(request: ResolvedRequest, exc: deadline.OutOfTime) -> Outcome:
+    """The kit's own reading of the artifact (a lexer, before anything ran) used up the check's
+    budget: the artifact's timeout, as any other work done for it."""
+    limit = request.limits.timeout_s
+    message = (
+        f"the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit) ran out while the kit "
+        f"read the artifact ({exc}): the limit covers the kit's own work"
+    )
+    return Outcome(verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)])
 
 
 def _unanswered(request: ResolvedRequest) -> Outcome:

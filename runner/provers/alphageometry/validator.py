@@ -15,8 +15,11 @@ finds those (and, should an earlier clause never draw, AlphaGeometry never reach
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+from runner.core import deadline
 from runner.provers.alphageometry import definitions
 from runner.provers.alphageometry.definitions import Definition
 
@@ -88,6 +91,18 @@ def validate(line: str, defs: dict[str, Definition] | None = None) -> Fault | No
     return None
 
 
+T = TypeVar("T")
+
+
+def _paced(items: Sequence[T], stage: str) -> Iterator[tuple[int, T]]:
+    """(index, item), looking at the check's clock now and then: a problem of a million clauses
+    takes seconds to validate, and the check's time covers that."""
+    for index, item in enumerate(items):
+        if index % deadline.STEPS == deadline.STEPS - 1:
+            deadline.checkpoint(f"validated clause {index} of {len(items)} ({stage})")
+        yield index, item
+
+
 def _fault(cls: str, stage: str, index: int, text: str, reason: str) -> _Found:
     return _Found(Fault(cls, stage, index, text, reason))
 
@@ -105,7 +120,7 @@ def _parse(line: str) -> tuple[list[_Clause], tuple[str, list[str]] | None, int]
             "the problem has more than one ` ? `: AlphaGeometry takes exactly one goal after "
             "a single ` ? `",
         )
-    clauses = [_parse_clause(i, text) for i, text in enumerate(texts)]
+    clauses = [_parse_clause(i, text) for i, text in _paced(texts, "parse")]
     goal = None
     if len(parts) == 2:
         name, *args = parts[1].split(" ")
@@ -158,7 +173,7 @@ def _parse_clause(index: int, text: str) -> _Clause:
 def _rename(clauses: list[_Clause], goal: tuple[str, list[str]] | None, goal_index: int) -> None:
     """AlphaGeometry renames points in order: an argument naming no earlier point is a KeyError."""
     defined: set[str] = set()
-    for clause in clauses:
+    for _, clause in _paced(clauses, "rename"):
         defined.update(clause.points)
         for name, args in clause.constructions:
             for arg in args:
@@ -201,7 +216,7 @@ def _setup(
     goal_index: int,
     defs: dict[str, Definition],
 ) -> None:
-    for clause in clauses:
+    for _, clause in _paced(clauses, "setup"):
         _setup_clause(clause, defs)
     if goal is None:
         return
@@ -285,7 +300,7 @@ def _setup_clause(clause: _Clause, defs: dict[str, Definition]) -> None:
 def _draw(clauses: list[_Clause], defs: dict[str, Definition]) -> None:
     """Graph.add_clause: a construction's preconditions and sketch read points drawn before it."""
     drawn: set[str] = set()
-    for clause in clauses:
+    for _, clause in _paced(clauses, "draw"):
         for name, args in clause.constructions:
             definition = defs[name]
             if len(args) != len(definition.args):

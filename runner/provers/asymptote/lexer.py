@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from runner.core import deadline
 from runner.provers.common.lexing import c_like_code
 
 KEYWORDS = frozenset(
@@ -157,6 +158,10 @@ OPERATOR_NAMES = sorted(
     reverse=True,
 )
 NEWLINE = re.compile(r"\\?(?:\r\n|\n|\r)")  # camp.l's ENDL: a backslash before it is dropped
+NEWLINE_STARTS = frozenset("\\\r\n")
+BLANKS = re.compile(r"[ \t]+")
+SPACE_RUN = re.compile(r" +")
+WHITE_RUN = re.compile(r"[ \t\r\n]+")
 LINE_END = re.compile(r"\r\n|\n|\r")  # asy's line ends (str.splitlines knows more: U+2028, ...)
 BETWEEN_LITERALS = re.compile(r"(?:[ \t]|\\?(?:\r\n|\n|\r))*")
 C_ESCAPES = {
@@ -198,7 +203,8 @@ class Token:
 
 
 def tokenize(source: str) -> list[Token]:
-    """asy's tokens of `source`; raises Unreadable where the C-like scan reads it otherwise."""
+    """asy's tokens of `source`; raises Unreadable where the C-like scan reads it otherwise (and
+    deadline.OutOfTime when the check's time runs out first)."""
     reader = _Reader(source)
     tokens = reader.read()
     _agree_with_c_like_scan(source, reader.quiet)
@@ -229,16 +235,20 @@ class _Reader:
 
     def read(self) -> list[Token]:
         source, n, i = self.source, len(self.source), 0
+        steps = 0
         while i < n:
+            steps += 1
+            if steps % deadline.STEPS == 0:
+                deadline.checkpoint(f"asy's tokens read up to character {i} of {n}")
             char = source[i]
             if char in " \t":
-                i += 1
-            elif newline := NEWLINE.match(source, i):
+                i = BLANKS.match(source, i).end()  # type: ignore[union-attr]
+            elif char in NEWLINE_STARTS and (newline := NEWLINE.match(source, i)):
                 i = newline.end()
-            elif source.startswith("//", i):
+            elif char == "/" and source.startswith("//", i):
                 end = source.find("\n", i)
                 i = self._quiet(i, n if end < 0 else end)
-            elif source.startswith("/*", i):
+            elif char == "/" and source.startswith("/*", i):
                 end = source.find("*/", i + 2)
                 i = self._quiet(i, n if end < 0 else end + 2)
             elif char in "\"'":
@@ -258,6 +268,9 @@ class _Reader:
 
     def _number_or_operator(self, i: int) -> int:
         source = self.source
+        if source[i] not in NUMBER_STARTS and (operator := OPERATOR.match(source, i)):
+            self.tokens.append(Token("op", operator[0], i, operator.end()))  # no number rival
+            return operator.end()
         end, kind = i, "invalid"
         if source[i] in NUMBER_STARTS:
             for rule in NUMBERS:
@@ -341,10 +354,23 @@ def _escape(source: str, i: int, quote: str) -> tuple[str, int]:
 
 
 def _agree_with_c_like_scan(source: str, quiet: bytearray) -> None:
+    """Every character but white space is comment or string to both readings, or to neither.
+    The C-like scan blanks exactly its comments and strings to spaces; both marks are compared
+    as byte strings, run by run, never a character at a time."""
     blanked = c_like_code(source)
-    for offset, (char, scanned) in enumerate(zip(source, blanked, strict=True)):
-        if char in " \t\r\n":
-            continue
-        if bool(quiet[offset]) != (scanned != char):
-            what = "comment or string" if quiet[offset] else "code"
-            raise Unreadable(offset, f"asy reads this as {what}, a C-like reading does not")
+    scanned = bytearray(len(source))  # 1: the C-like scan blanked this character
+    for run in SPACE_RUN.finditer(blanked):
+        scanned[run.start() : run.end()] = b"\1" * (run.end() - run.start())
+    for run in WHITE_RUN.finditer(source):  # white space reads alike either way: not compared
+        scanned[run.start() : run.end()] = quiet[run.start() : run.end()]
+    if scanned == quiet:
+        return
+    low, high = 0, len(source)  # the first difference is in [low, high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if scanned[low:middle] != quiet[low:middle]:
+            high = middle
+        else:
+            low = middle
+    what = "comment or string" if quiet[low] else "code"
+    raise Unreadable(low, f"asy reads this as {what}, a C-like reading does not")

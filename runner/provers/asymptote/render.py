@@ -126,6 +126,7 @@ class Render:
     done: Completed
     diagnostics: list[Diagnostic]
     data: bytes | None = None
+    started: bool = True  # asy ran (the check's time did not run out before it)
     missing: str | None = None  # why there is no render although asy exited 0
 
 
@@ -168,19 +169,25 @@ def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: flo
     argv = ["sh", "-c", PREPARE, "sh", directory, fmt, *FIXED_CLOCK, *ASY, *ENGINE_FOR.get(fmt, ())]
     argv += ["-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE]
     done = sandbox.run(argv, timeout_s=timeout, env=RUN_ENV)
-    _require_fixed_clock(sandbox, done)
+    started = _require_fixed_clock(sandbox, done)
     result = Render(done=done, diagnostics=asy_diagnostics.parse(done.text, source, SOURCE))
+    result.started = started
     if done.ok:
         result.data, result.missing = _taken(sandbox, directory, fmt)
     return result
 
 
-def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> None:
-    """The probe PREPARE ran before asy: the machine's failure, never the diagram's."""
+def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> bool:
+    """Whether asy started: the probe PREPARE runs before it found the clock frozen. A probe
+    that did not run, or found the clock moving, is the machine's failure, never the diagram's,
+    unless the check's time ran out first (the kit's reading of a large file counts against it):
+    a timeout, which artifact_outcome reports."""
     try:
         said = sandbox.read_file(f"{KIT}/clock").decode(errors="replace").strip()
     except FileNotFoundError:
-        how = "it timed out" if done.timed_out else f"exit {done.exit_code}"
+        if done.timed_out:
+            return False
+        how = f"exit {done.exit_code}"
         lines = done.stderr.decode(errors="replace").strip().splitlines()
         raise InfraFailure(
             f"the sandbox never reached asy's clock probe ({how}"
@@ -191,6 +198,7 @@ def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> None:
             "asy must run under a fixed clock, and libfaketime is not installed here "
             "(Debian: apt-get install faketime); the asymptote image has it"
         )
+    return True
 
 
 def _taken(sandbox: Sandbox, directory: str, fmt: str) -> tuple[bytes | None, str | None]:
@@ -228,6 +236,10 @@ def _read(sandbox: Sandbox, relpath: str) -> bytes | None:
 def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
     done, diagnostics = artifact.done, list(artifact.diagnostics)
     details: dict[str, JsonValue] = {}
+    if done.timed_out and not artifact.started:
+        message = "the check's time ran out before asy started (the kit's work counts against it)"
+        diagnostics.append(Diagnostic(message=message))
+        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
     if done.timed_out:
         diagnostics.append(Diagnostic(message=f"asy did not finish within {timeout:g} s"))
         return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)

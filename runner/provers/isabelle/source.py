@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from runner.core import deadline
 from runner.provers.common.lexing import position
 from runner.provers.common.verdicts import Refusal
 
@@ -68,16 +69,26 @@ class LexError(ValueError):
         self.offset = offset
 
 
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_'.]*")
+SPACES = re.compile(r"\s+")
+# after the opening quote, to the closing one (a backslash takes the next character)
+QUOTED_REST = {quote: re.compile(rf"(?:[^{quote}\\]|\\[\s\S])*{quote}") for quote in '"`'}
+
+
 def tokens(source: str) -> list[Token]:
     """Outer-syntax words (identifiers, long names, keywords like `[[`), literals dropped."""
     for symbol, glyph in SYMBOLS.items():
         source = source.replace(symbol, glyph + " " * (len(symbol) - 1))
     found: list[Token] = []
     i, n = 0, len(source)
+    steps = 0
     while i < n:
+        steps += 1
+        if steps % deadline.STEPS == 0:
+            deadline.checkpoint(f"Isabelle's tokens read up to character {i} of {n}")
         c = source[i]
         if c.isspace():
-            i += 1
+            i = SPACES.match(source, i).end()  # type: ignore[union-attr]
         elif source.startswith("(*", i):
             i = _nested_end(source, i, "(*", "*)", "comment")
         elif c == "‹":
@@ -89,11 +100,9 @@ def tokens(source: str) -> list[Token]:
             i = end + 2
         elif c in '"`':
             i = _quoted_end(source, i)
-        elif c.isalpha() or c == "_":
-            m = re.match(r"[A-Za-z_][A-Za-z0-9_'.]*", source[i:])
-            assert m is not None
+        elif m := WORD.match(source, i):  # where it starts: a copy of the rest is quadratic
             found.append(Token(m.group(0).rstrip("."), i))
-            i += m.end()
+            i = m.end()
         elif source.startswith("[[", i):
             found.append(Token("[[", i))
             i += 2
@@ -104,31 +113,20 @@ def tokens(source: str) -> list[Token]:
 
 
 def _nested_end(source: str, start: int, opening: str, closing: str, what: str) -> int:
-    depth, i = 0, start
-    while i < len(source):
-        if source.startswith(opening, i):
-            depth += 1
-            i += len(opening)
-        elif source.startswith(closing, i):
-            depth -= 1
-            i += len(closing)
-            if depth == 0:
-                return i
-        else:
-            i += 1
+    depth = 0
+    marks = re.compile(f"{re.escape(opening)}|{re.escape(closing)}")
+    for mark in marks.finditer(source, start):
+        depth += 1 if mark[0] == opening else -1
+        if depth == 0:
+            return mark.end()
     raise LexError(f"unterminated {what}", start)
 
 
 def _quoted_end(source: str, start: int) -> int:
-    quote, i = source[start], start + 1
-    while i < len(source):
-        if source[i] == "\\":
-            i += 2
-        elif source[i] == quote:
-            return i + 1
-        else:
-            i += 1
-    raise LexError("unterminated string", start)
+    end = QUOTED_REST[source[start]].match(source, start + 1)
+    if end is None:
+        raise LexError("unterminated string", start)
+    return end.end()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from runner.core import deadline
 from runner.provers.common.lexing import position
 from runner.provers.common.verdicts import Refusal
 
@@ -76,14 +77,30 @@ def _ident_rest(c: str) -> bool:
     return _ident_start(c) or c.isdigit() or c in "'!?" or _subscript(c)
 
 
+# Matched where they start (`pattern.match(source, i)`), never on a copy of the rest of the
+# source: a copy per token made a 10 MB file take minutes.
+RAW_STRING_START = re.compile(r'r(#*)"')
+NUMBER = re.compile(
+    r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9_]+(\.[0-9]+)?([eE][-+]?[0-9]+)?"
+)
+SPACES = re.compile(r"\s+")
+COMMENT_MARK = re.compile(r"/-|-/")  # nesting comments: each opening and closing, in order
+STRING_REST = re.compile(r'(?:[^"\\]|\\[\s\S])*"')  # after the opening quote, to the closing one
+CHAR_LITERAL = re.compile(r"'(\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'")
+
+
 def tokens(source: str) -> list[Token]:
     """Lean 4 tokens of `source`, comments dropped. Raises LexError on an unclosed literal."""
     found: list[Token] = []
     i, n = 0, len(source)
+    steps = 0
     while i < n:
+        steps += 1
+        if steps % deadline.STEPS == 0:
+            deadline.checkpoint(f"Lean's tokens read up to character {i} of {n}")
         c = source[i]
         if c.isspace():
-            i += 1
+            i = SPACES.match(source, i).end()  # type: ignore[union-attr]
         elif source.startswith("--", i):
             end = source.find("\n", i)
             i = n if end < 0 else end
@@ -93,7 +110,7 @@ def tokens(source: str) -> list[Token]:
             end = _string_end(source, i + 1)
             found.append(Token("string", source[i:end], i))
             i = end
-        elif c == "r" and re.match(r'r#*"', source[i:]):
+        elif c == "r" and RAW_STRING_START.match(source, i):
             end = _raw_string_end(source, i)
             found.append(Token("string", source[i:end], i))
             i = end
@@ -125,11 +142,8 @@ def tokens(source: str) -> list[Token]:
                 found.append(Token("ident", source[i:end], i, parts))
                 i = end
         elif c.isdigit():
-            m = re.match(
-                r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9_]+(\.[0-9]+)?([eE][-+]?[0-9]+)?",
-                source[i:],
-            )
-            end = i + (m.end() if m else 1)
+            m = NUMBER.match(source, i)
+            end = m.end() if m else i + 1
             found.append(Token("number", source[i:end], i))
             i = end
         else:
@@ -139,35 +153,23 @@ def tokens(source: str) -> list[Token]:
 
 
 def _comment_end(source: str, start: int) -> int:
-    depth, i = 0, start
-    while i < len(source):
-        if source.startswith("/-", i):
-            depth += 1
-            i += 2
-        elif source.startswith("-/", i):
-            depth -= 1
-            i += 2
-            if depth == 0:
-                return i
-        else:
-            i += 1
+    depth = 0
+    for mark in COMMENT_MARK.finditer(source, start):
+        depth += 1 if mark[0] == "/-" else -1
+        if depth == 0:
+            return mark.end()
     raise LexError("unterminated comment", start)
 
 
 def _string_end(source: str, i: int) -> int:
-    start = i - 1
-    while i < len(source):
-        if source[i] == "\\":
-            i += 2
-        elif source[i] == '"':
-            return i + 1
-        else:
-            i += 1
-    raise LexError("unterminated string literal", start)
+    end = STRING_REST.match(source, i)
+    if end is None:
+        raise LexError("unterminated string literal", i - 1)
+    return end.end()
 
 
 def _raw_string_end(source: str, start: int) -> int:
-    hashes = len(re.match(r"r(#*)", source[start:]).group(1))  # type: ignore[union-attr]
+    hashes = len(RAW_STRING_START.match(source, start)[1])  # type: ignore[index]
     closing = '"' + "#" * hashes
     end = source.find(closing, start + 2 + hashes)
     if end < 0:
@@ -178,8 +180,8 @@ def _raw_string_end(source: str, start: int) -> int:
 def _char_literal_end(source: str, i: int) -> int | None:
     if i > 0 and _ident_rest(source[i - 1]):
         return None  # x' is part of an identifier
-    m = re.match(r"'(\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^\\'\n])'", source[i:])
-    return i + m.end() if m else None
+    m = CHAR_LITERAL.match(source, i)
+    return m.end() if m else None
 
 
 def _identifier(source: str, i: int) -> tuple[int, tuple[str, ...]]:

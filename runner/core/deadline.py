@@ -1,0 +1,45 @@
+"""The deadline of the check this thread is working on, for the kit's own work in this process.
+
+A check's one budget covers everything done for the artifact (runner.check.pool), and sandbox
+commands and server reads are cut at its deadline. Reading the artifact in Python (an adapter's
+lexer, before anything runs) cannot be cut from outside: a 10 MB file takes such a reader
+seconds to minutes. So the checker sets the deadline here around each check, and long readers
+call `checkpoint()` every few thousand steps: past the deadline it raises OutOfTime, which the
+checker reports as the check's timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+# A function, not a number: a check's deadline moves on when a server boots during it (a boot
+# is not the check's time).
+_deadline: ContextVar[Callable[[], float] | None] = ContextVar("prooflock_deadline", default=None)
+
+STEPS = 4096  # a reader's steps between two looks at the clock (a few ms of work)
+
+
+class OutOfTime(Exception):
+    """The check's deadline passed while the kit was reading its artifact."""
+
+
+@contextmanager
+def bounded_by(deadline: Callable[[], float]) -> Iterator[None]:
+    """Work in this thread, until the block ends, is the check's whose deadline (in
+    time.monotonic()'s terms) `deadline()` says."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def checkpoint(what: str) -> None:
+    """Raise OutOfTime when the current check's deadline has passed; `what` says how far the
+    reading got (it ends up in the timeout's message)."""
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline():
+        raise OutOfTime(what)
