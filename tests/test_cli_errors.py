@@ -157,3 +157,21 @@ def test_every_flag_has_help_and_commands_have_examples(cli):
         assert "OPT_" not in done.stdout and "thin commands" not in done.stdout
     top = cli("--help").stdout
     assert "start here" in top and "exit codes" in top
+
+
+def test_a_request_that_is_not_unicode_text_is_refused_where_it_is_made():
+    # A str from Python code can hold a lone surrogate (or come from surrogateescape): it has no
+    # UTF-8 form to hash, store or hand a prover, so the request is invalid, not a crash later.
+    from pydantic import ValidationError
+
+    from runner.core.models import CheckRequest
+
+    for fields in (
+        {"content": "Lemma a : True.\ud800"},
+        {"content": "", "name": "a\udcff.v"},
+        {"content": "", "options": {"note": "\ud800"}},
+    ):
+        request = {"prover": "rocq", "name": "a.v", **fields}
+        with pytest.raises(ValidationError, match="(?i)unicode"):
+            CheckRequest(**request)
+    assert CheckRequest(prover="rocq", name="a.v", content="Lemma α : True.").digest()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runner.core.canonical import canonical_bytes, digest
 
@@ -49,6 +49,13 @@ class Target(BaseModel):
     requires: tuple[str, ...] = ()
 
 
+def _canonical_or_value_error(value: JsonValue) -> None:
+    try:
+        canonical_bytes(value)
+    except TypeError as exc:  # orjson: a str that is not UTF-8 text (a lone surrogate)
+        raise ValueError(f"not valid Unicode text ({exc})") from None
+
+
 class CheckRequest(BaseModel):
     """One artifact to check. Unset limits are filled from settings before hashing."""
 
@@ -68,8 +75,15 @@ class CheckRequest(BaseModel):
     @field_validator("options")
     @classmethod
     def _options_are_canonical(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        canonical_bytes(value)  # raises NotCanonical (a ValueError) on floats
+        _canonical_or_value_error(value)  # NotCanonical (a ValueError) on floats
         return value
+
+    @model_validator(mode="after")
+    def _text_is_unicode(self) -> CheckRequest:
+        """Every string must be UTF-8 text: a lone surrogate (a str from Python code or a
+        decoder's surrogateescape) cannot be hashed, stored or sent to a prover."""
+        _canonical_or_value_error(self.record())
+        return self
 
     def digest(self) -> str:
         return digest(self.record())

@@ -79,12 +79,9 @@ class Sentence:
         return command_of(self.code)[0]
 
 
-def sentences(content: str) -> list[Sentence]:
-    """The file's sentences: each ends at a `.` followed by a blank or the end (not `..`)."""
-    return list(_sentences_of(coq_code(content)))
-
-
 def _sentences_of(code: str) -> Iterator[Sentence]:
+    """The sentences of blanked code: each ends at a `.` followed by a blank or the end (not
+    `..`)."""
     start = 0
     for stop in _SENTENCE_END.finditer(code):
         chunk = code[start : stop.end()]
