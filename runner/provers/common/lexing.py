@@ -48,7 +48,7 @@ def coq_code(source: str) -> str:
     depth = copied = at = 0
     while (token := _COQ_TOKEN.search(source, at)) is not None:
         kind, start = token[0], token.start()
-        if kind == "*)" and not depth:  # not a comment's end outside one: plain code
+        if kind == "*)" and not depth:  # outside a comment, `*)` is plain code
             at = token.end()
             continue
         out.append(_blanked(source[copied:start]) if depth else source[copied:start])
