@@ -97,10 +97,9 @@ T = TypeVar("T")
 def _paced(items: Sequence[T], stage: str) -> Iterator[tuple[int, T]]:
     """(index, item), looking at the check's clock now and then: a problem of a million clauses
     takes seconds to validate, and the check's time covers that."""
-    for index, item in enumerate(items):
-        if index % deadline.STEPS == deadline.STEPS - 1:
-            deadline.checkpoint(f"validated clause {index} of {len(items)} ({stage})")
-        yield index, item
+    return deadline.paced(
+        items, lambda index: f"validated clause {index} of {len(items)} ({stage})"
+    )
 
 
 def _fault(cls: str, stage: str, index: int, text: str, reason: str) -> _Found:

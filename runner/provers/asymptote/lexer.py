@@ -235,11 +235,9 @@ class _Reader:
 
     def read(self) -> list[Token]:
         source, n, i = self.source, len(self.source), 0
-        steps = 0
+        pacer = deadline.Pacer(lambda: f"asy's tokens read up to character {i} of {n}")
         while i < n:
-            steps += 1
-            if steps % deadline.STEPS == 0:
-                deadline.checkpoint(f"asy's tokens read up to character {i} of {n}")
+            pacer.step()
             char = source[i]
             if char in " \t":
                 i = BLANKS.match(source, i).end()  # type: ignore[union-attr]

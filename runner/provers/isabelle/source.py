@@ -81,11 +81,9 @@ def tokens(source: str) -> list[Token]:
         source = source.replace(symbol, glyph + " " * (len(symbol) - 1))
     found: list[Token] = []
     i, n = 0, len(source)
-    steps = 0
+    pacer = deadline.Pacer(lambda: f"Isabelle's tokens read up to character {i} of {n}")
     while i < n:
-        steps += 1
-        if steps % deadline.STEPS == 0:
-            deadline.checkpoint(f"Isabelle's tokens read up to character {i} of {n}")
+        pacer.step()
         c = source[i]
         if c.isspace():
             i = SPACES.match(source, i).end()  # type: ignore[union-attr]

@@ -93,11 +93,9 @@ def tokens(source: str) -> list[Token]:
     """Lean 4 tokens of `source`, comments dropped. Raises LexError on an unclosed literal."""
     found: list[Token] = []
     i, n = 0, len(source)
-    steps = 0
+    pacer = deadline.Pacer(lambda: f"Lean's tokens read up to character {i} of {n}")
     while i < n:
-        steps += 1
-        if steps % deadline.STEPS == 0:
-            deadline.checkpoint(f"Lean's tokens read up to character {i} of {n}")
+        pacer.step()
         c = source[i]
         if c.isspace():
             i = SPACES.match(source, i).end()  # type: ignore[union-attr]
