@@ -58,8 +58,8 @@ class AlphaGeometryOptions(AdapterOptions):
     )
     logic_errors: Literal["fast", "paper"] = Field(
         "fast",
-        description="fast = bounded diagram sampling (<= 20 s); paper = NL2AGBench's 300 s of "
-        "silence",
+        description="fast = a false goal is found by sampling 5000 diagrams (the timeout bounds "
+        "them); paper = NL2AGBench's 300 s of silence",
         json_schema_extra={"metavar": "RULE"},
     )
     syntax_check: Literal["engine", "validator"] = Field(
