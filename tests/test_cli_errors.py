@@ -175,3 +175,34 @@ def test_a_request_that_is_not_unicode_text_is_refused_where_it_is_made():
         with pytest.raises(ValidationError, match="(?i)unicode"):
             CheckRequest(**request)
     assert CheckRequest(prover="rocq", name="a.v", content="Lemma α : True.").digest()
+
+
+def _tar_of_a_log(size: int) -> bytes:
+    import io  # noqa: PLC0415
+    import random  # noqa: PLC0415
+    import tarfile  # noqa: PLC0415
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        member = tarfile.TarInfo("log.jsonl")
+        member.size = size
+        tar.addfile(member, io.BytesIO(random.Random(0).randbytes(size)))  # gzip cannot shrink it
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("command", ["audit", "replay", "verify-log", "report"])
+def test_what_is_not_a_bundle_or_log_is_named_in_one_line(cli, tmp_path, command):
+    import gzip  # noqa: PLC0415
+
+    extra = ["--out", "report"] if command == "report" else []
+    cases = {
+        "random.tar": (bytes(range(256)) * 40, "not a whole tar file"),
+        "cut.tar": (_tar_of_a_log(100_000)[:20_000], "unexpected end of data"),
+        "cut-gz.tar": (gzip.compress(_tar_of_a_log(100_000))[:50_000], "not a whole tar file"),
+        "notes.log": (b"hello\n", "is not a prooflock checkpoint log"),
+    }
+    if command != "report":  # a report on an empty log is an empty report (test_report.py)
+        cases["empty.log"] = (b"", "empty")
+    for name, (data, says) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert_user_error(cli(command, name, *extra), name, says)

@@ -8,6 +8,7 @@ import contextlib
 import shutil
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,11 @@ class Source:
     log: Path
     bundle: Path | None  # the bundle directory, when the source is one
     remote: str | None = None  # the s3:// bundle the directory was downloaded from
+    given: str | None = None  # what the user named, when `bundle` is a temporary copy of it
 
     @property
     def origin(self) -> str:
-        return str(self.bundle or self.log)
+        return self.given or str(self.bundle or self.log)
 
     @property
     def stores(self) -> list[str]:
@@ -43,7 +45,8 @@ def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
 
         bundle = fetch_to_temp(spec, archives=archives)
         try:
-            yield Source(bundle / BUNDLE_LOG, bundle, spec)
+            with _named_as(bundle, spec):
+                yield Source(bundle / BUNDLE_LOG, bundle, spec, spec)
         finally:
             shutil.rmtree(bundle.parent, ignore_errors=True)
         return
@@ -53,7 +56,8 @@ def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
             bundle = unpack_tar(path, Path(tmp) / "bundle")
             if not (bundle / BUNDLE_LOG).is_file():
                 raise UserError(f"{spec}: a tar without {BUNDLE_LOG} is not a prooflock bundle")
-            yield Source(bundle / BUNDLE_LOG, bundle)
+            with _named_as(bundle, spec):
+                yield Source(bundle / BUNDLE_LOG, bundle, given=spec)
         return
     if path.is_dir():
         if not (path / BUNDLE_LOG).is_file():
@@ -65,17 +69,36 @@ def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
         raise UserError(f"{spec}: no such log or bundle")
 
 
+@contextlib.contextmanager
+def _named_as(copy: Path, given: str) -> Iterator[None]:
+    """A user error about the temporary copy names what the user gave, not a path they never saw."""
+    try:
+        yield
+    except UserError as exc:
+        if str(copy) not in str(exc):
+            raise
+        raise type(exc)(str(exc).replace(str(copy), given)) from None
+
+
 def unpack_tar(tar_path: Path, into: Path) -> Path:
     """A bundle tar as a directory (for audit and replay), refusing unsafe member names."""
-    with tarfile.open(tar_path) as tar:
-        for member in tar.getmembers():
-            if (
-                not member.isfile()
-                or member.name.startswith("/")
-                or ".." in Path(member.name).parts
-            ):
-                raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
-        tar.extractall(into, filter="data")
+    try:
+        with tarfile.open(tar_path) as tar:
+            for member in tar.getmembers():
+                if (
+                    not member.isfile()
+                    or member.name.startswith("/")
+                    or ".." in Path(member.name).parts
+                ):
+                    raise UserError(f"{tar_path}: {member.name!r} is not a bundle file")
+            tar.extractall(into, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error) as exc:  # not a tar, cut short, or damaged
+        reason = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
+        if "could not be opened" in reason:  # tarfile lists every compression it tried
+            reason = "neither a tar nor a compressed tar"
+        raise UserError(
+            f"{tar_path} is not a whole tar file ({reason}); a bundle tar is what `publish` makes"
+        ) from None
     return into
 
 

@@ -25,6 +25,7 @@ from runner.core.errors import UserError
 from runner.core.models import CheckRequest, CheckResult
 
 GENESIS = "0" * 64
+RECORD_KEYS = {"seq", "prev", "kind", "body", "digest"}
 FORMAT = "prooflock-checkpoint/1"
 
 
@@ -128,6 +129,32 @@ def inspect_chain(path: Path) -> ChainReport:
     return verify_bytes(path, data)
 
 
+def inspect_log(path: Path) -> ChainReport:
+    """inspect_chain for a command that reads a finished or cut log (verify-log, audit, replay,
+    report): a file of another kind is refused in one line, saying so. An empty log (a run
+    killed before its header) and a tampered chain are the caller's to report."""
+    chain = inspect_chain(path)
+    if chain.records or (chain.broken_at is None and not chain.torn_tail):
+        return chain
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 20).rstrip(b"\n")  # a line, or a MiB of a file with none
+    if not _could_start_a_record(first):
+        reason = f" (line 1: {chain.problem})" if chain.problem else ""
+        raise CheckpointError(f"{path} is not a prooflock checkpoint log{reason}")
+    return chain
+
+
+def _could_start_a_record(line: bytes) -> bool:
+    """Whether a log's first line is a record, or may be one cut short or zeroed by a crash."""
+    if not line.strip(b"\x00"):
+        return True
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return line.startswith(b'{"body":')  # a canonical record's first bytes (sorted keys)
+    return isinstance(value, dict) and set(value) == RECORD_KEYS
+
+
 def verify_bytes(path: Path, data: bytes) -> ChainReport:
     report = ChainReport(path)
     lines = data.split(b"\n")
@@ -166,7 +193,7 @@ def _check_line(raw: bytes, seq: int, prev: str) -> str | None:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return "not valid JSON"
-    if not isinstance(record, dict) or set(record) != {"seq", "prev", "kind", "body", "digest"}:
+    if not isinstance(record, dict) or set(record) != RECORD_KEYS:
         return "not a checkpoint record"
     if record["seq"] != seq:
         return f"sequence number {record['seq']!r}, expected {seq} (a record was removed or moved)"

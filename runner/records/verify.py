@@ -25,7 +25,7 @@ from runner.core.canonical import digest
 from runner.core.errors import NotTrusted, UserError, explain
 from runner.images.lock import ImagesLock
 from runner.records.attest import ReproductionReport, read_reports
-from runner.records.checkpoint import ChainReport, inspect_chain, latest_results, recorded_runs
+from runner.records.checkpoint import ChainReport, inspect_log, latest_results, recorded_runs
 from runner.records.layout import BUNDLE_LOCK, BUNDLE_LOG, SIGNATURE, STATEMENT
 from runner.records.signing import (
     UNSIGNED,
@@ -46,7 +46,6 @@ from runner.records.statement import (
 )
 
 OK, PROBLEM, NOTE = "ok", "problem", "note"
-RECORD_START = b'{"body":'  # a canonical record's first bytes (sorted keys)
 
 
 @dataclass
@@ -125,13 +124,11 @@ class Verification:
 
 def verify_log(log: Path, origin: str | None = None) -> Verification:
     """A log's own checks: chain, completeness, each record's digests, the requests digest."""
-    chain = inspect_chain(log)
+    chain = inspect_log(log)
     if not chain.records and chain.ok:
-        raise UserError(f"{log}: an empty file is not a checkpoint log")
-    if chain.broken_at == 1 and chain.problem in ("not valid JSON", "not a checkpoint record"):
-        with log.open("rb") as handle:
-            if not handle.read(len(RECORD_START)).startswith(RECORD_START):
-                raise UserError(f"{log} is not a prooflock checkpoint log")
+        if chain.torn_tail:
+            raise UserError(f"{log}: its only record was cut short by a crash: nothing to verify")
+        raise UserError(f"{log} is empty: a checkpoint log holds at least its header")
     found = Verification(origin or str(log), chain, None)
     found.add("chain", chain.ok, chain.describe())
     if not chain.ok:

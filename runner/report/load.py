@@ -14,12 +14,11 @@ import orjson
 
 from runner.core.errors import UserError
 from runner.core.models import CheckRequest, CheckResult
-from runner.records.checkpoint import inspect_chain, recorded_runs
+from runner.records.checkpoint import inspect_log, recorded_runs
 from runner.records.layout import BUNDLE_LOG
 from runner.report.blobs import BlobStore
 from runner.report.text import visible
 
-RECORD_KEYS = {"seq", "prev", "kind", "body", "digest"}
 BUNDLE_BLOBS = Path("blobs") / "sha256"
 BUNDLE_LOCK = "images.lock.json"
 BUNDLE_STATEMENT = "statement.intoto.json"
@@ -69,13 +68,9 @@ def _load_bundle(directory: Path) -> LoadedRun:
 def _load_log(
     source: Path, log: Path, kind: Literal["log", "bundle"], renders: BlobStore
 ) -> LoadedRun:
-    chain = inspect_chain(log)  # a missing or unreadable file is already a UserError
+    chain = inspect_log(log)  # a missing, unreadable, empty or foreign file: a UserError
     if not chain.ok:
-        if chain.broken_at == 1 and not _looks_like_record(log):
-            raise UserError(f"{log} is not a prooflock checkpoint log (line 1: {chain.problem})")
         raise UserError(f"refusing to report on a tampered checkpoint: {chain.describe()}")
-    if not chain.records and chain.torn_tail and not _could_be_torn_record(chain.torn_tail):
-        raise UserError(f"{log} is not a prooflock checkpoint log (it holds no record)")
     problems: list[str] = []
     if chain.torn_tail:
         problems.append(
@@ -95,29 +90,6 @@ def _load_log(
             "(the run did not finish)"
         )
     return LoadedRun(source, kind, log, header, runs, renders, problems=problems)
-
-
-def _could_be_torn_record(tail: bytes) -> bool:
-    """Whether a log's only line may be a record cut short by a crash (not some other file)."""
-    line = tail.rstrip(b"\n")
-    if not line.strip(b"\x00"):
-        return True  # zero-filled by a crash
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return line.startswith(b"{")  # a record's first bytes
-    return isinstance(value, dict) and set(value) == RECORD_KEYS
-
-
-def _looks_like_record(log: Path) -> bool:
-    """Whether the first line is a checkpoint record at all (edited) rather than something else."""
-    with log.open("rb") as handle:
-        first = handle.readline(1 << 20)  # a line, or the first MiB of a file without one
-    try:
-        value = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(value, dict) and set(value) == RECORD_KEYS
 
 
 def _runs(records: list[dict[str, Any]], problems: list[str]) -> list[Run]:

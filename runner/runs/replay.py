@@ -21,7 +21,7 @@ from runner.check.checker import Checker
 from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.records.bundles import load_missing_images
-from runner.records.checkpoint import ChainReport, inspect_chain, recorded_runs
+from runner.records.checkpoint import ChainReport, inspect_log, recorded_runs
 from runner.records.verify import statement_problems
 from runner.runs.resumable import Executor
 
@@ -248,7 +248,7 @@ def compare_across(index: int, recorded: CheckResult, other: CheckResult, line: 
 
 def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, CheckResult]]]:
     """A log's chain and final (request, result) pairs, refusing a tampered or empty log."""
-    chain = inspect_chain(log)
+    chain = inspect_log(log)
     if not chain.ok:
         raise UserError(f"cannot replay a tampered checkpoint: {chain.describe()}")
     runs = list(recorded_runs(chain.records))
