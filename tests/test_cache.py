@@ -43,3 +43,17 @@ def test_changing_an_environment_input_misses(settings, monkeypatch):
         new_adapter = checker.check_one(request())
     assert not new_adapter.provenance.cached
     assert new_adapter.environment["adapter_version"].endswith("-changed")
+
+
+def test_a_verdict_judged_by_older_rules_is_not_served_though_the_environment_is_the_same(
+    settings, monkeypatch
+):
+    with Checker(settings) as checker:
+        before = checker.check_one(request())
+    rocq = provers.get("rocq")
+    registered_only_for_this_test(monkeypatch, replace(rocq, rules=rocq.rules + "-fixed"))
+    with Checker(settings) as checker:
+        after = checker.check_one(request())
+        again = checker.check_one(request())
+    assert not after.provenance.cached and after.env_key == before.env_key
+    assert again.provenance.cached

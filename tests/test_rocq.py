@@ -332,3 +332,28 @@ def test_a_worker_that_dies_and_a_control_that_fails_is_an_infra_error(settings,
     monkeypatch.setattr(control, "control_passes", lambda sandboxes: False)
     result = run_itp("rocq", "Lemma t : True.\nProof. exact I. Qed.\n", settings=settings)
     assert result.verdict is Verdict.INFRA_ERROR
+
+
+def test_definitional_uip_is_an_assumption_read_from_print_assumptions():
+    checker = report.read_checker(CHECKER_OUTPUT)
+    printed = (
+        "Axioms:\nArtifact.magic : forall P : Prop, P\nArtifact.seq relies on definitional UIP.\n"
+    )
+    assert report.read_assumptions(printed, checker) == {"Artifact.magic"}
+    audit = report.Audit(checker, roots=["Artifact.magic"], used={"Artifact.magic"})
+    assert "Artifact.seq (definitional UIP)" in report.assumptions(audit)
+
+
+def test_a_uip_proof_is_never_a_pass_even_past_the_refusal(settings, monkeypatch):
+    """The refusal reads the text; the re-check's evidence must stop the proof on its own."""
+    from runner import Checker  # noqa: PLC0415
+    from tests.support.rocq_cheats import UIP_PROVES_K  # noqa: PLC0415
+
+    monkeypatch.setattr(source, "refusals", lambda content: [])
+    request = CheckRequest(
+        prover="rocq", name="k.v", content="Set Definitional UIP.\n" + UIP_PROVES_K
+    )
+    with Checker(settings.model_copy(update={"cache": False})) as checker:
+        result = checker.check_one(request, cold=True)
+    assert result.verdict is Verdict.AXIOM, (result.verdict, result.diagnostics)
+    assert "Artifact.seq (definitional UIP)" in result.assumptions

@@ -24,14 +24,18 @@ CACHEABLE = {
 
 
 class ResultCache:
+    """`rules` is the adapter's revision of the kit's judgement (ProverAdapter.rules): a result
+    judged by older rules is not reused, though its environment key is the same."""
+
     def __init__(self, root: Path):
         self.root = root
 
-    def _path(self, env_key: str, request_digest: str) -> Path:
-        return self.root / env_key[:2] / env_key / f"{request_digest}.json"
+    def _path(self, env_key: str, request_digest: str, rules: str) -> Path:
+        name = f"{request_digest}.{rules}.json" if rules else f"{request_digest}.json"
+        return self.root / env_key[:2] / env_key / name
 
-    def get(self, env_key: str, request_digest: str) -> CheckResult | None:
-        path = self._path(env_key, request_digest)
+    def get(self, env_key: str, request_digest: str, rules: str = "") -> CheckResult | None:
+        path = self._path(env_key, request_digest, rules)
         try:
             result = CheckResult.model_validate_json(path.read_bytes())
         except (OSError, ValidationError, ValueError):
@@ -40,10 +44,10 @@ class ResultCache:
             return None
         return result
 
-    def put(self, result: CheckResult) -> None:
+    def put(self, result: CheckResult, rules: str = "") -> None:
         if result.verdict not in CACHEABLE or result.provenance.cached:
             return
-        path = self._path(result.env_key, result.request_digest)
+        path = self._path(result.env_key, result.request_digest, rules)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

@@ -147,7 +147,7 @@ class Checker:
                 outcome = infra_error(str(exc))
             else:
                 if attempts == 1 and self.cache is not None and not cold:
-                    hit = self.cache.get(environment.key, resolved.digest)
+                    hit = self.cache.get(environment.key, resolved.digest, resolved.adapter.rules)
                     if hit is not None:
                         return _from_cache(hit, resolved)
                 outcome, worker_kind, worker_info = self._attempt(resolved, cold)
@@ -167,7 +167,7 @@ class Checker:
         if warm and not cold and canary_selects(request.digest, self.settings.canary):
             result = self._canary(request, result)
         if self.cache is not None and not cold:
-            self.cache.put(result)
+            self.cache.put(result, request.adapter.rules)
         self.timings.add(request.adapter.name, outcome.cpu_ms, len(request.content))
         self._keep(outcome)
         return result
@@ -175,7 +175,11 @@ class Checker:
     def cached(self, request: ResolvedRequest) -> tuple[Environment, CheckResult | None]:
         """The request's environment and its cached result, if any (BackendUnavailable raises)."""
         environment = self.environments.of(request)
-        hit = self.cache.get(environment.key, request.digest) if self.cache is not None else None
+        hit = (
+            self.cache.get(environment.key, request.digest, request.adapter.rules)
+            if self.cache is not None
+            else None
+        )
         return environment, _from_cache(hit, request) if hit is not None else None
 
     def _install_dir(self, request: ResolvedRequest) -> Path:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -130,6 +132,10 @@ def read_text(path: str) -> str:
         except UnicodeDecodeError:
             raise UserError("stdin: not UTF-8 text") from None
     try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+            # a device (/dev/zero) may never end; a pipe is read (`check <(generate)`)
+            raise UserError(f"{path}: a device or socket, not a file (`-` reads stdin)")
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None

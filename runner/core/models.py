@@ -65,8 +65,10 @@ class CheckRequest(BaseModel):
     mode: str | None = None  # None: the prover's default mode (its first)
     name: str = Field(min_length=1)
     content: str
-    timeout: int | None = Field(default=None, ge=1, description="seconds")
-    memory_mb: int | None = Field(default=None, ge=64)
+    # Bounds far past any real check, so that a typo is bad input, not a clock or a cgroup
+    # overflowing in the kit (an infra error): 30 days, and 1 PiB.
+    timeout: int | None = Field(default=None, ge=1, le=30 * 86_400, description="seconds")
+    memory_mb: int | None = Field(default=None, ge=64, le=1 << 30)
     allowed_axioms: tuple[str, ...] = ()
     options: dict[str, JsonValue] = Field(default_factory=dict)
     target: Target | None = None

@@ -17,8 +17,8 @@ class Settings(BaseSettings):
     cache: bool = True
     backend: Literal["auto", "docker", "local"] = "auto"
     isolation: Literal["strict", "warm"] = "strict"
-    timeout: int = Field(default=60, ge=1, description="seconds per check")
-    memory_mb: int = Field(default=4096, ge=64)
+    timeout: int = Field(default=60, ge=1, le=30 * 86_400, description="seconds per check")
+    memory_mb: int = Field(default=4096, ge=64, le=1 << 30)
     max_artifact_mb: float = Field(
         default=10, gt=0, description="an artifact larger than this is refused before any work"
     )

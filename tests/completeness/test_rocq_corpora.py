@@ -57,6 +57,20 @@ ORDINARY = {
         "Fail Fail Lemma real : True.\nLemma real : True.\nProof. exact I. Qed.\n"
     ),
     "rewinds.v": "Definition a := 1.\nReset a.\nDefinition a := 2.\nLemma two : a = 2.\nProof. reflexivity. Qed.\n",
+    # Words the kit reads, used as names: only a command `Abort` drops a theorem.
+    "abort-as-a-name.v": (
+        "Definition Abort := 0.\nLemma uses_it : Abort = 0.\nProof. reflexivity. Qed.\n"
+        "Inductive Admit := Obligations.\nLemma one : forall a : Admit, a = Obligations.\n"
+        "Proof. intros []. reflexivity. Qed.\n"
+    ),
+    # `...` ends a sentence after a tactic under `Proof with`; `..` in a recursive notation ends
+    # none.
+    "proof-with-dots.v": (
+        "Require Import List.\nImport ListNotations.\n"
+        "Lemma both : True /\\ True.\nProof with auto. split... Qed.\n"
+        'Notation "[[ x ; .. ; y ]]" := (cons x .. (cons y nil) ..).\n'
+        "Lemma l : length [[1 ; 2 ; 3]] = 3.\nProof. reflexivity. Qed.\n"
+    ),
 }
 
 

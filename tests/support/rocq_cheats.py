@@ -17,6 +17,17 @@ NEEDS_CHEAT = CHEAT + ONE_IS_TWO
 ONE_IS_TWO_TARGET = {"target": {"name": "one_is_two", "statement": "1 = 2"}}
 
 # name → (file, the verdicts it may get, request fields)
+# Streicher's K through an SProp equality: provable only under definitional UIP.
+UIP_PROVES_K = (
+    "Inductive seq {A} (a : A) : A -> SProp := srefl : seq a a.\n"
+    "Definition f {A} (x y : A) (e : x = y) : seq x y := match e with eq_refl => srefl x end.\n"
+    "Definition g {A} (x y : A) (e : seq x y) : x = y := match e with srefl _ => eq_refl end.\n"
+    "Lemma gf {A} (x y : A) (e : x = y) : g x y (f x y e) = e.\n"
+    "Proof. destruct e. reflexivity. Qed.\n"
+    "Theorem K : forall (A : Type) (x : A) (e : x = x), e = eq_refl.\n"
+    "Proof. intros A x e. exact (eq_sym (gf x x e)). Qed.\n"
+)
+
 CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     # -- printing and search options: the audit reads none of them ---------------------------
     "search-output-name-only-global": (
@@ -322,6 +333,19 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
     "load-hides-a-refused-sentence": ('Load "Artifact.v".\n', FAIL, {}),
     "register-a-kernel-primitive": (
         "Inductive flipped := F | T.\nRegister flipped as kernel.ind_bool.\n" + NEEDS_CHEAT,
+        FAIL,
+        {},
+    ),
+    # `tac...` ends a sentence (the terminator of `Proof with`): what follows is a command, in
+    # Coq's reading and the kit's (the cold path has no second reading of its own).
+    "primitive-after-dots": (
+        "From Coq Require Import PrimInt63.\n"
+        "Goal True. Proof with idtac. exact I... Primitive my_add := #int63_add.\nQed.\n",
+        FAIL,
+        {},
+    ),
+    "definitional-uip-after-dots": (
+        "Goal True. Proof with idtac. exact I... Set Definitional UIP.\nQed.\n" + UIP_PROVES_K,
         FAIL,
         {},
     ),

@@ -37,6 +37,9 @@ from runner.provers.rocq.source import Prefix
 # refusals cut to what the kernel cannot re-check; a dead worker is judged by a control check.
 # 5: `Primitive` refused (coq/coq#18503: a clean proof of False on 8.16, coqchk included).
 VERSION = "5"
+# 1: `...` ends a sentence in the kit's reading too; `Abort` counts only as a command; a
+# declaration relying on definitional UIP is an assumption (read from Print Assumptions).
+RULES = "1"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
 # The warm worker is written against Coq 8.16's OCaml API (the default line's): the other
@@ -116,6 +119,7 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
 ADAPTER = ProverAdapter(
     name="rocq",
     version=VERSION,
+    rules=RULES,
     modes=("proof", "statement"),
     images=("rocq",),
     lines=("rocq-8.20",),

@@ -104,6 +104,9 @@ class CheckerReport:
     impredicative_set: bool = False
     complete: bool = False  # the summary was printed (every module was checked)
     primitives: set[str] = field(default_factory=set)  # axioms that are library primitives
+    # Declarations that rely on definitional UIP: coqchk re-checks them under their own flag and
+    # does not list them; Print Assumptions does (read_assumptions fills this).
+    definitional_uip: set[str] = field(default_factory=set)
 
     def roots(self) -> list[str]:
         """The checked constants a term can name: none inside a module type or a functor."""
@@ -120,6 +123,7 @@ class CheckerReport:
             [f"{n} (unsafe universe hierarchy)" for n in self.type_in_type]
             + [f"{n} (assumed guarded)" for n in self.unguarded]
             + [f"{n} (assumed positive)" for n in self.nonpositive]
+            + [f"{n} (definitional UIP)" for n in self.definitional_uip]
         )
 
 
@@ -169,7 +173,8 @@ def read_assumptions(text: str, report: CheckerReport) -> set[str]:
 
     The driver prints names as short as its (artifact-free) namespace allows; each must be the
     full name, or the dotted suffix of exactly one, of an axiom coqchk found in the same library
-    closure. Flag lines are read but not used: the flagged declarations come from coqchk.
+    closure. Flag lines name declarations accepted under a flag: coqchk lists those of
+    positivity, guard and universes itself, but not definitional UIP, which is kept here.
     """
     found: set[str] = set()
     section = None
@@ -180,8 +185,11 @@ def read_assumptions(text: str, report: CheckerReport) -> set[str]:
             section = None
         elif line in _HEADERS:
             section = line
-        elif line.startswith("used in ") or (section == "Axioms:" and _FLAG_LINE.match(line)):
-            continue  # what an axiom is used for; a flag (the flagged come from coqchk)
+        elif line.startswith("used in "):
+            continue  # what an axiom is used for
+        elif section == "Axioms:" and (flag := _FLAG_LINE.match(line)):
+            if flag.group(2) == "relies on definitional UIP":
+                report.definitional_uip.add(flag.group(1))
         elif section == "Axioms:":
             name = line.split(" : ", 1)[0].strip()
             if " " in name:

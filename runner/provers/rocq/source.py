@@ -23,8 +23,11 @@ IDENT = r"(?:[A-Za-z_]|[^\x00-\xbf])(?:[A-Za-z0-9_']|[^\x00-\xbf])*"
 QUALID = rf"{IDENT}(?:\.{IDENT})*"
 # `From Coq Require Import Arith Lia.`, `Require Export List.`: what a prefix may hold.
 REQUIRE = re.compile(rf"(?:From\s+{QUALID}\s+)?Require(?:\s+(?:Import|Export))?(?:\s+{QUALID})+")
-# Tactics and commands that leave a proof unfinished. `Abort` drops the theorem entirely.
-PLACEHOLDER = re.compile(r"(?<![\w'])(Admitted|admit|give_up|Abort|Admit\s+Obligations)(?![\w'])")
+# Tactics and commands that leave a proof unfinished (each leaves an axiom of the file's own),
+# and commands that drop an unfinished theorem entirely (they leave no trace in the library, so
+# they count only where they are a sentence's command: `Definition Abort := 0.` is not one).
+PLACEHOLDER = re.compile(r"(?<![\w'])(Admitted|admit|give_up)(?![\w'])")
+ABANDONED = re.compile(r"(Abort|Admit\s+Obligations)(?![\w'])")
 
 # Before a sentence's command: bullets, braces, goal selectors (`2:`, `all:`, `[x]:`),
 # attributes, and control or locality words.
@@ -60,7 +63,9 @@ _KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel
 _THEORY_OPTIONS = re.compile(r"Set\s+(Definitional\s+UIP|Cumulative\s+StrictProp)(?![\w'])")
 _LOAD = re.compile(r"Load(?:\s+Verbose)?(?![\w'])")
 _PRIMITIVE = re.compile(r"Primitive(?![\w'])")
-_SENTENCE_END = re.compile(r"(?<!\.)\.(?=\s|\Z)")
+# Coq ends a sentence at `.` or `...` (the end of `tac...` under `Proof with`) before a blank or
+# the end; `..` (recursive notations) ends none.
+_SENTENCE_END = re.compile(r"(?:\.\.\.|(?<!\.)\.)(?=\s|\Z)")
 _THEOREM = (
     r"(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|Definition|Axiom|"
     r"Parameter|Conjecture)"
@@ -197,8 +202,14 @@ def prefix(content: str) -> Prefix:
 
 
 def placeholders(content: str) -> list[str]:
-    match = PLACEHOLDER.search(coq_code(content))
-    return [f"`{match[0]}`"] if match else []
+    """The first unfinished-proof word of the file, and its first command that drops a theorem."""
+    code = coq_code(content)
+    found = [f"`{match[0]}`"] if (match := PLACEHOLDER.search(code)) else []
+    if "Abort" in code or "Admit" in code:
+        for sentence in _sentences_of(code):
+            if abandoned := ABANDONED.match(command_of(sentence.code)[0]):
+                return [*found, f"`{' '.join(abandoned[1].split())}`"]
+    return found
 
 
 def stated(content: str, name: str) -> str | None:
