@@ -344,12 +344,13 @@ def test_definitional_uip_is_an_assumption_read_from_print_assumptions():
     assert "Artifact.seq (definitional UIP)" in report.assumptions(audit)
 
 
-def test_a_uip_proof_is_never_a_pass_even_past_the_refusal(settings, monkeypatch):
-    """The refusal reads the text; the re-check's evidence must stop the proof on its own."""
+def test_a_uip_proof_is_never_a_pass_even_past_both_refusals(settings, monkeypatch):
+    """The refusals read the text; the re-check's evidence must stop the proof on its own."""
     from runner import Checker  # noqa: PLC0415
     from tests.support.rocq_cheats import UIP_PROVES_K  # noqa: PLC0415
 
     monkeypatch.setattr(source, "refusals", lambda content: [])
+    monkeypatch.setattr(source, "refusals_as_coq_read", lambda content, timed: [])
     request = CheckRequest(
         prover="rocq", name="k.v", content="Set Definitional UIP.\n" + UIP_PROVES_K
     )
@@ -357,3 +358,45 @@ def test_a_uip_proof_is_never_a_pass_even_past_the_refusal(settings, monkeypatch
         result = checker.check_one(request, cold=True)
     assert result.verdict is Verdict.AXIOM, (result.verdict, result.diagnostics)
     assert "Artifact.seq (definitional UIP)" in result.assumptions
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From Coq Require Import PrimInt63.\nPrimitive my_add := #int63_add.\n",
+        "Inductive flipped := true | false.\n(* é *) Register flipped as kernel.ind_bool.\n",
+    ],
+)
+def test_the_cold_path_refuses_on_coqs_own_reading_when_the_kits_misses(
+    text, settings, monkeypatch
+):
+    """The cold path's second wall: what the kit's reading of the text missed (here: all of
+    it), coqc's own reading of each sentence (`coqc -time`) still refuses, pointing at it."""
+    from runner import Checker  # noqa: PLC0415
+
+    monkeypatch.setattr(source, "refusals", lambda content: [])
+    request = CheckRequest(prover="rocq", name="r.v", content=text)
+    with Checker(settings.model_copy(update={"cache": False})) as checker:
+        result = checker.check_one(request, cold=True)
+    [diagnostic] = result.diagnostics
+    assert (result.verdict, result.trust) == (Verdict.FAIL, Trust.KIT), result.diagnostics
+    assert "is not allowed in a checked file" in diagnostic.message
+    assert diagnostic.line == 2
+
+
+def test_coqs_reading_names_byte_ranges_and_a_printed_line_only_adds_text_to_check():
+    content = "(* é *) Definition a := 1.\nPrimitive p := #int63_add.\n"
+    start = len("(* é *) Definition a := 1.\n".encode())
+    timed = f"Chars 9 - 27 [Definition~a~:=~1.]\nChars {start} - {start + 26} [Primitive]\n"
+    [refusal] = source.refusals_as_coq_read(content, timed.encode())
+    assert (refusal.line, refusal.column) == (2, 0)
+    forged = b"Chars 0 - 99999 [x]\nChars 5 - 2 [y]\n"  # out of range, backwards: ignored
+    assert source.refusals_as_coq_read(content, forged) == []
+
+
+def test_an_error_after_a_non_ascii_letter_is_located_in_characters(settings):
+    text = "(* é, ü *) Definition x : nat := true.\n"
+    result = run_itp("rocq", text, name="u.v", settings=settings)
+    [diagnostic] = result.diagnostics
+    assert (result.verdict, diagnostic.line) == (Verdict.FAIL, 1)
+    assert diagnostic.context == "true" and diagnostic.column == text.index("true")

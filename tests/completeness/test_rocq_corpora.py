@@ -63,6 +63,12 @@ ORDINARY = {
         "Inductive Admit := Obligations.\nLemma one : forall a : Admit, a = Obligations.\n"
         "Proof. intros []. reflexivity. Qed.\n"
     ),
+    # The refused commands' words inside names, and `Set` as a sort.
+    "refused-words-in-names.v": (
+        "Definition Register_all := 0.\nDefinition Primitive_ops := 1.\n"
+        "Definition LoadFactor := 2.\nDefinition Definitional (A : Set) := A.\n"
+        "Lemma Load_ok : Register_all + Primitive_ops = 1.\nProof. reflexivity. Qed.\n"
+    ),
     # `...` ends a sentence after a tactic under `Proof with`; `..` in a recursive notation ends
     # none.
     "proof-with-dots.v": (

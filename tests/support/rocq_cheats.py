@@ -349,6 +349,50 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         FAIL,
         {},
     ),
+    # Found anywhere in a sentence, whatever Coq allows before a command or inside a name, and
+    # on Coq's own reading of the sentence too (a BOM, a token ending in `.`).
+    "primitive-behind-a-hex-timeout": (
+        "From Coq Require Import PrimInt63.\nTimeout 0x1_0 Primitive my_add := #int63_add.\n",
+        FAIL,
+        {},
+    ),
+    "primitive-glued-to-a-timeout": (
+        "From Coq Require Import PrimInt63.\nTimeout 3Primitive my_add := #int63_add.\n",
+        FAIL,
+        {},
+    ),
+    "register-glued-to-a-redirect": (
+        'Inductive flipped := true | false.\nRedirect "x"Register flipped as kernel.ind_bool.\n',
+        FAIL,
+        {},
+    ),
+    "register-of-a-latin-1-name": (
+        "Inductive \u00b5 := true | false.\nRegister \u00b5 as kernel.ind_bool.\n",
+        FAIL,
+        {},
+    ),
+    "register-of-a-name-with-a-no-break-space": (
+        "Inductive fl\u00a0x := true | false.\nRegister fl\u00a0x as kernel.ind_bool.\n",
+        FAIL,
+        {},
+    ),
+    "uip-behind-a-timeout-with-an-underscore": (
+        "Timeout 1_0 Set Definitional UIP.\n" + UIP_PROVES_K,
+        FAIL,
+        {},
+    ),
+    "strictprop-after-a-byte-order-mark": (
+        "\ufeffSet Cumulative StrictProp.\nDefinition up (P : SProp) : Prop := P.\n",
+        FAIL,
+        {},
+    ),
+    "register-after-a-token-ending-in-a-dot": (
+        "\ufeffInductive flipped := true | false.\nNotation \"x '+.'\" := (S x) (at level 50).\n"
+        "Check 0 +.. Register flipped as kernel.ind_bool.\n",
+        FAIL,
+        {},
+    ),
+    "load-glued-to-a-timeout": ('Timeout 3Load "nofile".\n', FAIL, {}),
     # -- time-out abuse -------------------------------------------------------------------------
     "audit-outlives-the-time-limit": (
         "Require Import NArith.\n"

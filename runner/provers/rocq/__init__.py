@@ -37,8 +37,11 @@ from runner.provers.rocq.source import Prefix
 # refusals cut to what the kernel cannot re-check; a dead worker is judged by a control check.
 # 5: `Primitive` refused (coq/coq#18503: a clean proof of False on 8.16, coqchk included).
 VERSION = "5"
-# 1: `...` ends a sentence in the kit's reading too; `Abort` counts only as a command; a
-# declaration relying on definitional UIP is an assumption (read from Print Assumptions).
+# The kit's judgement since VERSION 5 (a cache key, not part of the environment key: see
+# ProverAdapter.rules). 1: refused commands found anywhere in a sentence, and on the cold path
+# on coqc's own reading of each sentence too; `...` ends a sentence; `Abort` counts only as a
+# command; a declaration relying on definitional UIP is an assumption; Coq's byte columns read
+# as characters.
 RULES = "1"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024

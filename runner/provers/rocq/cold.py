@@ -20,11 +20,15 @@ from __future__ import annotations
 from runner.backends.base import Completed, Sandbox
 from runner.core.errors import BackendUnavailable
 from runner.provers.base import ResolvedRequest, Sandboxes
-from runner.provers.rocq import report
+from runner.provers.rocq import report, source
 from runner.provers.rocq.report import LIBRARY, MODULE, SOURCE, CheckerReport, Inconsistent
 from runner.provers.rocq.verdict import Evidence, target_valid
 
 COQC = ("coqc", "-q", "-noglob", "-Q", ".", "")
+# A compile that prints each sentence's byte range as Coq read it: the second wall's input.
+# Only for a file whose text holds a refused command's word (no file without one can hold the
+# command): `-time` wraps every command in `Time`, which some warnings print.
+TIMED = (*COQC, "-time")
 COQCHK = ("coqchk", "-o", "-Q", ".", "", "-norec", MODULE)
 AUDIT_DRIVER = "ProoflockAudit.v"
 TARGET_DRIVER = "ProoflockTarget.v"
@@ -35,10 +39,16 @@ def run(request: ResolvedRequest, sandboxes: Sandboxes) -> Evidence:
     timeout = float(request.timeout_s)
     sandbox = sandboxes.sandbox()
     sandbox.write_file(SOURCE, request.content.encode())
-    compiled = sandbox.run([*COQC, SOURCE], timeout_s=timeout)
+    timed = source.may_hold_a_refused_command(request.content)
+    compiled = sandbox.run([*(TIMED if timed else COQC), SOURCE], timeout_s=timeout)
     evidence = Evidence(compiled)
     if not compiled.ok:
         return evidence
+    if timed:
+        evidence.refused = source.refusals_as_coq_read(request.content, compiled.stdout)
+        evidence.reading_cut = compiled.truncated
+        if evidence.refused or evidence.reading_cut:
+            return evidence
     try:
         library = sandbox.read_file(LIBRARY)
     except (OSError, BackendUnavailable):

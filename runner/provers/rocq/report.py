@@ -50,6 +50,11 @@ def parse_messages(output: str, source: str) -> list[Diagnostic]:
             if location is not None:
                 line, column, end = location
                 if 0 < line <= len(lines):
+                    # Coq counts a line's bytes; a column here counts its characters.
+                    encoded = lines[line - 1].encode()
+                    column, end = (
+                        len(encoded[:at].decode(errors="replace")) for at in (column, end)
+                    )
                     context = lines[line - 1][column:end] or None
             message = re.sub(r"\./" + re.escape(SOURCE), SOURCE, " ".join(message.split()))
             diagnostics.append(

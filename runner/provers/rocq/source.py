@@ -58,11 +58,29 @@ _LOCALITY = re.compile(
 # - `Primitive`: declares one of the kernel's primitives, which only Rocq's own library needs;
 #   on 8.16 module subtyping accepts any definition for a primitive a module type declares, and
 #   coqchk shares the flaw (coq/coq#18503, advisory PL-ROCQ-18503: a clean proof of False).
+#
+# Each is found anywhere in a sentence, not only as its command: the words that may come before
+# a command (control words such as `Timeout 0x1_0` or 8.20's `Instructions`, attributes,
+# bullets, selectors) are Coq's to extend, and none of these patterns is ordinary proof text.
 _REFUSED_WORDS = ("Register", "Set", "Load", "Primitive")  # what each pattern below starts with
-_KERNEL_REGISTER = re.compile(rf"Register\s+(?:Inline\s+)?{QUALID}\s+as\s+kernel\.")
-_THEORY_OPTIONS = re.compile(r"Set\s+(Definitional\s+UIP|Cumulative\s+StrictProp)(?![\w'])")
-_LOAD = re.compile(r"Load(?:\s+Verbose)?(?![\w'])")
-_PRIMITIVE = re.compile(r"Primitive(?![\w'])")
+# Coq's blanks are space, tab, CR and LF only (a no-break space is part of an identifier).
+_B = r"[ \t\r\n]"
+_KERNEL_REGISTER = re.compile(rf"Register{_B}+(?:Inline{_B}+)?[^ \t\r\n]+{_B}+as{_B}+kernel\.")
+_THEORY_OPTIONS = re.compile(
+    rf"Set{_B}+(Definitional{_B}+UIP|Cumulative{_B}+StrictProp)(?![\w'\xa0])"
+)
+_LOAD = re.compile(rf"Load(?:{_B}+Verbose)?(?![\w'\xa0]){_B}*(?=[\"A-Za-z_]|[^\x00-\x7f])")
+_PRIMITIVE = re.compile(r"Primitive(?![\w'\xa0])[\s\S]*?:=[ \t\r\n]*#")
+_REFUSALS = (
+    (_KERNEL_REGISTER, "register"),
+    (_THEORY_OPTIONS, "theory"),
+    (_LOAD, "load"),
+    (_PRIMITIVE, "primitive"),
+)
+# Where an identifier or a number runs on (Coq: letters, digits, `_`, `'`, and a no-break space).
+_IDENT_RUN = re.compile(r"[\w'\xa0]*\Z")
+_NUMBER_START = re.compile(r"[0-9]")
+_LOOKBACK = 256
 # Coq ends a sentence at `.` or `...` (the end of `tac...` under `Proof with`) before a blank or
 # the end; `..` (recursive notations) ends none.
 _SENTENCE_END = re.compile(r"(?:\.\.\.|(?<!\.)\.)(?=\s|\Z)")
@@ -135,20 +153,79 @@ def refusals(content: str) -> list[Refusal]:
         return found
     lines = content.splitlines()
     for sentence in _sentences_of(code):
-        if not any(word in sentence.code for word in _REFUSED_WORDS):
-            continue  # none of the patterns below can match it (most sentences of most files)
-        text, _ = command_of(sentence.code)
-        offset = sentence.start + sentence.code.find(text) if text else sentence.start
-        if _KERNEL_REGISTER.match(text):
-            found.append(_refusal(REGISTER_REFUSED, offset, code, lines))
-        elif option := _THEORY_OPTIONS.match(text):
-            name = "Set " + " ".join(option.group(1).split())
-            found.append(_refusal(THEORY_REFUSED.format(option=name), offset, code, lines))
-        elif _LOAD.match(text):
-            found.append(_refusal(LOAD_REFUSED, offset, code, lines))
-        elif _PRIMITIVE.match(text):
-            found.append(_refusal(PRIMITIVE_REFUSED, offset, code, lines))
+        if refused := _refused(sentence.code):
+            message, at = refused
+            found.append(_refusal(message, sentence.start + at, code, lines))
     return sorted(found, key=lambda r: (r.line, r.column))
+
+
+# The words a refused command cannot be written without, as Coq's lexer needs them in the text.
+_REFUSED_KEYWORDS = re.compile(r"Register|Load|Primitive|Definitional|StrictProp")
+
+
+def may_hold_a_refused_command(content: str) -> bool:
+    """Whether the raw text (comments and strings included: no reading of them is trusted here)
+    holds a word without which no refused command can be written."""
+    return _REFUSED_KEYWORDS.search(content) is not None
+
+
+# `coqc -time` prints, after each sentence it ran, the sentence's byte range in the file.
+_TIMED = re.compile(rb"^Chars (\d+) - (\d+) \[", re.MULTILINE)
+
+
+def refusals_as_coq_read(content: str, timed: bytes) -> list[Refusal]:
+    """The same refusals, applied to each sentence as coqc itself read it (`coqc -time`'s
+    output): the cold path's second wall, where the worker has Coq's parse. A line the file
+    printed itself can only name more text to check."""
+    bom = 1 if content.startswith("\ufeff") else 0  # Coq skips it, and counts bytes after it
+    data = content[bom:].encode()
+    ranges = {(int(m[1]), int(m[2])) for m in _TIMED.finditer(timed)}
+    found: list[Refusal] = []
+    code: str | None = None
+    for start, end in sorted(ranges):
+        if not 0 <= start < end <= len(data):
+            continue
+        sentence = data[start:end].decode("utf-8", "replace")
+        if refused := _refused(coq_code(sentence)):
+            message, at = refused
+            code = code if code is not None else coq_code(content)
+            offset = bom + len(data[:start].decode("utf-8", "replace")) + at
+            found.append(_refusal(message, offset, code, content.splitlines()))
+    return found
+
+
+def _refused(code: str) -> tuple[str, int] | None:
+    """(why, where) when one sentence's blanked code holds a refused command, found anywhere in
+    it where Coq would read the keyword as a word of its own."""
+    if not any(word in code for word in _REFUSED_WORDS):
+        return None  # none of the patterns below can match it (most sentences of most files)
+    found: list[tuple[int, str]] = []
+    for pattern, kind in _REFUSALS:
+        for match in pattern.finditer(code):
+            if _standalone(code, match.start()):
+                found.append((match.start(), _message(kind, match)))
+                break
+    return (min(found)[1], min(found)[0]) if found else None
+
+
+def _standalone(code: str, at: int) -> bool:
+    """Whether Coq reads the word at `at` as a word of its own: nothing of an identifier runs
+    into it from the left (a number may: `Timeout 3Set` is `3`, then `Set`)."""
+    window = max(0, at - _LOOKBACK)
+    run = _IDENT_RUN.search(code, window, at)
+    if run is None or run.start() == at:
+        return True
+    if run.start() == window and window > 0:
+        return True  # a run longer than the look back: refusing is the side to err on
+    return bool(_NUMBER_START.match(code, run.start()))
+
+
+def _message(kind: str, match: re.Match[str]) -> str:
+    if kind == "register":
+        return REGISTER_REFUSED
+    if kind == "theory":
+        return THEORY_REFUSED.format(option="Set " + " ".join(match.group(1).split()))
+    return LOAD_REFUSED if kind == "load" else PRIMITIVE_REFUSED
 
 
 REGISTER_REFUSED = (

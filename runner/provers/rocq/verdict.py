@@ -23,6 +23,7 @@ from runner.backends.base import Completed
 from runner.core.models import Diagnostic, Outcome, Trust, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
+from runner.provers.common.verdicts import Refusal
 from runner.provers.rocq import report, source
 from runner.provers.rocq.report import MODULE, Audit, CheckerReport, Inconsistent
 
@@ -37,6 +38,10 @@ TARGET_REASONS = {
 }
 NO_LIBRARY = "coqc ended without writing the compiled library"
 REJECTED = "the independent checker (coqchk) rejected the compiled file"
+READING_CUT = (
+    "coqc printed more than the kit keeps, so its reading of every sentence (where the kit "
+    "looks for what it refuses) could not be read whole"
+)
 
 
 @dataclass
@@ -50,6 +55,10 @@ class Evidence:
     unread: str | None = None  # why `used` could not be read (then every coqchk axiom counts)
     target: str | None = None  # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT
     cpu_ms: int = 0  # beyond the compile
+    # The cold path's second wall (the worker refuses on Coq's parse as the file runs): the
+    # kit's refusals on each sentence as coqc read it, and whether that reading was cut short.
+    refused: list[Refusal] = dataclasses.field(default_factory=list)
+    reading_cut: bool = False
 
 
 def target_valid(request: ResolvedRequest) -> bool:
@@ -81,6 +90,12 @@ def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
     )
     if stopped is not None:
         return stopped.model_copy(update={"cpu_ms": cpu})
+    if evidence.refused:
+        return verdicts.refused(evidence.refused).model_copy(update={"cpu_ms": cpu})
+    if evidence.reading_cut:
+        return Outcome(
+            verdict=Verdict.FAIL, diagnostics=[*diagnostics, Diagnostic(message=READING_CUT)]
+        )
     if not evidence.library:
         return Outcome(
             verdict=Verdict.FAIL, diagnostics=[*diagnostics, Diagnostic(message=NO_LIBRARY)]
