@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from runner.core import deadline
 from runner.provers.common.lexing import coq_code
 from runner.provers.common.verdicts import Refusal
 
@@ -70,17 +71,18 @@ _THEORY_OPTIONS = re.compile(
     rf"Set{_B}+(Definitional{_B}+UIP|Cumulative{_B}+StrictProp)(?![\w'\xa0])"
 )
 _LOAD = re.compile(rf"Load(?:{_B}+Verbose)?(?![\w'\xa0]){_B}*(?=[\"A-Za-z_]|[^\x00-\x7f])")
-_PRIMITIVE = re.compile(r"Primitive(?![\w'\xa0])[\s\S]*?:=[ \t\r\n]*#")
+_PRIMITIVE = re.compile(r"Primitive(?![\w'\xa0])")  # refused before a `:= #name` (below)
+_PRIMITIVE_BODY = re.compile(r":=[ \t\r\n]*#")
 _REFUSALS = (
     (_KERNEL_REGISTER, "register"),
     (_THEORY_OPTIONS, "theory"),
     (_LOAD, "load"),
     (_PRIMITIVE, "primitive"),
 )
-# Where an identifier or a number runs on (Coq: letters, digits, `_`, `'`, and a no-break space).
-_IDENT_RUN = re.compile(r"[\w'\xa0]*\Z")
-_NUMBER_START = re.compile(r"[0-9]")
+# An identifier or a number running on to the left, read on the reversed text (Coq: letters,
+# digits, `_`, `'`, and a no-break space), up to _LOOKBACK characters.
 _LOOKBACK = 256
+_IDENT_RUN_LEFT = re.compile(rf"[\w'\xa0]{{0,{_LOOKBACK + 1}}}")
 # Coq ends a sentence at `.` or `...` (the end of `tac...` under `Proof with`) before a blank or
 # the end; `..` (recursive notations) ends none.
 _SENTENCE_END = re.compile(r"(?:\.\.\.|(?<!\.)\.)(?=\s|\Z)")
@@ -196,28 +198,35 @@ def refusals_as_coq_read(content: str, timed: bytes) -> list[Refusal]:
 
 def _refused(code: str) -> tuple[str, int] | None:
     """(why, where) when one sentence's blanked code holds a refused command, found anywhere in
-    it where Coq would read the keyword as a word of its own."""
+    it where Coq would read the keyword as a word of its own. Linear in the sentence, whatever
+    it repeats: a 10 MB sentence is read before its check's deadline."""
     if not any(word in code for word in _REFUSED_WORDS):
         return None  # none of the patterns below can match it (most sentences of most files)
+    reversed_code = code[::-1]
+    pacer = deadline.Pacer(lambda: "the kit's reading of a Rocq sentence")
+    bodies = [m.start() for m in _PRIMITIVE_BODY.finditer(code)]
     found: list[tuple[int, str]] = []
     for pattern, kind in _REFUSALS:
         for match in pattern.finditer(code):
-            if _standalone(code, match.start()):
+            pacer.step()
+            if kind == "primitive" and not (bodies and match.end() <= bodies[-1]):
+                break  # a `Primitive` with no `:= #name` after it declares nothing
+            if _standalone(reversed_code, match.start()):
                 found.append((match.start(), _message(kind, match)))
                 break
     return (min(found)[1], min(found)[0]) if found else None
 
 
-def _standalone(code: str, at: int) -> bool:
+def _standalone(reversed_code: str, at: int) -> bool:
     """Whether Coq reads the word at `at` as a word of its own: nothing of an identifier runs
     into it from the left (a number may: `Timeout 3Set` is `3`, then `Set`)."""
-    window = max(0, at - _LOOKBACK)
-    run = _IDENT_RUN.search(code, window, at)
-    if run is None or run.start() == at:
+    left = len(reversed_code) - at  # where the text before `at` starts, read backwards
+    run = _IDENT_RUN_LEFT.match(reversed_code, left).end() - left  # type: ignore[union-attr]
+    if run == 0:
         return True
-    if run.start() == window and window > 0:
+    if run > _LOOKBACK:
         return True  # a run longer than the look back: refusing is the side to err on
-    return bool(_NUMBER_START.match(code, run.start()))
+    return reversed_code[left + run - 1] in "0123456789"  # the run is a number: Coq ends it
 
 
 def _message(kind: str, match: re.Match[str]) -> str:
