@@ -393,6 +393,11 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     "load-glued-to-a-timeout": ('Timeout 3Load "nofile".\n', FAIL, {}),
+    "abort-glued-to-a-timeout": (
+        "Theorem one_is_two : 1 = 2.\nProof.\nTimeout 3Abort.\n",
+        PLACEHOLDER,
+        {},
+    ),
     # -- time-out abuse -------------------------------------------------------------------------
     "audit-outlives-the-time-limit": (
         "Require Import NArith.\n"

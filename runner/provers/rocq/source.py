@@ -28,7 +28,12 @@ REQUIRE = re.compile(rf"(?:From\s+{QUALID}\s+)?Require(?:\s+(?:Import|Export))?(
 # and commands that drop an unfinished theorem entirely (they leave no trace in the library, so
 # they count only where they are a sentence's command: `Definition Abort := 0.` is not one).
 PLACEHOLDER = re.compile(r"(?<![\w'])(Admitted|admit|give_up)(?![\w'])")
-ABANDONED = re.compile(r"(Abort|Admit\s+Obligations)(?![\w'])")
+# A sentence that is such a command, whatever comes before it (`Timeout 3Abort.`): the word
+# and at most two more (`Abort All`, `Admit Obligations of f`), then the sentence's end.
+ABANDONED = re.compile(
+    r"(Abort|Admit[ \t\r\n]+Obligations)"
+    r"(?:[ \t\r\n]+[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*){0,2}[ \t\r\n]*\.+\Z"
+)
 
 # Before a sentence's command: bullets, braces, goal selectors (`2:`, `all:`, `[x]:`),
 # attributes, and control or locality words.
@@ -293,7 +298,8 @@ def placeholders(content: str) -> list[str]:
     found = [f"`{match[0]}`"] if (match := PLACEHOLDER.search(code)) else []
     if "Abort" in code or "Admit" in code:
         for sentence in _sentences_of(code):
-            if abandoned := ABANDONED.match(command_of(sentence.code)[0]):
+            abandoned = ABANDONED.search(sentence.code)
+            if abandoned and _standalone(sentence.code[::-1], abandoned.start()):
                 return [*found, f"`{' '.join(abandoned[1].split())}`"]
     return found
 
