@@ -169,6 +169,24 @@ def test_the_kit_never_follows_links_the_sandbox_left(box):
     assert box.read_file("Driver.v") == b"Require Artifact.\n"
 
 
+def test_a_fifo_the_sandbox_left_is_not_read_and_never_waited_on(box):
+    done = sh(box, "mkfifo boot.log")
+    assert done.exit_code == 0, done.text
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(box.read_file("boot.log"))
+        except FileNotFoundError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "read_file waited on a fifo"
+    assert isinstance(outcome[0], FileNotFoundError)
+
+
 def test_commands_run_without_privileges(box):
     done = sh(box, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; cat /etc/shadow")
     lines = done.stdout.decode().split("\n")

@@ -389,7 +389,9 @@ class LocalSandbox:
         try:
             directory = _open_beneath(self.root, parents, create=False, owner=None)
             try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+                # non-blocking: a fifo planted in the file's place would wait for a writer
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                fd = os.open(name, flags, dir_fd=directory)
             finally:
                 os.close(directory)
         except OSError:
@@ -397,6 +399,7 @@ class LocalSandbox:
         with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise FileNotFoundError(relpath)
+            os.set_blocking(fd, True)
             return handle.read()
 
     def run(
