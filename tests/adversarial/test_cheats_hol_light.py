@@ -157,6 +157,15 @@ CHEATS = [
         "exit 0;;\n",
         (Verdict.FAIL,),
     ),
+    # -- an allowed axiom named by a printing that stands for another -------------------------
+    Cheat(
+        "an_axiom_allowed_by_its_printing_at_another_type",
+        "let ax = new_axiom `?x:A y:A. ~(x = y)`;;\n"
+        "let ax1 = INST_TYPE [`:1`,`:A`] ax;;\n"
+        "let false_thm = prove(`F`, MP_TAC ax1 THEN MESON_TAC[one]);;\n",
+        (Verdict.AXIOM,),
+        fields={"allowed_axioms": ("|- ?x y. ~(x = y)",)},  # harmless at :bool
+    ),
 ]
 
 

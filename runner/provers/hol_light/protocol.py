@@ -236,7 +236,14 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
         "phrases": _phrase_count(reply),
     }
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
-    forbidden = [a for a in axioms if a not in request.allowed_axioms]
+    # An axiom is allowed by its typed key only: its printing hides types and names (`|- ?x y.
+    # ~(x = y)` reads the same at :bool, where it holds, and at :A, where it proves F).
+    keys = [str(a.get("typed", "")) for a in made if not a.get("placeholder")]
+    forbidden = [
+        a for a, key in zip(axioms, keys, strict=True) if key not in request.allowed_axioms
+    ]
+    if request.allowed_axioms:  # the keys to name them by (a request allowing none shows none)
+        details["axiom_keys"] = list(keys)
     placeholders: list[str] = []
     if request.mode == "proof":
         written = source.placeholder_uses(

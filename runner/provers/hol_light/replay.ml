@@ -417,6 +417,30 @@ let print_term prec tm = try print_term prec tm with Failure _ | Not_found -> "<
 (* An axiom or a definition, printed as HOL Light prints the theorem it is. *)
 let print_fact tm = fresh_names := []; "|- " ^ print_term 0 tm
 
+(* An axiom as a key no printing can make ambiguous (the printing above hides types, shows
+   real_add as +, and prints a constant named 2 as the numeral): every variable and constant
+   with its type, constants braced, type variables quoted, applications and abstractions
+   bracketed. An allowed axiom is named by this key, never by its printing. *)
+let rec typed_type ty =
+  if is_vartype ty then "'" ^ shown '?' (dest_vartype ty) else
+  match dest_type ty with
+    name, [] -> name
+  | name, args -> "(" ^ String.concat "," (List.map typed_type args) ^ ")" ^ name
+
+let rec typed_term tm =
+  if is_var tm then
+    let name, ty = dest_var tm in "(" ^ shown '_' name ^ ":" ^ typed_type ty ^ ")"
+  else if is_const tm then
+    let name, ty = dest_const tm in "{" ^ name ^ ":" ^ typed_type ty ^ "}"
+  else if is_abs tm then
+    let v, body = dest_abs tm in "(\\" ^ typed_term v ^ ". " ^ typed_term body ^ ")"
+  else
+    let f, x = dest_comb tm in "(" ^ typed_term f ^ " " ^ typed_term x ^ ")"
+
+let typed_fact tm =
+  fresh_names := [];
+  try "|- " ^ typed_term tm with Failure _ | Not_found | Stack_overflow -> "<term>"
+
 let print_sequent th =
   fresh_names := [];
   let hyps = List.map (print_term 0) (hyp th) in
@@ -504,7 +528,8 @@ let report st records =
     records
     (json_list (List.map theorem (List.rev st.roots)))
     (json_list (List.map (fun (t, p) ->
-         Printf.sprintf "{\"statement\":%s,\"placeholder\":%b}" (json_string (print_fact t)) p)
+         Printf.sprintf "{\"statement\":%s,\"placeholder\":%b,\"typed\":%s}"
+           (json_string (print_fact t)) p (json_string (typed_fact t)))
          (Array.to_list axioms)))
     (json_list (List.map (fun t -> json_string (print_fact t)) (Array.to_list definitions)))
     (json_list (List.rev_map (fun (n, t) ->
