@@ -360,6 +360,21 @@ def test_preloaded_parent_gives_the_result_the_file_gets_alone(hol):
     assert sneaky.result_digest == sneaky_alone.result_digest
 
 
+@pytest.mark.slow
+def test_a_preloaded_library_does_not_change_what_a_target_means(hol):
+    """floor.ml loads the reals, after which `x + y` would parse as real addition: the target is
+    parsed in the plain parent, so the preloaded one judges as a file checked alone."""
+    preload = {"preload": ["Library/floor.ml"]}
+    target = Target(name="goal", statement="!x y. x + y = y + x")
+    for theorem, verdict in (("ADD_SYM", Verdict.PASS), ("REAL_ADD_SYM", Verdict.WRONG_STATEMENT)):
+        content = f'needs "Library/floor.ml";;\nlet goal = {theorem};;\n'
+        warm = hol.check("sym.ml", content=content, options=preload, target=target)
+        alone = hol.check("sym.ml", content=content, target=target)
+        assert warm.provenance.extra["parent"] == "preloaded"
+        assert (warm.verdict, alone.verdict) == (verdict, verdict), warm.diagnostics
+        assert warm.result_digest == alone.result_digest
+
+
 # A worker killed from outside is judged as one a check killed (tests/adversarial: a control
 # check on a fresh worker, then the file's own verdict), and each costs a boot of HOL Light with
 # its recording kernel (~4.5 CPU-min): CI runs that one; PROOFLOCK_HOL_LIGHT_FULL=1 runs this too.

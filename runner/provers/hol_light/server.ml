@@ -767,10 +767,13 @@ end = struct
   let export_cap = 256 lsl 20
 
   (* Fork a child that checks `source`, read its report, kill it at the deadline. *)
-  let run_check ~nonce ~timeout_ms ~placeholders ~target source =
+  let run_check ~nonce ~timeout_ms ~placeholders ~parsed ~target source =
     incr check_counter;
     remove_quietly export_file;
-    let target_text = match target with None -> "" | Some (_, statement) -> target_export statement in
+    let target_text =
+      match target with
+      | None -> ""
+      | Some (_, text) -> if parsed then text else target_export text in
     let dir = Filename.concat work_dir (Printf.sprintf "check%d" !check_counter) in
     Unix.mkdir dir 0o700;
     let report_r, report_w = Unix.pipe () in
@@ -916,9 +919,12 @@ end = struct
             let source = really_input_string input (int_of_string length) in
             let statement = really_input_string input (int_of_string statement_length) in
             let target = if target_name = "-" then None else Some (target_name, statement) in
+            (* "=": a preloaded parent's request from the plain one, whose target comes parsed
+               (the kit never sends it: Python validates every preload path) *)
+            let parsed = preload = "=" in
             let reply =
               let forwarded =
-                if preload = "-" || not may_preload then None
+                if preload = "-" || parsed || not may_preload then None
                 else forward ~nonce ~timeout_ms ~placeholders ~preload ~source ~target_name
                        ~statement
               in
@@ -926,7 +932,7 @@ end = struct
               | Some reply -> reply
               | None ->
                   run_check ~nonce ~timeout_ms:(int_of_string timeout_ms)
-                    ~placeholders:(split_list placeholders) ~target source
+                    ~placeholders:(split_list placeholders) ~parsed ~target source
             in
             send output reply;
             serve ~input ~output ~may_preload
@@ -936,8 +942,12 @@ end = struct
     match subserver preload with
     | None -> None
     | Some sub -> (
+        (* The target is parsed here, in the plain parent: a preloaded library must not change
+           what it means (its overloads or priorities could), as it changes no file's result. *)
+        let kind, statement =
+          if target_name = "-" then ("-", statement) else ("=", target_export statement) in
         let request =
-          Printf.sprintf "CHECK %s %s %s - %d %s %d\n%s%s" nonce timeout_ms placeholders
+          Printf.sprintf "CHECK %s %s %s %s %d %s %d\n%s%s" nonce timeout_ms placeholders kind
             (String.length source) target_name (String.length statement) source statement
         in
         let marker = Printf.sprintf "\n@@%s DONE\n" nonce in
