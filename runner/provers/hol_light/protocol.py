@@ -207,6 +207,8 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
                 verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
             )
         message = f"HOL Light's kernel could not re-derive the file's theorems: {error}"
+        if replay.get("too_large"):  # derived, but its report is more than the kit reads
+            message = f"the replay's report on the file is refused: {error}"
         return Outcome(verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu)
     theorems = [t for t in replay.get("theorems", []) if isinstance(t, dict)]
     made = [a for a in replay.get("axioms", []) if isinstance(a, dict)]

@@ -539,6 +539,8 @@ let report st records =
          Printf.sprintf "{\"name\":%s,\"arity\":%d}" (json_string n) a) st.types_made))
     (match st.target with None -> "null" | Some t -> fresh_names := []; json_string (print_term 0 t))
 
+let report_cap = 3 lsl 20
+
 let failure_report msg = Printf.sprintf "{\"ok\":false,\"error\":%s}" (json_string msg)
 
 (* One check: the target first (read while only the library is defined, so that no constant the
@@ -559,7 +561,15 @@ let check ~export ~target =
     let records = replay_export st ~library_mode:false export in
     if st.target <> None then replay_fail "the export names a target";
     st.target <- target_term;
-    report st records
+    let text = report st records in
+    (* The kit reads a reply of at most 4 MB: a larger one would read as a replayer that never
+       answered (an infra error) when it is the file's doing. *)
+    if String.length text > report_cap then
+      let why =
+        Printf.sprintf "the file's theorems, axioms and definitions print to %d MB, more than \
+                        the kit reads (%d MB)" (String.length text lsr 20) (report_cap lsr 20) in
+      Printf.sprintf "{\"ok\":false,\"too_large\":true,\"error\":%s}" (json_string why)
+    else text
   with Replay_error msg -> failure_report msg
      | Out_of_memory -> failure_report "the replay ran out of memory"
 
