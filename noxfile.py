@@ -31,7 +31,8 @@ EXAMPLE = "manifests/results/example"  # recorded on the docker backend with the
 EXAMPLE_LOCAL = "manifests/results/example-local"  # the same requests on the local backend
 # What the kit needs on the host: Docker and debootstrap for the images, gpgv and Debian's
 # keyring to read mirrors' indexes, the provers the local backend runs, bubblewrap for its
-# sandbox, faketime for Asymptote's clock, xz for coqchk's sources.
+# sandbox, faketime for Asymptote's clock, xz for coqchk's sources, patchelf and gcc for the
+# snapshots' CRIU bundle.
 HOST_PACKAGES = [
     "docker.io",
     "debootstrap",
@@ -54,6 +55,9 @@ HOST_PACKAGES = [
     "texlive-latex-base",
     "bubblewrap",
     "faketime",
+    # once per machine, to make the CRIU bundle that keeps booted servers as snapshots
+    "patchelf",
+    "gcc",
 ]
 TEST_PACKAGES = [*HOST_PACKAGES, "chromium", "asymptote-doc"]  # the browser test; asy's gallery
 CHECKER_SOURCES = Path("/usr/share/prooflock/coq-checker/validate.ml")

@@ -1,6 +1,6 @@
 """HOL Light's core compiled, against loading it into the toplevel: how far a compiled core gets
 toward a first check in seconds. Issue 22 names it as an option to measure beside a checkpoint
-(`hol_light_restore.py`). A measurement, not the kit's path.
+(the kit's path: snapshots, measured in `hol_light.py`). A measurement, not the kit's path.
 
     python -m benchmarks hol_light_compiled
 
@@ -21,6 +21,7 @@ toplevel's printing), so this bounds what a compiled core could give; it does no
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -28,11 +29,27 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.hol_light import SMALL_PROOFS
-from benchmarks.hol_light_restore import Unavailable, built_image
 from benchmarks.table import Row
+from runner.images.lock import load_lock
 
 IMAGE = "hol-light-3.0"
 TIMEOUT_S = 1800
+
+
+class Unavailable(Exception):
+    """What this machine lacks for the measurement (a note in the table, not a failure)."""
+
+
+def built_image(image: str) -> str:
+    """The tag of `image` (as locked), built on this machine."""
+    if shutil.which("docker") is None:
+        raise Unavailable("no docker client")
+    tag = load_lock().tag(image)
+    present = subprocess.run(["docker", "image", "inspect", tag], capture_output=True)
+    if present.returncode != 0:
+        raise Unavailable(f"image {tag} is not built here (`prooflock images build {image}`)")
+    return tag
+
 
 # /b: the bench's directory (proofs.ml in, outputs out); $1: how many runs of each way
 SCRIPT = r"""

@@ -99,6 +99,12 @@ class BackendChoice:
                 if required:
                     raise
                 self._docker_error = str(exc)
+            if self._docker is not None and self.settings.snapshots == "auto":
+                from runner.backends.docker_snapshots import DockerSnapshots  # noqa: PLC0415
+
+                self._docker.snapshots = DockerSnapshots(
+                    self._docker, self.settings.snapshot_dir, self._notify
+                )
         return self._docker
 
     def _local_backend(self) -> LocalBackend:

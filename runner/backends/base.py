@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Protocol
 
+from runner.core.errors import BackendUnavailable
 from runner.core.models import Limits
 
 # Output beyond this is dropped (and flagged): a hostile artifact must not exhaust the kit's memory.
@@ -89,6 +90,49 @@ class Sandbox(Protocol):
     def limit_cpus(self, cpus: int) -> None:
         """At most `cpus` CPUs from now on, for everything in the sandbox: a server booted with
         more (`ServerSpec.boot_cpus`) is held to the checks' limit before it serves one."""
+
+
+class SnapshotFailed(BackendUnavailable):
+    """A snapshot could not be made or restored: the server boots instead, said so."""
+
+
+class KeptSnapshot(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def meta(self) -> dict[str, object]: ...
+
+
+class DumpingSandbox(Sandbox, Protocol):
+    """Boots a server as `spawn` asks, in a sandbox that can dump it."""
+
+    def keep(self, transcript: bytes, boot_ms: int) -> KeptSnapshot:
+        """Dump the booted server (it stops); raises SnapshotFailed."""
+        ...
+
+
+class Snapshots(Protocol):
+    """A backend's way to keep a booted server and start later ones from it (docker: CRIU).
+    `spawn` in a restoring sandbox brings back the snapshot's server, whatever argv it gets."""
+
+    def key(self, image: str, server: str) -> str | None:
+        """The key of `server` (a digest of its spec) booted in `image`; None: no snapshots."""
+        ...
+
+    def family(self, image: str, name: str) -> str: ...
+
+    def find(self, key: str) -> KeptSnapshot | None: ...
+
+    def discard(self, key: str) -> None: ...
+
+    def dumping(
+        self, image: str, limits: Limits, key: str, family: str
+    ) -> AbstractContextManager[DumpingSandbox]: ...
+
+    def restoring(
+        self, image: str, limits: Limits, snapshot: KeptSnapshot
+    ) -> AbstractContextManager[Sandbox]: ...
 
 
 @dataclass

@@ -41,7 +41,13 @@ from requests.exceptions import RequestException
 
 from runner.backends import sandbox_agent
 from runner.backends.agent_link import AgentLink, AgentLost
-from runner.backends.base import OUTPUT_CAP_BYTES, BackendInfo, Completed, checked_relpath
+from runner.backends.base import (
+    OUTPUT_CAP_BYTES,
+    BackendInfo,
+    Completed,
+    Snapshots,
+    checked_relpath,
+)
 from runner.backends.stream import StreamBuffer
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.models import Limits
@@ -159,15 +165,16 @@ class DockerSandbox:
         env: Mapping[str, str] | None = None,
         deadline_s: float,
         cap: int = OUTPUT_CAP_BYTES,
+        user: str = CHECK_USER,
     ) -> tuple[int | None, bytes, bytes, bool]:
-        """(exit code, stdout, stderr, missed deadline) of one exec as the check user; stdout
-        past `cap` is dropped (a prover's chatter), unless the caller asks for more."""
+        """(exit code, stdout, stderr, missed deadline) of one exec as `user`; stdout past
+        `cap` is dropped (a prover's chatter), unless the caller asks for more."""
         try:
             exec_id = self.api.exec_create(
                 self.container_id,
                 list(cmd),
                 stdin=stdin is not None,
-                user=CHECK_USER,
+                user=user,
                 workdir=WORKDIR,
                 environment={**BASE_ENV, **(env or {})},
             )["Id"]
@@ -263,12 +270,17 @@ class DockerSandbox:
         )
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
+        return self._spawn(["sh", "-c", 'exec "$@" 2>&1', "sh", *argv], env=env)
+
+    def _spawn(
+        self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None, user: str = CHECK_USER
+    ) -> DockerChannel:
         try:
             exec_id = self.api.exec_create(
                 self.container_id,
-                ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv],
+                list(cmd),
                 stdin=True,
-                user=CHECK_USER,
+                user=user,
                 workdir=WORKDIR,
                 environment={**BASE_ENV, **(env or {})},
             )["Id"]
@@ -394,6 +406,8 @@ class AgentSandbox(DockerSandbox):
 
 class DockerBackend:
     """Sandboxes in containers made from the locked prover images (by image ID)."""
+
+    snapshots: Snapshots | None = None  # booted servers kept (attached by BackendChoice)
 
     def __init__(self, settings: Settings):
         self.settings = settings

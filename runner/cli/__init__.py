@@ -13,7 +13,14 @@ import sys
 from collections.abc import Callable, Sequence
 
 from runner.cli import checking, records
-from runner.cli.common import EXIT_FAILED, EXIT_INFRA, EXIT_USAGE, ArgumentParser, UsageError
+from runner.cli.common import (
+    EXIT_FAILED,
+    EXIT_INFRA,
+    EXIT_OK,
+    EXIT_USAGE,
+    ArgumentParser,
+    UsageError,
+)
 from runner.core.errors import BackendUnavailable, InfraFailure, NotTrusted, UserError
 from runner.core.provenance import kit_version
 from runner.images.flags import add_image_commands
@@ -36,7 +43,12 @@ exit codes: 0 ok; 1 not passed / differs; 2 bad input; 3 the machine failed (re-
 def cmd_images(args: argparse.Namespace) -> int:
     from runner.images.commands import cmd_images as images  # noqa: PLC0415 - imports docker-py
 
-    return images(args)
+    code = images(args)
+    if args.images_command == "build" and code == EXIT_OK:
+        from runner.cli.warming import warm_built_images  # noqa: PLC0415 - the checker's imports
+
+        warm_built_images(args)
+    return code
 
 
 Command = Callable[..., int]

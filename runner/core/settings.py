@@ -33,4 +33,9 @@ class Settings(BaseSettings):
     canary: float = Field(default=0, ge=0, le=100, description="percent re-checked cold")
     local_sandbox: Literal["auto", "off", "require"] = "auto"  # bubblewrap for local checks
     daemon: Literal["auto", "off", "start"] = "auto"  # use `prooflock serve` when it answers
+    # Booted servers kept as snapshots (docker, CRIU) and restored instead of booting again.
+    # One place per machine, whatever the cache dir: they are large, keyed by image ID, and
+    # hold no results.
+    snapshots: Literal["auto", "off"] = "auto"
+    snapshot_dir: Path = Path.home() / ".cache" / "prooflock" / "snapshots"
     build_missing: bool = False  # auto/docker: build a missing locked image instead of falling back

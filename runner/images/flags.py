@@ -75,6 +75,11 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--verbose", action="store_true", help="stream all build output")
     build.add_argument("--allow-drift", action="store_true", help=DRIFT_HELP)
+    build.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="do not boot and keep the servers a prover keeps as snapshots (HOL Light's)",
+    )
     _inputs_flags(build)
     _lock_flag(build)
 

@@ -178,6 +178,10 @@ class ProverAdapter:
     # before they are re-recorded under a new `version`: the result cache keys by it, so a
     # verdict judged by the older rules is never served again.
     rules: str = ""
+    # A file that passes on any working install, checked right after `prooflock images build`
+    # builds one of its images: its servers boot then, and are kept as snapshots where they
+    # allow it (ServerSpec.snapshot), so that a machine's first check starts from them.
+    warm_up: str | None = None
 
     def image_for(self, options: AdapterOptions, line: str | None = None) -> str:
         if line is not None:

@@ -9,18 +9,27 @@ a request refused before it runs never pays for a boot.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from runner.backends.base import Backend, Channel, Sandbox
+from runner.backends.base import (
+    Backend,
+    Channel,
+    KeptSnapshot,
+    Sandbox,
+    SnapshotFailed,
+    Snapshots,
+)
 from runner.core.errors import BackendUnavailable
 from runner.core.messages import Notify
 from runner.core.models import JsonValue, Limits
 
 HEARTBEAT_S = 30  # how often a long boot says it is still going
+RESTORE_TIMEOUT_S = 120  # a restore reads a snapshot of a GB or more from disk
 
 
 class ServerFailed(BackendUnavailable):
@@ -51,6 +60,10 @@ class ServerSpec:
     # CPUs its boot may use when the checks' limit is fewer (a boot that works in parallel, and
     # runs no artifact code): held to the checks' limit once it is ready.
     boot_cpus: int | None = None
+    # Whether its boot may be kept as a snapshot that later sandboxes start from, where the
+    # backend keeps them: given the booted sandbox and the ready line, True when the boot is
+    # one to keep (a failed boot never is). None: it always boots.
+    snapshot: Callable[[Sandbox, bytes], bool] | None = None
 
 
 class SandboxServer:
@@ -73,6 +86,7 @@ class SandboxServer:
         self._closed = False
         self._deadline: float | None = None  # monotonic: the current check's whole budget
         self._retired = False  # the pool must not reuse it (it failed, or an adapter said so)
+        self.snapshot: dict[str, object] | None = None  # what it was restored from, if it was
 
     @property
     def started(self) -> bool:
@@ -100,25 +114,29 @@ class SandboxServer:
         self._served += checks
 
     def start(self) -> bytes:
-        """Boot the server (once); the bytes after its ready marker, up to the end of that line."""
+        """Boot the server (once); the bytes after its ready marker, up to the end of that line.
+        A server whose spec allows it starts from a snapshot of its boot where the backend keeps
+        them (made by booting once, the first time)."""
         if self._channel is not None:
             return self.ready_line
-        note = f" ({self.spec.boot_note})" if self.spec.boot_note else ""
-        self._notify(f"starting {self.spec.name}{note}")
         clock = time.monotonic()
         boot_limits = self.limits
         if self.spec.boot_cpus is not None and self.spec.boot_cpus > self.limits.cpus:
             boot_limits = replace(self.limits, cpus=self.spec.boot_cpus)
+        # What the sandbox allows, for a server that sizes what it does to it.
+        env = {**self.spec.env, "PROOFLOCK_MEMORY_MB": str(self.limits.memory_mb)}
         try:
-            self.sandbox = self._stack.enter_context(self.backend.sandbox(self.image, boot_limits))
-            for relpath, data in sorted(self.spec.files.items()):
-                self.sandbox.write_file(relpath, data)
-            # What the sandbox allows, for a server that sizes what it does to it.
-            env = {**self.spec.env, "PROOFLOCK_MEMORY_MB": str(self.limits.memory_mb)}
-            channel = self.sandbox.spawn(self.spec.argv, env=env)
-            self._stack.callback(channel.close)
-            self._wait_until_ready(channel, clock)
+            channel = self._from_snapshot(env, boot_limits)
+            if channel is None:
+                clock = time.monotonic()  # a boot's own time, after any restore that failed
+                self._notify(f"starting {self.spec.name}{self._boot_note()}")
+                sandbox = self._stack.enter_context(self.backend.sandbox(self.image, boot_limits))
+                self.sandbox = sandbox
+                channel = self._spawn_booting(sandbox, env)
+                self._stack.callback(channel.close)
+                self._wait_until_ready(channel, clock)
             self.ready_line = channel.read_until(b"\n", 30).rstrip(b"\n")
+            assert self.sandbox is not None
             self.sandbox.limit_cpus(self.limits.cpus)
         except TimeoutError:
             why = self._explain_failure()
@@ -137,8 +155,92 @@ class SandboxServer:
             raise
         self._channel = channel
         self.boot_ms = int((time.monotonic() - clock) * 1000)
-        self._notify(f"{self.spec.name} ready in {self.boot_ms / 1000:.1f} s")
+        how = "restored from its snapshot" if self.snapshot else "ready"
+        self._notify(f"{self.spec.name} {how} in {self.boot_ms / 1000:.1f} s")
         return self.ready_line
+
+    def _boot_note(self) -> str:
+        return f" ({self.spec.boot_note})" if self.spec.boot_note else ""
+
+    def _spawn_booting(self, sandbox: Sandbox, env: Mapping[str, str]) -> Channel:
+        for relpath, data in sorted(self.spec.files.items()):
+            sandbox.write_file(relpath, data)
+        return sandbox.spawn(self.spec.argv, env=env)
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def _from_snapshot(self, env: Mapping[str, str], limits: Limits) -> Channel | None:
+        """The server restored from its snapshot (kept first, by booting once, when there is
+        none), its sandbox entered; None when it must boot instead (said why)."""
+        snapshots = getattr(self.backend, "snapshots", None) if self.spec.snapshot else None
+        if snapshots is None:
+            return None
+        try:
+            key = snapshots.key(self.image, self._digest(env))
+        except BackendUnavailable:
+            return None
+        if key is None:
+            return None
+        kept = snapshots.find(key)
+        if kept is None:
+            try:
+                kept = self._keep_snapshot(snapshots, key, env, limits)
+            except SnapshotFailed as exc:
+                self._notify(f"the {self.spec.name} was not kept as a snapshot ({exc}): booting")
+                return None
+        try:
+            sandbox = self._stack.enter_context(snapshots.restoring(self.image, limits, kept))
+            self.sandbox = sandbox
+            channel = sandbox.spawn(self.spec.argv, env=env)
+            self._stack.callback(channel.close)
+            channel.read_until(self.spec.ready, RESTORE_TIMEOUT_S)
+        except (TimeoutError, EOFError, BackendUnavailable) as exc:
+            why = _restore_failure(exc)
+            self._stack.close()
+            self._stack, self.sandbox = contextlib.ExitStack(), None
+            snapshots.discard(key)
+            self._notify(f"the {self.spec.name}'s snapshot did not restore ({why}): booting")
+            return None
+        self.snapshot = {"key": kept.key, **kept.meta}
+        return channel
+
+    def _keep_snapshot(
+        self, snapshots: Snapshots, key: str, env: Mapping[str, str], limits: Limits
+    ) -> KeptSnapshot:
+        """Boot the server once in a sandbox that can dump it, and dump it before any request."""
+        assert self.spec.snapshot is not None
+        self._notify(
+            f"starting {self.spec.name}{self._boot_note()}, to keep a snapshot of its boot"
+        )
+        clock = time.monotonic()
+        family = snapshots.family(self.image, self.spec.name)
+        with contextlib.ExitStack() as stack:
+            sandbox = stack.enter_context(snapshots.dumping(self.image, limits, key, family))
+            channel = self._spawn_booting(sandbox, env)
+            stack.callback(channel.close)
+            try:
+                self._wait_until_ready(channel, clock)
+                line = channel.read_until(b"\n", 30)
+            except (TimeoutError, EOFError) as exc:
+                why = self._explain_failure(sandbox)
+                raise ServerFailed(why or f"the {self.spec.name} did not start: {exc}") from None
+            if not self.spec.snapshot(sandbox, line.rstrip(b"\n")):
+                raise SnapshotFailed("its boot is not one to keep")
+            boot_ms = int((time.monotonic() - clock) * 1000)
+            kept = sandbox.keep(self.spec.ready + line, boot_ms)
+        self._notify(f"the {self.spec.name}'s boot is kept as a snapshot ({boot_ms / 1000:.0f} s)")
+        return kept
+
+    def _digest(self, env: Mapping[str, str]) -> str:
+        """Everything a booted server's state follows from, besides its image."""
+        spec = self.spec
+        digest = hashlib.sha256()
+        for part in [spec.name, spec.key, *spec.argv, *sorted(f"{k}={v}" for k, v in env.items())]:
+            digest.update(part.encode() + b"\0")
+        for relpath, data in sorted(spec.files.items()):
+            digest.update(relpath.encode() + b"\0" + hashlib.sha256(data).digest())
+        digest.update(spec.ready)
+        return digest.hexdigest()
 
     def _wait_until_ready(self, channel: Channel, clock: float) -> None:
         """Wait for the ready marker, saying every half minute that the boot goes on."""
@@ -154,11 +256,12 @@ class SandboxServer:
                     f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)"
                 )
 
-    def _explain_failure(self) -> str | None:
-        if self.spec.explain_failure is None or self.sandbox is None:
+    def _explain_failure(self, sandbox: Sandbox | None = None) -> str | None:
+        sandbox = sandbox or self.sandbox
+        if self.spec.explain_failure is None or sandbox is None:
             return None
         try:
-            return self.spec.explain_failure(self.sandbox)
+            return self.spec.explain_failure(sandbox)
         except Exception:  # noqa: BLE001 - a failing explanation must not hide the failure
             return None
 
@@ -208,6 +311,7 @@ class SandboxServer:
             "worker_id": self.worker_id,
             "boot_ms": self.boot_ms,
             "checks_served": self._served,
+            **({"restored_from": self.snapshot} if self.snapshot else {}),
         }
 
     @property
@@ -218,3 +322,10 @@ class SandboxServer:
         self._closed = True
         self._channel = None
         self._stack.close()
+
+
+def _restore_failure(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):  # its output: CRIU's errors, after the restore script's marker
+        text = " ".join(str(exc).split()).replace("@@PROOFLOCK-RESTORE-FAILED", "").strip()
+        return f"it exited: {text[-300:]}" if text else "it exited"
+    return " ".join(str(exc).split())[:300] or type(exc).__name__

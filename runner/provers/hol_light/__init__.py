@@ -142,5 +142,6 @@ ADAPTER = ProverAdapter(
     targets=True,
     validate=validate,
     check_batch=check_batch,
+    warm_up=forkserver.CONTROL,
     description="HOL Light .ml files, run in a fork of a loaded HOL Light, proofs replayed by its kernel",
 )

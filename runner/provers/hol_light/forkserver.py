@@ -69,6 +69,22 @@ def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
         max_servers=1,  # minutes and GBs per boot: checks running at once share one
         explain_failure=lambda sandbox: boot_failure(_read_log(sandbox)),
         boot_cpus=2,  # HOL Light loads on while a child writes its library export (export.ml)
+        snapshot=_worker_booted,
+    )
+
+
+def _worker_booted(sandbox: Sandbox, ready_line: bytes) -> bool:
+    """A boot to keep as a snapshot: the one `read_boot` accepts."""
+    fields = ready_line.decode("utf-8", errors="replace").strip().split(" ", 5)
+    booted = len(fields) == 6 and fields[0] == "ok" and fields[3].isdigit()
+    return booted and not BOOT_ERROR.search(_read_log(sandbox))
+
+
+def _replayer_booted(sandbox: Sandbox, ready_line: bytes) -> bool:
+    """A boot to keep as a snapshot: the one `read_replayer` accepts."""
+    fields = ready_line.decode("utf-8", errors="replace").split()
+    return (
+        len(fields) == 4 and all(f.isdigit() for f in fields) and int(fields[2]) == LIBRARY_AXIOMS
     )
 
 
@@ -105,6 +121,7 @@ def replayer_spec(hol_dir: str, boot: Boot, worker: SandboxServer) -> ServerSpec
             boot_note="building HOL Light's kernel alone and re-deriving its library",
             max_servers=1,
             explain_failure=_replayer_failure,
+            snapshot=_replayer_booted,
         )
     _specs_by_worker[worker] = _specs_by_digest[key]
     return _specs_by_digest[key]

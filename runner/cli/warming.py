@@ -1,0 +1,56 @@
+"""After `prooflock images build`: the servers a prover keeps as snapshots (HOL Light's worker and
+replayer) are booted once and kept, so that a machine's first check starts from them in seconds
+instead of booting for minutes. `--no-snapshot` skips it; a check makes them the first time
+anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from runner import provers
+from runner.check.checker import check
+from runner.cli.common import load_settings
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
+from runner.core.messages import notify_stderr
+from runner.core.models import CheckRequest, Verdict
+
+
+def warm_built_images(args: argparse.Namespace) -> None:
+    settings = load_settings(args)
+    if settings.snapshots == "off" or getattr(args, "no_snapshot", False):
+        return
+    settings = settings.model_copy(update={"backend": "docker", "cache": False, "daemon": "off"})
+    for image, request in _warm_ups(set(args.names)):
+        clock = time.monotonic()
+        notify_stderr(f"{image}: booting its servers once, to keep their snapshots")
+        try:
+            result = next(iter(check([request], settings)))
+        except (BackendUnavailable, InfraFailure, UserError) as exc:
+            notify_stderr(f"{image}: no snapshot kept: {exc}")
+            continue
+        took = time.monotonic() - clock
+        if result.verdict is Verdict.PASS:
+            notify_stderr(f"{image}: servers booted and kept in {took:.0f} s")
+        else:
+            message = result.diagnostics[0].message if result.diagnostics else ""
+            notify_stderr(f"{image}: the warm-up check got {result.verdict.value}: {message}")
+
+
+def _warm_ups(names: set[str]) -> list[tuple[str, CheckRequest]]:
+    """Each built image's warm-up request (all images when none were named)."""
+    found = []
+    for name in provers.names():
+        adapter = provers.get(name)
+        if adapter.warm_up is None:
+            continue
+        for image in adapter.all_lines():
+            if names and image not in names:
+                continue
+            line = None if image == adapter.images[0] else image
+            request = CheckRequest(
+                prover=adapter.name, name="warm-up", content=adapter.warm_up, line=line
+            )
+            found.append((image, request))
+    return found

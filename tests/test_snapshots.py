@@ -1,0 +1,171 @@
+"""Booted servers kept as CRIU snapshots and restored into fresh containers (docker backend), on a
+small shell server in the HOL Light image (any image with a shell would do): what a user relies
+on is that a restored server is the booted one, in the state it booted to, that nothing a
+checked file runs in it gets what CRIU needed, and that a snapshot that cannot be used costs a
+boot, never a check.
+
+HOL Light's own servers, restored against booted, are in tests/test_hol_light_snapshots.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner.backends.docker import DockerBackend
+from runner.backends.docker_snapshots import DockerSnapshots
+from runner.backends.snapshot.store import Store
+from runner.core.models import Limits
+from runner.core.settings import Settings
+from runner.provers.common.server import SandboxServer, ServerSpec
+
+IMAGE = "hol-light"
+LIMITS = Limits(timeout_s=60, memory_mb=512, pids=128)
+# Its token is drawn at boot: a server that answers with the kept token did not boot again.
+SERVER = r"""
+token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+echo "booting"
+echo "READY $token"
+n=0
+while read -r line; do
+  n=$((n + 1))
+  case "$line" in
+    probe)
+      userns=$( (unshare -U true 2>&1; echo "rc=$?") | tr '\n' ' ')
+      snapshot=$( (ls /snapshot 2>&1; echo "rc=$?") | tr '\n' ' ')
+      echo "OUT $n $token userns: $userns; snapshot: $snapshot";;
+    *) echo "OUT $n $token $line";;
+  esac
+done
+"""
+
+
+def spec(keep: bool = True) -> ServerSpec:
+    return ServerSpec(
+        name="test server",
+        argv=["sh", "server.sh"],
+        ready=b"READY ",
+        boot_timeout_s=60,
+        files={"server.sh": SERVER.encode()},
+        snapshot=lambda sandbox, line: keep,
+    )
+
+
+@pytest.fixture(scope="module")
+def snapshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("snapshots")
+
+
+@pytest.fixture
+def backend(snapshot_dir: Path, tmp_path: Path) -> Iterator[tuple[DockerBackend, list[str]]]:
+    notes: list[str] = []
+    docker = DockerBackend(Settings(backend="docker", cache_dir=tmp_path / "cache"))
+    docker.snapshots = DockerSnapshots(docker, snapshot_dir, notes.append)
+    servers.clear()
+    yield docker, notes
+    for server in servers:
+        server.close()
+    docker.close()
+
+
+servers: list[SandboxServer] = []  # closed after each test, passed or not
+
+
+def started(docker: DockerBackend, server_spec: ServerSpec) -> SandboxServer:
+    assert isinstance(docker.snapshots, DockerSnapshots)
+    server = SandboxServer(docker, IMAGE, LIMITS, server_spec, docker.snapshots._notify)
+    servers.append(server)
+    server.start()
+    return server
+
+
+def ask(server: SandboxServer, line: str) -> list[str]:
+    return server.exchange(line.encode() + b"\n", b"\n", 30).decode().strip().split(maxsplit=3)
+
+
+def kept(snapshot_dir: Path) -> list[Path]:
+    """The snapshots kept so far (not the CRIU bundle)."""
+    return [path for path in snapshot_dir.iterdir() if path.name != "criu"]
+
+
+def forget(snapshot_dir: Path) -> None:
+    for path in kept(snapshot_dir):
+        Store(snapshot_dir).discard(path.name)
+
+
+def booted_and_answering(server: SandboxServer) -> None:
+    assert "restored_from" not in server.info()
+    assert ask(server, "hi")[:2] == ["OUT", "1"]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_boot_is_kept_once_and_later_servers_start_from_it_in_its_state(backend, snapshot_dir):
+    docker, _ = backend
+    forget(snapshot_dir)
+    first = started(docker, spec())
+    token = first.ready_line.decode()
+    assert first.info()["restored_from"]  # the boot was dumped, then restored
+    assert ask(first, "hello") == ["OUT", "1", token, "hello"]
+    first.close()
+
+    second = started(docker, spec())
+    assert second.ready_line.decode() == token  # the kept boot, not another one
+    # the state the boot reached, before any request: its count starts again at 1
+    assert ask(second, "again") == ["OUT", "1", token, "again"]
+    assert ask(second, "more") == ["OUT", "2", token, "more"]
+    restored = second.info()["restored_from"]
+    assert isinstance(restored, dict)
+    assert restored["criu"].startswith("criu 4.")
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_what_a_restored_server_runs_gets_no_namespaces_and_cannot_read_snapshots(backend):
+    docker, _ = backend
+    server = started(docker, spec())
+    answer = ask(server, "probe")[3]
+    assert "unshare failed: Operation not permitted rc=1" in answer
+    assert "cannot open directory '/snapshot': Permission denied rc=2" in answer
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_snapshot_that_does_not_restore_is_dropped_and_the_server_boots(backend, snapshot_dir):
+    docker, notes = backend
+    forget(snapshot_dir)
+    started(docker, spec()).close()  # kept
+    (snapshot,) = kept(snapshot_dir)
+    kept_token = (snapshot / "ready").read_text().split()[-1]
+    (snapshot / "images" / "inventory.img").write_bytes(b"")  # CRIU cannot read it
+
+    server = started(docker, spec())
+    booted_and_answering(server)
+    assert server.ready_line.decode() != kept_token
+    assert any("snapshot did not restore" in note for note in notes), notes
+    assert not snapshot.exists()  # dropped: the next start keeps a new one
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_boot_the_adapter_rejects_is_never_kept(backend, snapshot_dir):
+    docker, notes = backend
+    forget(snapshot_dir)
+    booted_and_answering(started(docker, spec(keep=False)))
+    assert kept(snapshot_dir) == []
+    assert any("not one to keep" in note for note in notes), notes
+
+
+def test_a_dump_cut_short_is_never_found_and_a_newer_snapshot_replaces_its_family(tmp_path):
+    store = Store(tmp_path)
+    staging = store.staging("k1")
+    (staging / "images").mkdir()
+    assert store.find("k1") is None  # no meta.json: a crash mid-dump leaves nothing usable
+    first = store.commit(staging, "k1", {"family": "image worker"})
+    assert store.find("k1") == first and first.meta["family"] == "image worker"
+    other = store.commit(store.staging("k2"), "k2", {"family": "image replayer"})
+    newer = store.commit(store.staging("k3"), "k3", {"family": "image worker"})
+    assert store.find("k1") is None  # replaced by the newer boot of the same server
+    assert store.find("k2") == other and store.find("k3") == newer
