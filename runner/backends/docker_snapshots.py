@@ -37,7 +37,6 @@ from runner.backends.base import KeptSnapshot, SnapshotFailed
 from runner.backends.docker import DAEMON_ERRORS, DockerChannel, DockerSandbox
 from runner.backends.snapshot import criu
 from runner.backends.snapshot.store import Snapshot, Store, key_of
-from runner.core.errors import BackendUnavailable
 from runner.core.messages import Notify
 from runner.core.models import Limits
 from runner.images.policy import CHECK_USER, hardened
@@ -123,9 +122,11 @@ class DumpingBox(SnapshotBox):
         self._made, self._store = made, store
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
-        code, text = self.run_as_root(BURN_PIDS, deadline_s=120)
+        # the bundle is there (a daemon on another host mounts an empty directory instead)
+        ready = f"[ -x {self.bundle.guard} ] && {self.bundle.criu} --version >/dev/null"
+        code, text = self.run_as_root(f"{ready} && {BURN_PIDS}", deadline_s=120)
         if code != 0:
-            raise BackendUnavailable(f"cannot prepare a snapshot container: {text[-200:]}")
+            raise SnapshotFailed(f"the container cannot run CRIU: {text[-200:] or code}")
         return self._spawn(["sh", "-c", SPAWN, "sh", self.bundle.guard, *argv], env=env)
 
     def keep(self, transcript: bytes, boot_ms: int) -> Snapshot:

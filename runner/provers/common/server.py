@@ -185,7 +185,7 @@ class SandboxServer:
         if kept is None:
             try:
                 kept = self._keep_snapshot(snapshots, key, env, limits)
-            except SnapshotFailed as exc:
+            except (SnapshotFailed, ServerFailed) as exc:  # a boot that fails there boots again
                 self._notify(f"the {self.spec.name} was not kept as a snapshot ({exc}): booting")
                 return None
         try:
