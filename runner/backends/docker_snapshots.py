@@ -25,8 +25,7 @@ request is sent.
 from __future__ import annotations
 
 import contextlib
-import json
-import shlex
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -104,7 +103,6 @@ class SnapshotBox(DockerSandbox):
     def __init__(self, backend: DockerBackend, container_id: str, cpus: int, bundle: criu.Bundle):
         super().__init__(backend.api, container_id, "strict", cpus)
         self.bundle = bundle
-        self.restores = False
 
     def run_as_root(self, script: str, *args: str, deadline_s: float) -> tuple[int | None, str]:
         code, out, err, missed = self._exec(
@@ -117,8 +115,16 @@ class SnapshotBox(DockerSandbox):
 class DumpingBox(SnapshotBox):
     """Boots the server under the guard; `keep` dumps it."""
 
-    def __init__(self, *args: object, made: _Made, store: Store, **kwargs: object):
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        backend: DockerBackend,
+        container_id: str,
+        cpus: int,
+        bundle: criu.Bundle,
+        made: _Made,
+        store: Store,
+    ):
+        super().__init__(backend, container_id, cpus, bundle)
         self._made, self._store = made, store
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
@@ -156,10 +162,16 @@ class DumpingBox(SnapshotBox):
 class RestoringBox(SnapshotBox):
     """Its `spawn` restores the snapshot's server (the argv was the snapshot's own)."""
 
-    def __init__(self, *args: object, snapshot: Snapshot, **kwargs: object):
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        backend: DockerBackend,
+        container_id: str,
+        cpus: int,
+        bundle: criu.Bundle,
+        snapshot: Snapshot,
+    ):
+        super().__init__(backend, container_id, cpus, bundle)
         self.snapshot = snapshot
-        self.restores = True
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
         return self._spawn(["sh", "-c", RESTORE, self.bundle.criu], env=env, user=ROOT)
@@ -174,15 +186,17 @@ class DockerSnapshots:
         self._notify = notify
         self._bundle: criu.Bundle | None = None
         self._unavailable: str | None = None
+        self._lock = threading.Lock()
 
     def _criu(self) -> criu.Bundle | None:
-        if self._bundle is None and self._unavailable is None:
-            try:
-                self._bundle = criu.bundle(self.store.root)
-            except criu.CriuUnavailable as exc:
-                self._unavailable = str(exc)
-                self._notify(f"no CRIU for snapshots here ({exc}): servers boot every time")
-        return self._bundle
+        with self._lock:  # checks at once: one of them makes the bundle
+            if self._bundle is None and self._unavailable is None:
+                try:
+                    self._bundle = criu.bundle(self.store.root)
+                except criu.CriuUnavailable as exc:
+                    self._unavailable = str(exc)
+                    self._notify(f"no CRIU for snapshots here ({exc}): servers boot every time")
+            return self._bundle
 
     def key(self, image: str, server: str) -> str | None:
         bundle = self._criu()
@@ -209,9 +223,7 @@ class DockerSnapshots:
         try:
             box = self._create(image, limits, bundle, staging, writable=True)
             with self._removed(box):
-                yield DumpingBox(
-                    self.backend, box, limits.cpus, bundle, made=made, store=self.store
-                )
+                yield DumpingBox(self.backend, box, limits.cpus, bundle, made, self.store)
         finally:
             if staging.exists():
                 self.store.abandon(staging)
@@ -226,7 +238,7 @@ class DockerSnapshots:
             raise SnapshotFailed("the snapshot is gone")
         box = self._create(image, limits, bundle, kept.path, writable=False)
         with self._removed(box):
-            yield RestoringBox(self.backend, box, limits.cpus, bundle, snapshot=kept)
+            yield RestoringBox(self.backend, box, limits.cpus, bundle, kept)
 
     @contextlib.contextmanager
     def _removed(self, container_id: str) -> Iterator[None]:
@@ -261,12 +273,4 @@ class DockerSnapshots:
 
 
 def _short(exc: Exception) -> str:
-    return shlex.quote(" ".join(str(exc).split())[:200])
-
-
-def describe(snapshot: Snapshot) -> str:
-    """One line for provenance: what was restored."""
-    meta = snapshot.meta
-    size = meta.get("bytes")
-    size_mb = f"{size / 2**20:.0f} MB" if isinstance(size, int) else "?"
-    return json.dumps({"snapshot": snapshot.key, "made": meta.get("made"), "size": size_mb})
+    return " ".join(str(exc).split())[:200]

@@ -108,8 +108,13 @@ def _make(target: Path) -> None:
         version = _version(staging)
         (staging / "VERSION").write_text(version + "\n")
         staging.chmod(0o755)
-        shutil.rmtree(target, ignore_errors=True)
-        staging.replace(target)
+        if target.exists() and not (target / "VERSION").is_file():
+            shutil.rmtree(target, ignore_errors=True)  # left by a process killed midway
+        try:
+            staging.replace(target)
+        except OSError as exc:  # another process made it meanwhile: theirs is as good
+            if not (target / "VERSION").is_file():
+                raise CriuUnavailable(f"cannot put the bundle in place: {exc}") from None
 
 
 def _version(staging: Path) -> str:

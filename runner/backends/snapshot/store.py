@@ -11,11 +11,15 @@ import hashlib
 import json
 import secrets
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.backends.base import SnapshotFailed
+
 META = "meta.json"
 STAGING = ".staging-"
+STALE_S = 86_400
 
 
 def key_of(*parts: str) -> str:
@@ -45,8 +49,13 @@ class Store:
         return Snapshot(path, meta) if isinstance(meta, dict) and meta.get("key") == key else None
 
     def staging(self, key: str) -> Path:
-        """A fresh private directory a dump writes into."""
+        """A fresh private directory a dump writes into (those a killed process left a day ago
+        or more are removed: a dump takes seconds)."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for stale in self.root.glob(f"{STAGING}*"):
+            with contextlib.suppress(OSError):
+                if time.time() - stale.stat().st_mtime > STALE_S:
+                    shutil.rmtree(stale, ignore_errors=True)
         path = self.root / f"{STAGING}{key}-{secrets.token_hex(4)}"
         path.mkdir(mode=0o700)
         return path
@@ -55,18 +64,18 @@ class Store:
         """The staged dump, complete, under its key; the family's older snapshots removed."""
         meta = {**meta, "key": key, "bytes": _size(staging)}
         (staging / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
-        if self.find(key) is not None:  # another process kept the same one meanwhile
-            shutil.rmtree(staging, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(self.root / key)
-            staging.replace(self.root / key)
+        if self.find(key) is None:
+            shutil.rmtree(self.root / key, ignore_errors=True)  # a dump without its meta
+            with contextlib.suppress(OSError):  # another process kept the same one meanwhile
+                staging.replace(self.root / key)
+        shutil.rmtree(staging, ignore_errors=True)
         for other in self.root.iterdir():
             kept = self.find(other.name)
             if kept and other.name != key and kept.meta.get("family") == meta.get("family"):
                 self.discard(other.name)
         found = self.find(key)
-        assert found is not None
+        if found is None:
+            raise SnapshotFailed(f"the dump could not be put in place under {self.root}")
         return found
 
     def discard(self, key: str) -> None:

@@ -195,10 +195,11 @@ class SandboxServer:
             self._stack.callback(channel.close)
             channel.read_until(self.spec.ready, RESTORE_TIMEOUT_S)
         except (TimeoutError, EOFError, BackendUnavailable) as exc:
-            why = _restore_failure(exc)
             self._stack.close()
             self._stack, self.sandbox = contextlib.ExitStack(), None
-            snapshots.discard(key)
+            if not isinstance(exc, BackendUnavailable):  # CRIU's failure, not the daemon's
+                snapshots.discard(key)
+            why = _restore_failure(exc)
             self._notify(f"the {self.spec.name}'s snapshot did not restore ({why}): booting")
             return None
         self.snapshot = {"key": kept.key, **kept.meta}
