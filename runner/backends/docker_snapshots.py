@@ -162,17 +162,6 @@ class DumpingBox(SnapshotBox):
 class RestoringBox(SnapshotBox):
     """Its `spawn` restores the snapshot's server (the argv was the snapshot's own)."""
 
-    def __init__(
-        self,
-        backend: DockerBackend,
-        container_id: str,
-        cpus: int,
-        bundle: criu.Bundle,
-        snapshot: Snapshot,
-    ):
-        super().__init__(backend, container_id, cpus, bundle)
-        self.snapshot = snapshot
-
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
         return self._spawn(["sh", "-c", RESTORE, self.bundle.criu], env=env, user=ROOT)
 
@@ -238,7 +227,7 @@ class DockerSnapshots:
             raise SnapshotFailed("the snapshot is gone")
         box = self._create(image, limits, bundle, kept.path, writable=False)
         with self._removed(box):
-            yield RestoringBox(self.backend, box, limits.cpus, bundle, kept)
+            yield RestoringBox(self.backend, box, limits.cpus, bundle)
 
     @contextlib.contextmanager
     def _removed(self, container_id: str) -> Iterator[None]:
