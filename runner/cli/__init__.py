@@ -44,7 +44,7 @@ def cmd_images(args: argparse.Namespace) -> int:
     from runner.images.commands import cmd_images as images  # noqa: PLC0415 - imports docker-py
 
     code = images(args)
-    if args.images_command == "build" and code == EXIT_OK:
+    if args.images_command in ("build", "load") and code == EXIT_OK:
         from runner.cli.warming import warm_built_images  # noqa: PLC0415 - the checker's imports
 
         warm_built_images(args)

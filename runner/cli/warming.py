@@ -1,7 +1,7 @@
-"""After `prooflock images build`: the servers a prover keeps as snapshots (HOL Light's worker and
-replayer) are booted once and kept, so that a machine's first check starts from them in seconds
-instead of booting for minutes. `--no-snapshot` skips it; a check makes them the first time
-anyway.
+"""After `prooflock images build` or `images load`: the servers a prover keeps as snapshots (HOL
+Light's worker and replayer) are booted once and kept, in each image now here, so that a
+machine's first check starts from them in seconds instead of booting for minutes.
+`--no-snapshot` skips it; a check makes them the first time anyway.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import argparse
 import time
 
 from runner import provers
+from runner.backends.docker import DockerBackend
 from runner.check.checker import check
 from runner.cli.common import load_settings
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import notify_stderr
-from runner.core.models import CheckRequest, Verdict
+from runner.core.models import CheckRequest, CheckResult, Verdict
 
 
 def warm_built_images(args: argparse.Namespace) -> None:
@@ -22,7 +23,17 @@ def warm_built_images(args: argparse.Namespace) -> None:
     if settings.snapshots == "off" or getattr(args, "no_snapshot", False):
         return
     settings = settings.model_copy(update={"backend": "docker", "cache": False, "daemon": "off"})
-    for image, request in _warm_ups(set(args.names)):
+    named = set(getattr(args, "names", []))  # `load`: whatever is here
+    try:
+        docker = DockerBackend(settings)
+    except BackendUnavailable as exc:
+        notify_stderr(f"no snapshots kept: {exc}")
+        return
+    try:
+        present = [(image, req) for image, req in _warm_ups(named) if docker.has_image(image)]
+    finally:
+        docker.close()
+    for image, request in present:
         clock = time.monotonic()
         notify_stderr(f"{image}: booting its servers once, to keep their snapshots")
         try:
@@ -32,10 +43,19 @@ def warm_built_images(args: argparse.Namespace) -> None:
             continue
         took = time.monotonic() - clock
         if result.verdict is Verdict.PASS:
-            notify_stderr(f"{image}: servers booted and kept in {took:.0f} s")
+            how = "already here: restored" if _restored(result) else "booted"
+            notify_stderr(f"{image}: its servers' snapshots are kept ({how} in {took:.1f} s)")
         else:
             message = result.diagnostics[0].message if result.diagnostics else ""
             notify_stderr(f"{image}: the warm-up check got {result.verdict.value}: {message}")
+
+
+def _restored(result: CheckResult) -> bool:
+    extra = result.provenance.extra
+    servers = extra.get("servers", [extra])
+    return isinstance(servers, list) and all(
+        isinstance(server, dict) and server.get("restored_from") for server in servers
+    )
 
 
 def _warm_ups(names: set[str]) -> list[tuple[str, CheckRequest]]:

@@ -14,6 +14,10 @@ DRIFT_HELP = (
     "when the locked closure cannot be had (or the build gives another ID), build anyway with "
     "the mirror's versions: tagged, recorded on this machine, never in the lock"
 )
+NO_SNAPSHOT_HELP = (
+    "do not boot, and keep as snapshots, the servers of the provers that keep them (HOL Light's): "
+    "the first check then boots them"
+)
 
 
 def _inputs_flags(parser: argparse.ArgumentParser) -> None:
@@ -75,11 +79,7 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--verbose", action="store_true", help="stream all build output")
     build.add_argument("--allow-drift", action="store_true", help=DRIFT_HELP)
-    build.add_argument(
-        "--no-snapshot",
-        action="store_true",
-        help="do not boot and keep the servers a prover keeps as snapshots (HOL Light's)",
-    )
+    build.add_argument("--no-snapshot", action="store_true", help=NO_SNAPSHOT_HELP)
     _inputs_flags(build)
     _lock_flag(build)
 
@@ -118,6 +118,7 @@ def add_image_commands(commands: argparse._SubParsersAction) -> None:
 
     load = verbs.add_parser("load", help="check an image archive and load it")
     load.add_argument("archives", nargs="+", metavar="ARCHIVE|s3://...")
+    load.add_argument("--no-snapshot", action="store_true", help=NO_SNAPSHOT_HELP)
     _lock_flag(load)
 
     listing = verbs.add_parser("list", help="the locked images and whether this machine has them")
