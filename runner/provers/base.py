@@ -179,8 +179,9 @@ class ProverAdapter:
     # verdict judged by the older rules is never served again.
     rules: str = ""
     # A file that passes on any working install, checked right after `prooflock images build`
-    # builds one of its images: its servers boot then, and are kept as snapshots where they
-    # allow it (ServerSpec.snapshot), so that a machine's first check starts from them.
+    # or `images load` leaves one of its images here: its servers boot then, and are kept as
+    # snapshots where they allow it (ServerSpec.snapshot), so a machine's first check starts
+    # from them.
     warm_up: str | None = None
 
     def image_for(self, options: AdapterOptions, line: str | None = None) -> str:
