@@ -164,11 +164,7 @@ def from_snapshots(row: Row, small: dict[str, str], notes: list[str]) -> None:
     except Exception as exc:  # noqa: BLE001 - a missing daemon or image is a note, not a crash
         notes.append(f"from snapshots: {exc}")
         return
-    extra = results[0].provenance.extra
-    servers = extra.get("servers", [extra])
-    restored = isinstance(servers, list) and all(
-        isinstance(server, dict) and server.get("restored_from") for server in servers
-    )
+    restored = results[0].provenance.restored()
     row.first_check_s = row.kit_total_s = round(first_s, 2)
     row.baseline_total_s = round((row.baseline_ms or 0) / 1000, 1) or None
     row.kit_total_how = "docker, worker and replayer restored from their snapshots"

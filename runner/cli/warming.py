@@ -15,7 +15,7 @@ from runner.check.checker import check
 from runner.cli.common import load_settings
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import notify_stderr
-from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.models import CheckRequest, Verdict
 
 
 def warm_built_images(args: argparse.Namespace) -> None:
@@ -43,19 +43,11 @@ def warm_built_images(args: argparse.Namespace) -> None:
             continue
         took = time.monotonic() - clock
         if result.verdict is Verdict.PASS:
-            how = "already here: restored" if _restored(result) else "booted"
+            how = "already here: restored" if result.provenance.restored() else "booted"
             notify_stderr(f"{image}: its servers' snapshots are kept ({how} in {took:.1f} s)")
         else:
             message = result.diagnostics[0].message if result.diagnostics else ""
             notify_stderr(f"{image}: the warm-up check got {result.verdict.value}: {message}")
-
-
-def _restored(result: CheckResult) -> bool:
-    extra = result.provenance.extra
-    servers = extra.get("servers", [extra])
-    return isinstance(servers, list) and all(
-        isinstance(server, dict) and server.get("restored_from") for server in servers
-    )
 
 
 def _warm_ups(names: set[str]) -> list[tuple[str, CheckRequest]]:

@@ -158,6 +158,13 @@ class Provenance(BaseModel):
     cached: bool = False
     extra: dict[str, JsonValue] = Field(default_factory=dict)
 
+    def restored(self) -> bool:
+        """Whether every server this result's check used was restored from a snapshot."""
+        servers = self.extra.get("servers", [self.extra])
+        return isinstance(servers, list) and all(
+            isinstance(server, dict) and bool(server.get("restored_from")) for server in servers
+        )
+
 
 class CheckResult(BaseModel):
     artifact: str
