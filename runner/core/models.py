@@ -24,6 +24,12 @@ class Verdict(StrEnum):
     TIMEOUT = "timeout"
     MEMORY = "memory"
     CRASH = "crash"  # the prover itself died (not a verdict on the artifact's logic)
+    # The prover accepted it, but the independent re-check could not judge it (the checker
+    # itself failed): neither a pass nor a fail.
+    UNVERIFIED = "unverified"
+    # Passes on the pinned line, fails on a line where a known soundness bug is fixed.
+    DISPUTED = "disputed"
+    REFUSED = "refused"  # the kit would not take the artifact at all (too large, undecodable)
     INFRA_ERROR = "infra_error"  # the kit or machine failed; never counted against the artifact
 
 
