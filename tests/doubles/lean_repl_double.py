@@ -28,7 +28,8 @@ How it decides, in this order (see tests/doubles/README.md):
 It announces itself: its reply to a header (a command without `env`) carries a top-level
 `"double"` field, which the real REPL never sends, so the kit marks its verdicts `double`.
 `--log FILE` appends every command received, one JSON line each (tests count header imports);
-`--conceal` drops the announcement (only for the test that the kit reads it).
+`--conceal` drops the announcement (only for the test that the kit reads it); `--replay NAME`
+answers with transcript NAME's replies in order, byte for byte (tests of the kit's reading).
 """
 
 from __future__ import annotations
@@ -234,6 +235,11 @@ class Repl:
         self.table = transcript_replies()
         self.log = log
         self.announce = announce
+        self.proof_states = 0  # one counter for the whole session, as the REPL's is
+
+    def next_proof_state(self) -> int:
+        self.proof_states += 1
+        return self.proof_states - 1
 
     def new_env(self, env: Env) -> int:
         self.envs.append(env)
@@ -365,9 +371,9 @@ class Repl:
             offset = match.end() + len(chunk) - len(proof) + sorry.start()
             sorries.append(
                 {
-                    "proofState": len(sorries),
+                    "proofState": self.next_proof_state(),
                     "pos": at(cmd, offset),
-                    "goal": f"⊢ {statement}",
+                    "goal": goal_of(statement),
                     "endPos": at(cmd, offset + 5),
                 }
             )
@@ -489,6 +495,20 @@ def normal(statement: str) -> str:
     return " ".join(statement.replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split())
 
 
+BINDER = re.compile(r"\s*[({\[]([^)}\]]*)[)}\]]")
+
+
+def goal_of(statement: str) -> str:
+    """The goal Lean shows at a sorry: one hypothesis line per binder group, then `⊢`."""
+    hypotheses, rest = [], statement.strip()
+    while (binder := BINDER.match(rest)) is not None:
+        inner = binder.group(1)
+        hypotheses.append(inner if " : " in inner else f"inst✝ : {inner}")
+        rest = rest[binder.end() :]
+    rest = rest.strip().removeprefix(":").strip()
+    return "\n".join([*hypotheses, f"⊢ {rest}"])
+
+
 def at(text: str, offset: int) -> dict:
     line = text.count("\n", 0, offset) + 1
     return {"line": line, "column": offset - (text.rfind("\n", 0, offset) + 1)}
@@ -528,10 +548,27 @@ def read_request(stdin) -> str | None:
         lines.append(line.rstrip())
 
 
+class Replay:
+    """`--replay NAME`: the transcript NAME's replies, in order and byte for byte, whatever is asked.
+
+    It tests how the kit reads each reply shape (pickling, tactic mode, errors) on exactly the
+    bytes a transcript holds; it decides nothing."""
+
+    def __init__(self, name: str):
+        self.replies = frames((TRANSCRIPTS / f"{name}.expected.out").read_text())
+
+    def handle(self, request: dict) -> str:
+        if not self.replies:
+            sys.exit(0)  # the transcript ends here: the REPL's stdout closes
+        return self.replies.pop(0)
+
+
 def main() -> None:
     args = sys.argv[1:]
     log = Path(args[args.index("--log") + 1]) if "--log" in args else None
-    repl = Repl(log, announce="--conceal" not in args)
+    repl: Repl | Replay = Repl(log, announce="--conceal" not in args)
+    if "--replay" in args:
+        repl = Replay(args[args.index("--replay") + 1])
     while True:
         query = read_request(sys.stdin)
         if query is None:
