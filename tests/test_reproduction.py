@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import orjson
 import pytest
@@ -14,47 +13,17 @@ from in_toto_attestation.predicates.vsa.v1 import vsa_pb2
 from in_toto_attestation.v1 import statement_pb2
 from in_toto_attestation.v1.statement import Statement
 
-from runner.records.attest import (
-    RecordOutcome,
-    ReproductionSummary,
-    write_reproduction,
-)
-from runner.records.checkpoint import inspect_chain, recorded_runs
+from runner.records.attest import write_reproduction
 from runner.records.layout import ATTESTATIONS, BUNDLE_LOG, STATEMENT
 from runner.records.signing import load_signer
 from runner.records.statement import sha256
-from tests.support.signed import Key, make_key, published
+from tests.support.signed import Key, make_key, published, summary_of
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory) -> dict[str, Key]:
     root = tmp_path_factory.mktemp("keys")
     return {name: make_key(root, name) for name in ("publisher", "replayer")}
-
-
-def summary_of(
-    bundle: Path, verifier: str, differ: dict[int, str] | None = None, drift: list[str] = ()
-):
-    """What a replay of `bundle` would hand over; `differ`: index → the verdict it got now;
-    `drift`: the environment inputs that changed (for every record)."""
-    differ = differ or {}
-    chain = inspect_chain(bundle / BUNDLE_LOG)
-    outcomes = []
-    for index, (_, result) in enumerate(recorded_runs(chain.records)):
-        now = differ.get(index, result.verdict.value)
-        same = "environment differs" if drift else "match"
-        status = same if now == result.verdict.value else "verdict differs"
-        outcomes.append(RecordOutcome(index, result.artifact, result.verdict.value, now, status))
-    return ReproductionSummary(
-        verifier=verifier,
-        resource=str(bundle),
-        log_sha256=sha256((bundle / BUNDLE_LOG).read_bytes()),
-        head=chain.head,
-        records=len(chain.records),
-        statement_sha256=sha256((bundle / STATEMENT).read_bytes()),
-        environment={"backend": "local", "host": "lab", "images": {}, "drift": list(drift)},
-        outcomes=outcomes,
-    )
 
 
 def reproductions(done) -> list[str]:

@@ -91,7 +91,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "the log and lock (a disagreement names the field); the signature against --trust keys;\n"
         "attached reproduction reports; the artifact blobs; every image against the lock and this\n"
         "machine; and version drift. Without a trusted signature a bundle has integrity only:\n"
-        "anyone can re-hash it. Exit 0 clean, 1 damage, drift, mismatch or not trusted, 2 bad\n"
+        "anyone can re-hash it, and without --trust no signer is named (a key id in an envelope\n"
+        "is a label anyone can copy). Exit 0 clean, 1 damage, drift, mismatch or not trusted, 2 bad\n"
         "input.",
         epilog="example:\n  prooflock audit results/run-1 --trust publisher.key.pub --require-signature\n"
         "  prooflock audit s3://results/run-1 --rebuild --json",
@@ -214,7 +215,7 @@ def trust_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--require-signature",
         action="store_true",
-        help="fail (exit 1) unless a --trust key signed the bundle",
+        help="fail (exit 1) unless a --trust key signed the bundle (needs --trust)",
     )
 
 

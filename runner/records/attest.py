@@ -26,6 +26,7 @@ from runner.core.errors import UserError, explain
 from runner.core.provenance import kit_version
 from runner.records.layout import ATTESTATIONS, BUNDLE_LOG, STATEMENT
 from runner.records.signing import (
+    UNVERIFIED,
     PublicKey,
     SignatureCheck,
     check_signatures,
@@ -209,7 +210,19 @@ class ReproductionReport:
     environment: str = ""
     signature: SignatureCheck | None = None  # None: an unsigned report
     problem: str | None = None  # not a report, or a report about another log
-    publisher_key: bool = False  # signed by the key that signed the bundle: not independent
+    publisher_keys: frozenset[str] = frozenset()  # ids of the keys verified on the bundle
+
+    @property
+    def independent_signers(self) -> list[PublicKey]:
+        """Trusted keys that verify this report and did not verify the bundle."""
+        check = self.signature
+        signers = check.signed_by if check is not None else []
+        return [key for key in signers if key.keyid not in self.publisher_keys]
+
+    @property
+    def publisher_key(self) -> bool:
+        """Verified only by the key that signed the bundle: not independent."""
+        return bool(self.signature and self.signature.trusted) and not self.independent_signers
 
     @property
     def damaged(self) -> bool:
@@ -237,21 +250,17 @@ class ReproductionReport:
         if check.failure:
             return f"report by {who}, not trusted: {check.failure}; {self.outcome()}"
         if not check.trusted:
-            return (
-                f"report by {who}, signed by key id {', '.join(check.key_ids)} "
-                f"(not checked: no --trust key given); {self.outcome()}"
-            )
+            return f"report by {who}, {UNVERIFIED}; {self.outcome()}"
         if self.publisher_key:
             return (
                 f"reproduced by the publisher's own key {check.signers()} ({who}), not "
                 f"independently; {self.outcome()}"
             )
+        signers = check.signers(self.independent_signers)
         if self.passed:
             drifted = " on a drifted environment" if self.drifted else ""
-            return (
-                f"independently reproduced{drifted} by {check.signers()} ({who}): {self.outcome()}"
-            )
-        return f"{check.signers()} ({who}) could not reproduce it: {self.outcome()}"
+            return f"independently reproduced{drifted} by {signers} ({who}): {self.outcome()}"
+        return f"{signers} ({who}) could not reproduce it: {self.outcome()}"
 
     def to_json(self) -> dict[str, Any]:
         check = self.signature
@@ -262,7 +271,7 @@ class ReproductionReport:
             "matched": self.matched,
             "total": self.total,
             **signature_json(check),
-            "independent": bool(check and check.trusted and not self.publisher_key),
+            "independent": bool(self.independent_signers),
             "damaged": self.damaged,
             "summary": self.sentence(),
         }
@@ -276,9 +285,9 @@ def read_reports(
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         report = read_report(path.read_bytes(), path.name, log_sha256, trust)
-        if publisher is not None and report.signature is not None:
-            shared = set(report.signature.key_ids) & set(publisher.key_ids)
-            report.publisher_key = bool(shared)
+        # Keys are compared by what they verified, never by the key ids the envelopes claim.
+        if publisher is not None:
+            report.publisher_keys = frozenset(key.keyid for key in publisher.signed_by)
         found.append(report)
     return found
 

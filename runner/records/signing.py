@@ -39,6 +39,8 @@ from runner.core.provenance import host
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 UNSIGNED = "unsigned: integrity only, anyone can re-hash it"
+# Without a --trust key nobody is named: a key id in an envelope is a label anyone can copy.
+UNVERIFIED = "signature present, signer not verified: integrity only"
 
 
 class SigningSettings(BaseSettings):
@@ -197,61 +199,69 @@ def is_envelope(data: Any) -> bool:
 
 @dataclass
 class SignatureCheck:
-    """Who signed an envelope, as far as the trusted keys can tell."""
+    """Who signed an envelope: only trusted keys whose signature verifies count.
 
-    key_ids: list[str]  # every key id the envelope's signatures name
+    A signature's key id is a label its writer chose; it never names a signer. A key is matched
+    to an envelope by verifying every signature with it, whatever their labels say.
+    """
+
+    labels: list[str]  # the key ids the signatures claim: unverified, never shown as a signer
     signed_by: list[PublicKey] = field(default_factory=list)  # trusted keys that verify it
     failure: str | None = None  # why no trusted key verifies it (None: verified, or unchecked)
-    forged: bool = False  # a trusted key's id is on a signature that its key does not verify
+    forged: bool = False  # it claims a trusted key's id, and no trusted key verifies it
 
     @property
     def trusted(self) -> bool:
         return bool(self.signed_by)
 
-    def signers(self) -> str:
-        return ", ".join(f"{k.keyid} ({k.name})" for k in self.signed_by)
+    def signers(self, keys: list[PublicKey] | None = None) -> str:
+        return ", ".join(
+            f"{k.keyid} ({k.name})" for k in (self.signed_by if keys is None else keys)
+        )
 
 
 def signature_json(check: SignatureCheck | None) -> dict[str, Any]:
-    """Who signed, for --json output (`None`: no envelope at all)."""
+    """Who signed, for --json output (`None`: no envelope at all); labels are never shown."""
     return {
         "signed": check is not None,
-        "key_ids": check.key_ids if check else [],
+        "verified": bool(check and check.trusted),
         "signed_by": [k.keyid for k in check.signed_by] if check else [],
     }
 
 
 def check_signatures(envelope: Envelope, trust: list[PublicKey]) -> SignatureCheck:
-    """Verify `envelope` against the trusted keys (matched by key id, as securesystemslib does)."""
-    from securesystemslib.exceptions import UnverifiedSignatureError  # noqa: PLC0415
-
-    check = SignatureCheck(key_ids=sorted(envelope.signatures))
+    """Verify every signature of `envelope` with every trusted key, ignoring their labels."""
+    check = SignatureCheck(labels=sorted(envelope.signatures))
     if not trust:
         return check
     if envelope.payload_type != PAYLOAD_TYPE:
         check.failure = f"its payload type is {envelope.payload_type!r}, not {PAYLOAD_TYPE}"
         return check
     pae = envelope.pae()
-    mismatched = []
-    for key in trust:
-        signature = envelope.signatures.get(key.keyid)
-        if signature is None:
-            continue
-        try:
-            key.key.verify_signature(signature, pae)
-        except UnverifiedSignatureError:
-            mismatched.append(key.name)
-        else:
-            check.signed_by.append(key)
+    signatures = [signature.signature for signature in envelope.signatures.values()]
+    check.signed_by = [key for key in trust if any(_verifies(key, s, pae) for s in signatures)]
     if check.signed_by:
         return check
-    if mismatched:
+    claimed = [key.name for key in trust if key.keyid in check.labels]
+    if claimed:
         check.forged = True
-        check.failure = f"signature does not verify with {', '.join(mismatched)}"
+        check.failure = f"signature does not verify with {', '.join(claimed)}"
     else:
         names = ", ".join(k.name for k in trust)
         check.failure = (
             f"signature does not verify with {names}: signed by key id "
-            f"{', '.join(check.key_ids)}, which is not among the --trust keys"
+            f"{', '.join(check.labels)}, which is not among the --trust keys"
         )
     return check
+
+
+def _verifies(key: PublicKey, signature_hex: str, pae: bytes) -> bool:
+    """Whether `key` made this signature (given under the key's own id, whatever its label)."""
+    from securesystemslib.exceptions import UnverifiedSignatureError  # noqa: PLC0415
+    from securesystemslib.signer import Signature  # noqa: PLC0415
+
+    try:
+        key.key.verify_signature(Signature(key.keyid, signature_hex), pae)
+    except UnverifiedSignatureError:  # its VerificationError too
+        return False
+    return True

@@ -29,6 +29,7 @@ from runner.records.checkpoint import ChainReport, inspect_log, latest_results, 
 from runner.records.layout import BUNDLE_LOCK, BUNDLE_LOG, SIGNATURE, STATEMENT
 from runner.records.signing import (
     UNSIGNED,
+    UNVERIFIED,
     PublicKey,
     SignatureCheck,
     check_signatures,
@@ -70,6 +71,13 @@ class TrustPolicy:
     keys: tuple[PublicKey, ...] = ()
     require_signature: bool = False
 
+    def __post_init__(self) -> None:
+        # Without a key to verify with, any signature is only a label: nothing can satisfy it.
+        if self.require_signature and not self.keys:
+            raise UserError(
+                "--require-signature needs --trust KEY.pub: without a key no signer can be verified"
+            )
+
 
 INTEGRITY_ONLY = TrustPolicy()  # no keys: what can be recomputed is checked, nobody vouches for it
 
@@ -109,7 +117,7 @@ class Verification:
             return UNSIGNED
         if check.trusted:
             return f"signed by {check.signers()}"
-        return f"signed by key id {', '.join(check.key_ids)} (not checked: no --trust key given)"
+        return UNVERIFIED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -336,7 +344,7 @@ def _signature(
     else:
         found.note(
             "signature",
-            f"signed by key id {', '.join(check.key_ids)}; not checked: give --trust KEY.pub",
+            f"{UNVERIFIED} (give --trust KEY.pub to verify who signed it)",
             problem=trust.require_signature,
         )
 
