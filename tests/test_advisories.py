@@ -19,7 +19,7 @@ from runner import provers
 from runner.check import advisories
 from runner.check.advisories import Version
 from runner.check.checker import Checker
-from runner.core.models import CheckRequest, Target, Verdict
+from runner.core.models import CheckRequest, CheckResult, Provenance, Target, Verdict
 from runner.core.settings import Settings
 from runner.images.lock import load_lock
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, session_checker
@@ -45,6 +45,31 @@ def image(prover: str, tag: str) -> dict:
 
 def ids(environment: dict) -> set[str]:
     return {advisory.id for advisory in advisories.applicable(environment)}
+
+
+def flagged_result(flags: list[str]) -> CheckResult:
+    """A `pass` record on 8.16.1 carrying `flags`, as a run would log it."""
+    provenance = Provenance(
+        host="h",
+        backend="local",
+        isolation="x",
+        worker="w",
+        started_at="",
+        finished_at="",
+        wall_ms=0,
+    )
+    return CheckResult(
+        artifact="a.v",
+        prover="rocq",
+        mode="proof",
+        verdict=Verdict.PASS,
+        advisories=flags,
+        env_key="k",
+        environment=image("rocq", "prooflock/rocq:8.16.1"),
+        request_digest="r",
+        result_digest="d",
+        provenance=provenance,
+    )
 
 
 def by_id() -> dict[str, advisories.Advisory]:
@@ -100,11 +125,11 @@ def test_advisories_follow_the_line_the_record_was_checked_on():
     bookworm = ids(image("rocq", "prooflock/rocq:8.16.1"))
     trixie = ids(image("rocq", "prooflock/rocq-8.20:8.20.1"))
     sid = ids(rocq("The Rocq Prover, version 9.2.0\ncompiled with OCaml 5.3.0"))
-    assert {"PL-ROCQ-18503", "PL-ROCQ-16957", "PL-ROCQ-12155"} <= bookworm
-    assert "PL-ROCQ-UNLISTED-820" not in bookworm
+    assert {"PL-ROCQ-18503", "PL-ROCQ-16957", "PL-ROCQ-12155", "PL-ROCQ-20413"} <= bookworm
+    assert "PL-ROCQ-21682" not in bookworm  # a guard-checker bug new in 8.20
     assert "PL-ROCQ-18503" not in trixie and "PL-ROCQ-16957" not in trixie  # fixed in 8.19, 8.17
-    assert {"PL-ROCQ-12155", "PL-ROCQ-UNLISTED-820"} <= trixie
-    assert sid == trixie
+    assert {"PL-ROCQ-12155", "PL-ROCQ-21682", "PL-ROCQ-20413"} <= trixie
+    assert "PL-ROCQ-20413" not in sid and "PL-ROCQ-21839" in sid  # fixed in 9.0.1; in 9.3
     assert not ids(rocq("The Coq Proof Assistant, version 8.16.1")) ^ bookworm  # local == docker
     assert "PL-HOLLIGHT-OCAML7241" in ids(image("hol-light", "prooflock/hol-light:20230128"))
     assert not ids(image("hol-light", "prooflock/hol-light:3.0.0"))  # OCaml 5.3.0
@@ -153,32 +178,7 @@ def test_each_exploit_is_flagged_by_its_own_advisorys_scan(path):
 
 
 def test_the_stderr_line_counts_what_applies_and_what_is_flagged(monkeypatch):
-    from runner.core.models import CheckResult, Provenance
-
-    def result(flags: list[str]) -> CheckResult:
-        provenance = Provenance(
-            host="h",
-            backend="local",
-            isolation="x",
-            worker="w",
-            started_at="",
-            finished_at="",
-            wall_ms=0,
-        )
-        return CheckResult(
-            artifact="a.v",
-            prover="rocq",
-            mode="proof",
-            verdict=Verdict.PASS,
-            advisories=flags,
-            env_key="k",
-            environment=image("rocq", "prooflock/rocq:8.16.1"),
-            request_digest="r",
-            result_digest="d",
-            provenance=provenance,
-        )
-
-    line = advisories.summary([result(["PL-ROCQ-13439"]), result([])])
+    line = advisories.summary([flagged_result(["PL-ROCQ-13439"]), flagged_result([])])
     assert line is not None
     applying = len(ids(image("rocq", "prooflock/rocq:8.16.1")))
     assert line.startswith(f"{applying} advisories apply to this environment; 1 records flagged")
@@ -290,3 +290,125 @@ def test_check_prints_the_flag_in_its_json_line_and_one_count_on_stderr(cli, tmp
     assert [line["verdict"] for line in lines] == ["fail", "pass"]
     counts = [line for line in done.stderr.splitlines() if "advisories apply" in line]
     assert len(counts) == 1 and "; 1 records flagged" in counts[0]
+
+
+# -- keeping up with the upstream list ---------------------------------------------------------
+
+UPSTREAM_SHAPED = """Compilation of critical bugs
+==============================
+
+## Fixed bugs
+
+### Typing constructions
+
+#### guard checker forgot to check non-structural arguments of fixpoint
+
+- component: guard checking
+- impacted released versions: V8.16 to V9.0.0
+- fixed in: V9.0.1, V9.1.0
+- exploit / GH issue: [#20413](https://github.com/rocq-prover/rocq/issues/20413)
+
+#### substitution missing in the body of a let
+
+- component: "match"
+- fixed in: master/trunk/v8.5 ([e583a79b5](https://github.com/rocq-prover/rocq/commit/e583a79b5a0298fd08f34305cc876d5117913e95), 22 Nov 2015)
+- GH issue number: ?
+
+#### a bug found after our copy was taken
+
+- component: conversion,
+  universes
+- impacted released versions: V8.16 to V9.3.0
+- fixed in: V9.3.1
+- GH issue number: rocq-prover/rocq#99999, ocaml/ocaml#13439
+
+#### buffer overflow on large accumulators
+
+- component: VM
+- GH issue number: ocaml/ocaml#6385, rocq-prover/rocq#11170
+"""
+
+
+def test_refresh_names_exactly_the_upstream_entries_our_data_lacks(cli, tmp_path):
+    upstream = tmp_path / "critical-bugs.md"
+    upstream.write_text(UPSTREAM_SHAPED)
+    done = cli("advisories", "refresh", "--from", str(upstream), check=1)
+    missing = [line for line in done.stdout.splitlines() if line.startswith("missing:")]
+    # #20413 by its issue, the let bug by its fixing commit, #11170 by its issue (not OCaml's
+    # #6385, nor OCaml's #13439 that happens to share a number with Rocq's #13439).
+    assert missing == ["missing: a bug found after our copy was taken (#99999)"]
+    assert "3 of 4 upstream entries have an advisory in rocq.toml; 1 missing" in done.stdout
+    as_json = json.loads(cli("advisories", "refresh", "--from", str(upstream), "--json").stdout)
+    assert as_json["entries"] == 4 and [m["references"] for m in as_json["missing"]] == [["#99999"]]
+    upstream.write_text(UPSTREAM_SHAPED.split("#### a bug found")[0])
+    assert (
+        "2 of 2 upstream entries"
+        in cli("advisories", "refresh", "--from", str(upstream), check=0).stdout
+    )
+
+
+@pytest.mark.parametrize("content", [None, "# a title\n\nno entries here\n"])
+def test_refresh_on_a_file_that_is_not_the_list_is_bad_input(cli, tmp_path, content):
+    upstream = tmp_path / "critical-bugs.md"
+    if content is not None:
+        upstream.write_text(content)
+    done = cli("advisories", "refresh", "--from", str(upstream), check=2)
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_every_rocq_advisory_names_one_upstream_entry_or_says_it_has_none():
+    from runner.check import upstream_list
+
+    loaded = advisories.load("rocq")
+    assert loaded is not None
+    for advisory in loaded.advisory:
+        named = upstream_list.references(advisory.upstream)
+        assert named, f"{advisory.id}: its upstream names no issue, pull request or commit"
+    assert not {"PL-ROCQ-UNLISTED-HELDBACK", "PL-ROCQ-UNLISTED-820"} & set(by_id())
+
+
+# -- found per record ----------------------------------------------------------------------------
+
+
+# Rocq's own library as this machine's coqc installs it: ordinary, hand-written Rocq.
+STDLIB = Path("/usr/lib/ocaml/coq/theories")
+PLAIN_PARTS = ("Init", "Lists", "Bool", "Relations", "Wellfounded", "Program")
+
+
+def test_ordinary_files_carry_no_advisory():
+    """Files using none of the features (no nested fixpoints, functors, let-ins in inductives,
+    SProp, VM) get no advisory on either line; the sample is the standard library's plain parts
+    (52 files with Coq 8.16.1's), where they are installed, and the suite's clean control."""
+    files = [EXPLOITS / "rocq" / "control.v"]
+    files += sorted(path for part in PLAIN_PARTS for path in (STDLIB / part).glob("*.v"))
+    for environment in (
+        image("rocq", "prooflock/rocq:8.16.1"),
+        image("rocq", "prooflock/rocq-8.20:8.20.1"),
+    ):
+        for path in files:
+            request = CheckRequest(prover="rocq", name=path.name, content=path.read_text())
+            assert advisories.flagged(request, environment) == [], path
+
+
+def test_a_file_using_the_features_of_a_guard_bug_is_flagged_on_the_lines_it_affects():
+    nested = (
+        "Fixpoint f (n : nat) : nat := (fix g (m : nat) := match m with 0 => n | S k => g k end) n."
+    )
+    request = CheckRequest(prover="rocq", name="a.v", content=nested)
+    on_bookworm = advisories.flagged(request, image("rocq", "prooflock/rocq:8.16.1"))
+    on_trixie = advisories.flagged(request, image("rocq", "prooflock/rocq-8.20:8.20.1"))
+    assert "PL-ROCQ-20555" in on_bookworm and "PL-ROCQ-21682" not in on_bookworm  # new in 8.20
+    assert {"PL-ROCQ-20555", "PL-ROCQ-21682"} <= set(on_trixie)
+    plain = CheckRequest(prover="rocq", name="a.v", content=nested.replace("(fix g", "(id"))
+    assert advisories.flagged(plain, image("rocq", "prooflock/rocq-8.20:8.20.1")) == []
+
+
+def test_the_summary_counts_records_per_advisory():
+    results = [
+        flagged_result(["PL-ROCQ-21051", "PL-ROCQ-21685"]),
+        flagged_result(["PL-ROCQ-21051"]),
+        flagged_result([]),
+    ]
+    assert advisories.records_per_advisory(results) == {"PL-ROCQ-21051": 2, "PL-ROCQ-21685": 1}
+    line = advisories.summary(results)
+    assert line is not None and "2 records flagged (PL-ROCQ-21051 2, PL-ROCQ-21685 1)" in line

@@ -5,7 +5,8 @@ needs. `applicable(environment)` lists the advisories whose affected versions in
 environment's (the version is read from the record's environment by the file's own regexes, so
 nothing here names a prover); `flagged(request, environment)` names those among them whose
 features the artifact's text uses (a syntactic scan, comments blanked). A flag is a warning for
-readers: it never changes a verdict, a result digest or an environment key.
+readers: it never changes a verdict, a result digest or an environment key. The scan reads the
+artifact's text, not its compiled library: what a notation or a tactic hides escapes it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,7 +301,16 @@ def summary(results: Iterable[CheckResult]) -> str | None:
     if not ids:
         return None
     noun = "advisory applies" if len(ids) == 1 else "advisories apply"
+    per_advisory = records_per_advisory(results)
+    counts = ", ".join(f"{id_} {count}" for id_, count in per_advisory.items())
     return (
-        f"{len(ids)} {noun} to this environment; {flagged_count} records flagged: see the "
-        f"`advisories` field of each line and {', '.join(sorted(files))}"
+        f"{len(ids)} {noun} to this environment; {flagged_count} records flagged"
+        f"{f' ({counts})' if counts else ''}: see the `advisories` field of each line and "
+        f"{', '.join(sorted(files))}"
     )
+
+
+def records_per_advisory(results: Iterable[CheckResult]) -> dict[str, int]:
+    """How many records carry each advisory, most first (ties by id)."""
+    counts = Counter(id_ for result in results for id_ in result.advisories)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-from runner.cli import checking, records
+from runner.cli import advisories, checking, records
 from runner.cli.common import (
     EXIT_FAILED,
     EXIT_INFRA,
@@ -66,6 +66,7 @@ COMMANDS: dict[str, Command] = {
     "download": records.cmd_download,
     "serve": records.cmd_serve,
     "images": cmd_images,
+    "advisories": advisories.cmd_advisories,
 }
 
 
@@ -78,6 +79,7 @@ def build_parser() -> ArgumentParser:
     checking.add_commands(commands)
     records.add_commands(commands)
     add_image_commands(commands)
+    advisories.add_commands(commands)
     return parser
 
 
