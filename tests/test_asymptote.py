@@ -351,7 +351,7 @@ def test_infinite_loop_times_out(settings):
 @pytest.mark.slow
 def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
     same = render("triangle_labels.asy", settings, reference="triangle_labels.asy")
-    moved = render("triangle_labels.asy", settings, fmt="svg", reference="triangle_moved.asy")
+    moved = render("triangle_labels.asy", settings, reference="triangle_moved.asy")
     other = render("triangle_labels.asy", settings, fmt="pdf", reference="squares_grid.asy")
     assert same.details["comparison"] == {
         "reference": "triangle_labels.asy",
@@ -360,11 +360,11 @@ def test_identical_diagram_scores_one_and_a_different_one_lower(settings):
         "keyword_f1": "1.0000",
         "ssim": "1.0000",
     }
-    # the same diagram, rendered as the reference: the same PDF, the same raster
+    # the same diagram, rendered as the reference (in the artifact's format): the same render,
+    # the same raster
     kept = {output.role: output for output in same.outputs}
     assert sorted(kept) == ["raster-artifact", "raster-reference", "reference", "render"]
-    [pdf] = render("triangle_labels.asy", settings, fmt="pdf").outputs
-    assert (kept["reference"].format, kept["reference"].sha256) == ("pdf", pdf.sha256)
+    assert (kept["reference"].format, kept["reference"].sha256) == ("png", kept["render"].sha256)
     assert kept["raster-artifact"].sha256 == kept["raster-reference"].sha256
     near, far = moved.details["comparison"], other.details["comparison"]
     assert all(
@@ -409,11 +409,11 @@ def test_the_reference_never_enters_the_artifacts_sandbox(fmt):
 def test_the_reference_render_and_both_rasters_are_kept_for_a_report():
     with contextlib.ExitStack() as stack:
         outcome = check_with_reference(
-            "triangle_labels.asy", "triangle_moved.asy", "svg", RecordingSandboxes(stack)
+            "triangle_labels.asy", "triangle_moved.asy", "pdf", RecordingSandboxes(stack)
         )
     roles = [(output.role, output.format) for output in outcome.outputs]
     assert roles == [
-        ("render", "svg"),
+        ("render", "pdf"),
         ("reference", "pdf"),
         ("raster-artifact", "png"),
         ("raster-reference", "png"),
@@ -436,7 +436,9 @@ def test_a_pdf_without_a_page_has_no_ssim_and_is_never_infra():
         b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
     )
     with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
-        raster, why = asy_reference._raster(box, "artifact", zero_pages, 30, asy_render.Timings())
+        raster, why = asy_reference._raster(
+            box, "artifact", "pdf", zero_pages, 30, asy_render.Timings()
+        )
     assert (raster, why) == (None, "ghostscript drew no page of the artifact PDF")
 
 
@@ -488,7 +490,7 @@ def test_a_published_run_carries_every_typed_output_as_a_blob(settings, tmp_path
         name="triangle_labels.asy",
         content=artifact("asymptote", "triangle_labels.asy"),
         options={
-            "format": "svg",
+            "format": "png",
             "reference": {"name": "r.asy", "content": artifact("asymptote", "squares_grid.asy")},
         },
     )

@@ -17,9 +17,13 @@ Four classes, each with its own cheats (written for this round, not taken from a
   reference, writing /tmp or `..`, TeX's shell and absolute paths, huge files, loops.
 
 After every cheat nothing named after it exists outside a render's `out/` directory: not on the
-host (/tmp, /dev/shm, $HOME, the current directory), not elsewhere in the sandbox (its work dir;
-on docker also the container's /tmp and /dev/shm). The docker cases run when the asymptote image
-is at its locked ID here, and say why they skip otherwise.
+host (/tmp, /var/tmp, /dev/shm, $HOME, the current directory), not elsewhere in the sandbox (its
+work dir; on docker also the container's /tmp and /dev/shm). And nothing of the check is left on
+the host (HostWatch): no new file under /tmp, /var/tmp or $HOME named after the cheat or holding
+its name, no sandbox directory, no process (none of the test's children, none naming the cheat),
+no container. Other tests write to /tmp meanwhile, so a new file counts when it is the check's:
+named after the cheat, holding its name, or inside one of its sandboxes. The docker cases run
+when the asymptote image is at its locked ID here, and say why they skip otherwise.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -40,6 +45,7 @@ from runner.backends.local import LocalBackend
 from runner.core.models import CheckRequest, Limits, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import asymptote
+from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import render as asy_render
 from tests.helpers import resolved
 from tests.support.docker_daemon import docker_skip_reason
@@ -62,7 +68,7 @@ RUN_A_SHELL = "RUN_A_SHELL"  # replaced by PostScript that would start a shell t
 
 def shell(mark: str) -> str:
     """A PostScript hex string of `%pipe%touch ...`: a shell, were ghostscript not SAFER."""
-    return "<" + f"%pipe%touch $HOME/{mark} /tmp/{mark}".encode().hex() + ">"
+    return "<" + f"%pipe%touch $HOME/{mark} /tmp/{mark} /var/tmp/{mark}".encode().hex() + ">"
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ PRINTS = {
 
 CONTAINED = {
     "safe_mode_off": Cheat(
-        'settings.safe = false;\nsystem("touch $HOME/MARK /tmp/MARK");',
+        'settings.safe = false;\nsystem("touch $HOME/MARK /tmp/MARK /var/tmp/MARK");',
         Verdict.FAIL,
         "modifying non-public field",
     ),
@@ -263,7 +269,8 @@ CONTAINED = {
         "Write to other directories disabled",
     ),
     "tex_runs_a_shell": Cheat(  # shell_escape=f: TeX says `runsystem(...)...disabled` and goes on
-        'label("\\immediate\\write18{touch $HOME/MARK /tmp/MARK}x", (0, 0));', Verdict.PASS
+        'label("\\immediate\\write18{touch $HOME/MARK /tmp/MARK /var/tmp/MARK}x", (0, 0));',
+        Verdict.PASS,
     ),
     "tex_writes_to_tmp": Cheat(  # openout_any=p: TeX refuses, then asks for another name
         'label("\\immediate\\openout9=/tmp/MARK\\immediate\\closeout9 x", (0, 0));',
@@ -315,6 +322,127 @@ class RecordingSandboxes:
 
     def server(self, spec):
         raise AssertionError("asymptote starts no servers")
+
+    @property
+    def roots(self) -> list[Path]:
+        """The host directories of the local sandboxes (docker's live in containers)."""
+        return [Path(box.root) for box in self.boxes.values() if hasattr(box, "root")]
+
+    @property
+    def containers(self) -> list[tuple[object, str]]:
+        """(docker API client, container ID) of every docker sandbox."""
+        return [
+            (box.api, box.container_id) for box in self.boxes.values() if box.backend == "docker"
+        ]
+
+
+HOST_PLACES = (Path("/tmp"), Path("/var/tmp"), Path.home())
+HOLDS_LIMIT = 1 << 16  # the first bytes of a new file searched for the cheat's name
+
+
+@dataclass
+class HostWatch:
+    """The host before a check, so that what the check left there can be named after it."""
+
+    mark: str
+    files: set[Path]
+    processes: set[int]
+
+    @classmethod
+    def start(cls, mark: str) -> HostWatch:
+        return cls(mark, _host_files(), _descendants(os.getpid()))
+
+    def left(self, sandboxes: RecordingSandboxes) -> list[str]:
+        """Files, sandbox directories, processes and containers of the check still here."""
+        roots = sandboxes.roots
+        found = [f"sandbox directory {root}" for root in roots if root.exists()]
+        for path in sorted(_host_files() - self.files):
+            inside = any(root == path or root in path.parents for root in roots)
+            if inside or self.mark in path.name or _holds(path, self.mark):
+                found.append(f"file {path}")
+        for pid in sorted(_descendants(os.getpid()) - self.processes):
+            found.append(f"process {pid} ({_command(pid)}), a child of this test")
+        for pid in _pids():
+            if self.mark in _command(pid):
+                found.append(f"process {pid} ({_command(pid)}), named after the cheat")
+        for api, container in sandboxes.containers:
+            if _container_exists(api, container):
+                found.append(f"container {container[:12]}")
+        return found
+
+
+def _host_files(depth: int = 3) -> set[Path]:
+    found: set[Path] = set()
+    for place in HOST_PLACES:
+        found |= _entries(place, depth)
+    return found
+
+
+def _entries(place: Path, depth: int) -> set[Path]:
+    """Entries down to `depth` levels below `place` (not through symlinks); ones that vanish
+    while listed (other tests clean up meanwhile) are skipped."""
+    try:
+        entries = set(place.iterdir())
+    except OSError:
+        return set()
+    if depth > 1:
+        for entry in list(entries):
+            if entry.is_dir() and not entry.is_symlink():
+                entries |= _entries(entry, depth - 1)
+    return entries
+
+
+def _holds(path: Path, mark: str) -> bool:
+    try:
+        if not path.is_file() or path.is_symlink():
+            return False
+        with path.open("rb") as handle:
+            return mark.encode() in handle.read(HOLDS_LIMIT)
+    except OSError:
+        return False
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # after `(comm)`: state, then ppid
+
+
+def _descendants(ancestor: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        parent = _parent(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
+    found, todo = set(), [ancestor]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def _container_exists(api, container: str) -> bool:
+    import docker.errors  # the docker cases only
+
+    try:
+        api.inspect_container(container)
+    except docker.errors.NotFound:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -378,8 +506,8 @@ def leaks(mark: str, sandboxes: RecordingSandboxes) -> list[str]:
         for path in listed.stdout.decode().split():
             if "/out/" not in path:
                 found.append(f"{purpose} sandbox: {path}")
-    roots = [Path(str(getattr(box, "root", "/nonexistent"))) for box in sandboxes.boxes.values()]
-    places = {Path("/tmp"), Path(tempfile.gettempdir()), Path("/dev/shm"), Path.home(), Path.cwd()}
+    roots = sandboxes.roots
+    places = {Path(tempfile.gettempdir()), Path("/dev/shm"), Path.cwd(), *HOST_PLACES}
     for place in places:
         for path in _named(place, mark):
             if not any(root in path.parents for root in roots):
@@ -406,6 +534,7 @@ def _named(place: Path, mark: str, depth: int = 2) -> list[Path]:
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_a_cheat_gets_its_verdict_and_leaves_nothing(name, backend, mark):
     cheat = CHEATS[name]
+    host = HostWatch.start(mark)
     outcome, sandboxes = check(cheat, mark, backend)
     try:
         assert outcome.verdict is cheat.verdict, [d.message for d in outcome.diagnostics]
@@ -421,6 +550,7 @@ def test_a_cheat_gets_its_verdict_and_leaves_nothing(name, backend, mark):
         assert not leaks(mark, sandboxes)
     finally:
         sandboxes.close()
+    assert host.left(sandboxes) == []
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)
@@ -451,20 +581,76 @@ def test_a_diagram_reading_the_clock_and_cpu_time_renders_byte_identically(backe
     assert first.outputs == second.outputs
 
 
+# -- a comparison the diagram could steer -------------------------------------------------------
+
+# Each draws the reference only where the condition holds: in a render other than the recorded
+# one (a second asy run for SSIM, to PDF, in another directory), and a blue square otherwise.
+STEERED = {
+    "output_format": 'settings.outformat != "png"',
+    "file_name": 'find(locatefile("diagram.asy"), "artifact/") < 0',
+}
+SQUARE = "size(4cm);\nfill(unitsquare, blue);\n"
+
+
+def steered(condition: str) -> str:
+    drawn = REFERENCE.replace("size(4cm);\n", "")
+    return f"size(4cm);\nif ({condition}) {{\n{drawn}}} else {{\n  fill(unitsquare, blue);\n}}\n"
+
+
+def compared(source: str, fmt: str, mark: str, backend: Backend) -> Outcome:
+    host = HostWatch.start(mark)
+    outcome, sandboxes = check(Cheat(source, Verdict.PASS, fmt=fmt, reference=True), mark, backend)
+    try:
+        assert outcome.verdict is Verdict.PASS, outcome.diagnostics
+        assert not leaks(mark, sandboxes)
+    finally:
+        sandboxes.close()
+    assert host.left(sandboxes) == []
+    return outcome
+
+
+def kept(outcome: Outcome, role: str) -> bytes:
+    [output] = [output for output in outcome.outputs if output.role == role]
+    return outcome.files[output.sha256]
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+@pytest.mark.parametrize("name", sorted(STEERED))
+def test_the_similarity_is_of_the_render_the_record_keeps(name, backend, mark):
+    cheat = compared(steered(STEERED[name]), "png", mark, backend)
+    square = compared(SQUARE, "png", mark, backend)
+    # the record keeps the square; the comparison saw that square, not the reference
+    assert kept(cheat, "render") == kept(square, "render")
+    assert kept(cheat, "raster-artifact") == asy_compare.png_raster(kept(cheat, "render"))
+    assert cheat.details["comparison"]["ssim"] == square.details["comparison"]["ssim"]
+    assert Decimal(cheat.details["comparison"]["ssim"]) < Decimal("0.9")
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_an_svg_is_never_compared_through_another_render(backend, mark):
+    cheat = compared(steered('settings.outformat != "svg"'), "svg", mark, backend)
+    comparison = cheat.details["comparison"]
+    assert (comparison["reference_compiles"], comparison["ssim"]) == (True, None)
+    assert "no SSIM for SVG" in comparison["ssim_error"]
+    assert b"<svg" in kept(cheat, "render") and b"<svg" in kept(cheat, "reference")
+
+
 # -- past the guard: the second line holds on its own ------------------------------------------
 
 
 def render_past_the_guard(backend: Backend, source: str) -> tuple[Outcome, list[str]]:
     """asy run on `source` directly, as if the guard had missed it; and what leaked."""
     mark = f"prooflock-cheat-{uuid.uuid4().hex[:12]}"
+    host = HostWatch.start(mark)
     sandboxes = RecordingSandboxes(backend, Limits(timeout_s=30, memory_mb=4096))
     try:
         done = asy_render.render(
             sandboxes.sandbox(), "artifact", source.replace(MARK, mark), "png", 30
         )
-        return asy_render.artifact_outcome(done, "png", 30), leaks(mark, sandboxes)
+        leaked = leaks(mark, sandboxes)
     finally:
         sandboxes.close()
+    return asy_render.artifact_outcome(done, "png", 30), leaked + host.left(sandboxes)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)

@@ -18,11 +18,11 @@ Sandbox layout (fixed names, so no output byte or message holds a temp path or a
     artifact/diagram.asy        the artifact; asy -cd artifact -o out/diagram (read-only dir)
     artifact/out/...            what asy, TeX and the converters write, and the diagram's files
     .kit/                       the kit's module, converters and clock probe; the render taken
-    artifact-pdf/...            the artifact again as PDF, for SSIM, when the format is not pdf
-    .kit/raster-artifact.png    that PDF rasterized at one fixed size for SSIM (see compare.py)
 
-The reference is rendered (as `reference/...`, `raster-reference.png`) in a second sandbox,
-opened after the artifact's last run (reference.py): the artifact's sandbox never holds it.
+asy runs once per diagram. With a reference, SSIM compares the render the record keeps
+(reference.py): the reference is rendered in the same format in a second sandbox, opened after
+the artifact's last run (the artifact's sandbox never holds it), and both kept renders are
+rasterized there (a PDF, before the reference runs) or in the kit (a PNG).
 
 Verdicts: pass (the guard allowed the source, asy exited 0 and made the render), fail (a refusal,
 a located asy error, a LaTeX error summary, a missing module, nothing drawn, a render the
@@ -58,7 +58,9 @@ from runner.provers.common.verdicts import refused
 #    refuses only what containment cannot hold (reading settings, eval, any TeX and module by
 #    name are accepted); text run as code checked at run time; ghostscript never reads init files
 #    from out/; SVG through pdfTeX; the clock probed before asy runs; outputs typed.
-VERSION = "4"
+# 5: SSIM compares the render the record keeps (one asy run; the reference in the same format),
+#    never a second render the diagram could tell apart.
+VERSION = "5"
 FORMATS = asy_outputs.FORMATS
 
 

@@ -7,9 +7,11 @@ keyword F1 -- over the *set* of Asymptote functions each source uses. A source's
     blanked, minus the language keywords (`if (`, `while (`, `return (` are not calls). A
     member call `a.length()` counts as `length`; a function the source defines counts like one it
     calls (both sides are tokenized alike). F1 = 2|A∩B| / (|A|+|B|); two empty sets give 1.
-SSIM -- between the two renders rasterized at one fixed size (RASTER_SIZE² pixels, 8-bit gray,
-    each page scaled to fit and centred on white), computed by scikit-image with the settings of
-    Wang et al. 2004 (Gaussian window σ=1.5, population covariance).
+SSIM -- between the two renders the record keeps, each rasterized at one fixed size
+    (RASTER_SIZE² pixels, 8-bit gray, scaled to fit and centred on white), computed by
+    scikit-image with the settings of Wang et al. 2004 (Gaussian window σ=1.5, population
+    covariance). A PDF is rasterized by ghostscript (RASTER_ARGS), a PNG here (png_raster); both
+    sides are of one format, so one diagram gives one raster.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ RASTER_ARGS = (
     "-dTextAlphaBits=4",
     "-dGraphicsAlphaBits=4",
 )
+# A PNG larger than this is not decoded for SSIM (a small file can claim a huge canvas).
+MAX_PNG_PIXELS = 40_000_000
 KEYWORDS = lexer.KEYWORDS | {"operator"}  # asy's keywords: `if (`, `while (` are no calls
 CALL = re.compile(r"(?<!\w)([A-Za-z_]\w*)\s*\(")
 
@@ -63,8 +67,35 @@ def fixed(value: Fraction | float) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
+def png_raster(png: bytes) -> bytes:
+    """`png` as RASTER_ARGS draws a page: gray, scaled to fit the square, centred on white.
+
+    Raises ValueError for a PNG that does not decode or is too large to compare.
+    """
+    from PIL import Image  # heavy import, needed only when a reference is given
+
+    try:
+        with Image.open(io.BytesIO(png), formats=["PNG"]) as image:
+            width, height = image.size
+            if width * height > MAX_PNG_PIXELS:
+                raise ValueError(f"the PNG is {width}x{height} pixels, too large to compare")
+            image.load()
+            flat = Image.new("RGBA", image.size, "white")
+            flat.alpha_composite(image.convert("RGBA"))
+    except (OSError, Image.DecompressionBombError, SyntaxError) as exc:
+        raise ValueError(f"the PNG does not decode: {exc}") from exc
+    scale = RASTER_SIZE / max(width, height)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    gray = flat.convert("L").resize(size, Image.Resampling.LANCZOS)
+    canvas = Image.new("L", (RASTER_SIZE, RASTER_SIZE), 255)
+    canvas.paste(gray, ((RASTER_SIZE - size[0]) // 2, (RASTER_SIZE - size[1]) // 2))
+    out = io.BytesIO()
+    canvas.save(out, format="PNG")
+    return out.getvalue()
+
+
 def ssim(png: bytes, reference_png: bytes) -> str:
-    """Structural similarity of two same-size grayscale PNGs (RASTER_ARGS renders)."""
+    """Structural similarity of two same-size grayscale PNGs (the rasters above)."""
     import numpy as np  # heavy imports, needed only when a reference is given
     from PIL import Image
     from skimage.metrics import structural_similarity

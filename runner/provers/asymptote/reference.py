@@ -1,15 +1,19 @@
 """Comparing a render with a reference diagram: compile success of both, keyword F1, SSIM.
 
-The reference never enters the artifact's sandbox. Everything on the artifact's side (its PDF for
-SSIM, that PDF's raster) is done first, in the check's sandbox; only then is a second sandbox
-opened (`sandboxes.sandbox("reference")`) where the reference is guarded, rendered and rasterized.
-On the local backend the reference's bytes are thus nowhere on disk while artifact code runs; on
-docker they are in another container. The SSIM is computed here, on the two rasters' bytes, and
-each raster is made from the render the kit took (render.py), written again by the kit after
-asy's run: never from a file the diagram could have written.
+SSIM compares the render the record keeps, byte for byte: asy runs once per diagram, so no
+diagram can show the comparison something other than what is kept (a second render, to another
+format or file name, could be told apart by `settings.outformat` and drawn otherwise). The
+reference is rendered in the artifact's format and both renders are rasterized the same way
+(compare.py): a PDF by ghostscript in the reference's sandbox, before any reference code runs
+there; a PNG in the kit. An SVG has no rasterizer here: no SSIM, saying why.
+
+The reference never enters the artifact's sandbox: a second sandbox
+(`sandboxes.sandbox("reference")`) opens only after the artifact's last command ran. On the local
+backend the reference's bytes are thus nowhere on disk while artifact code runs; on docker they
+are in another container. The SSIM is computed here, on the two rasters' bytes.
 
 Kept for a report, by sha256 in `Outcome.files` and typed in `Outcome.outputs`: the reference's
-PDF (role `reference`) and the two same-size gray rasters SSIM compared (roles
+render (role `reference`) and the two same-size gray rasters SSIM compared (roles
 `raster-artifact`, `raster-reference`). The numbers stay in `details["comparison"]`.
 """
 
@@ -63,25 +67,24 @@ def compare_with_reference(
             "ssim": None,
         }
     )
+    sandbox = sandboxes.sandbox(REFERENCE_SANDBOX)  # opened after the artifact's last run
     artifact_raster, ssim_error = None, None
-    if artifact_compiles:  # all of the artifact's side first, before the reference exists
-        artifact_raster, ssim_error = _artifact_raster(
-            sandboxes.sandbox(), request.content, fmt, outcome, timeout, timings
-        )
-    sandbox = sandboxes.sandbox(REFERENCE_SANDBOX)
-    problem, reference_render = _render_reference(sandbox, reference_source, timeout, timings)
+    if artifact_compiles:  # before any code of the reference runs in that sandbox
+        kept = outcome.files[outcome.outputs[0].sha256]
+        artifact_raster, ssim_error = _raster(sandbox, "artifact", fmt, kept, timeout, timings)
+    problem, reference_render = _render_reference(sandbox, reference_source, fmt, timeout, timings)
     if reference_render is None or reference_render.data is None:
         comparison.details["reference_error"] = problem
         return comparison
     comparison.details["reference_compiles"] = True
-    comparison.keep("reference", "pdf", reference_render.data)
+    comparison.keep("reference", fmt, reference_render.data)
     if not artifact_compiles:
         return comparison
     if artifact_raster is None:
         comparison.details["ssim_error"] = ssim_error
         return comparison
     reference_raster, ssim_error = _raster(
-        sandbox, "reference", reference_render.data, timeout, timings
+        sandbox, "reference", fmt, reference_render.data, timeout, timings
     )
     if reference_raster is None:
         comparison.details["ssim_error"] = ssim_error
@@ -98,38 +101,46 @@ def compare_with_reference(
     return comparison
 
 
-def _artifact_raster(
-    sandbox: Sandbox, source: str, fmt: str, outcome: Outcome, timeout: float, timings: Timings
-) -> tuple[bytes | None, str | None]:
-    """The raster of the artifact's PDF (rendered again when the request asked another format)."""
-    pdf = outcome.files.get(outcome.outputs[0].sha256) if fmt == "pdf" else None
-    if pdf is None:  # SSIM compares PDF rasters; a fresh directory, untouched by the first run
-        again = render(sandbox, "artifact-pdf", source, "pdf", timeout)
-        timings.add("render_pdf", again.done)
-        if again.data is None:
-            return None, f"the artifact did not render to PDF: {_first_problem(again)}"
-        pdf = again.data
-    return _raster(sandbox, "artifact", pdf, timeout, timings)
-
-
 def _render_reference(
-    sandbox: Sandbox, source: str, timeout: float, timings: Timings
+    sandbox: Sandbox, source: str, fmt: str, timeout: float, timings: Timings
 ) -> tuple[str | None, Render | None]:
-    """(why it did not compile, the render): the reference passes the artifact's guard too."""
+    """(why it did not compile, its render in `fmt`): it passes the artifact's guard too."""
     started = time.monotonic()
     refused = guard.refusals(source)
     timings.steps["reference_guard"] = int((time.monotonic() - started) * 1000)
     if refused:
         return _where(refused[0]) + refused[0].message, None
-    done = render(sandbox, "reference", source, "pdf", timeout)
+    done = render(sandbox, "reference", source, fmt, timeout)
     timings.add("reference", done.done)
     return (None if done.data is not None else _first_problem(done)), done
 
 
 def _raster(
+    sandbox: Sandbox, side: str, fmt: str, data: bytes, timeout: float, timings: Timings
+) -> tuple[bytes | None, str | None]:
+    """The kept render `data` rasterized at the fixed SSIM size, or why it could not be."""
+    if fmt == "png":
+        started = time.monotonic()
+        try:
+            return asy_compare.png_raster(data), None
+        except ValueError as exc:
+            return None, f"the {side} PNG cannot be rasterized: {exc}"
+        finally:
+            timings.steps["raster"] = timings.steps.get("raster", 0) + int(
+                (time.monotonic() - started) * 1000
+            )
+    if fmt != "pdf":
+        return None, (
+            f"no SSIM for {fmt.upper()}: it compares rasters of the render the record keeps, "
+            "and the kit rasterizes only PNG and PDF (use --format png or pdf)"
+        )
+    return _pdf_raster(sandbox, side, data, timeout, timings)
+
+
+def _pdf_raster(
     sandbox: Sandbox, side: str, pdf: bytes, timeout: float, timings: Timings
 ) -> tuple[bytes | None, str | None]:
-    """`pdf` (a render the kit took) rasterized at the fixed SSIM size, or why it could not be."""
+    """`pdf` rasterized by ghostscript in `sandbox`, or why it could not be."""
     source, raster = f"{KIT}/raster-{side}.pdf", f"{KIT}/raster-{side}.png"
     sandbox.write_file(source, pdf)
     done = sandbox.run(
