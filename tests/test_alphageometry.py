@@ -21,6 +21,7 @@ from runner.core.settings import Settings
 from runner.provers import alphageometry
 from runner.provers.alphageometry import categories, problems, validator
 from tests.helpers import ARTIFACTS, artifact, resolved
+from tests.support.alphageometry import shared_data
 
 AG = ARTIFACTS / "alphageometry"
 PAPER_SYNTAX = {  # NL2AGBench's four examples: class and (index, text) of the clause at fault
@@ -30,19 +31,6 @@ PAPER_SYNTAX = {  # NL2AGBench's four examples: class and (index, text) of the c
     "eqangle_twelve_points": ("ValueError", 2, "? eqangle c a c d a d a b b c b d"),
 }
 JGEX_PUBLISHED_DDAR = 198  # AlphaGeometry's README: DDAR alone solves 198 of the 231 JGEX problems
-
-
-def shared_data() -> Path | None:
-    """AlphaGeometry's problem sets live in shared/ beside the repository, not in it."""
-    candidates = [
-        os.environ.get("PROOFLOCK_ALPHAGEOMETRY_DATA"),
-        Path(__file__).resolve().parents[2] / "shared" / "data" / "alphageometry",
-        "/work/shared/data/alphageometry",
-    ]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "jgex_ag_231.txt").exists():
-            return Path(candidate)
-    return None
 
 
 def problems_in(name: str) -> list[tuple[str, str]]:
@@ -411,6 +399,44 @@ def test_a_jsonl_record_keeps_a_raw_line_separator_inside_its_problem():
     [(title, content), (other, _)] = alphageometry.ADAPTER.split("records.jsonl", text)
     assert (title, other) == ("sep", "two")
     assert problems.read_problem(title, content).line == record["problem"]
+
+
+# Titles a user may write that start like JSON: a text problem is read as text all the same.
+BRACED_TITLES = [
+    "{draft} orthocenter",
+    '{"id": 7}',
+    '{"problem": "a b = segment a b ? cong a b b a"}',
+]
+
+
+@pytest.mark.parametrize("title", BRACED_TITLES)
+def test_a_text_problem_whose_title_starts_with_a_brace_is_read_as_text(title):
+    line = "a b c = triangle a b c ? perp a b a c"
+    assert problems.read_problem("p.txt", f"{title}\n{line}\n") == problems.Problem(title, line)
+    text = f"{title}\n{line}\nsecond\na b = segment a b ? cong a b b a\n"
+    assert [t for t, _ in alphageometry.ADAPTER.split("p.txt", text)] == [title, "second"]
+
+
+def test_only_one_whole_json_object_with_the_problem_text_is_a_record():
+    line = "a b c = triangle a b c ? perp a b a c"
+    record = json.dumps({"title": "r", "problem": line})
+    assert problems.read_problem("r.json", f" {record}\n") == problems.Problem("r", line)
+    no_text = problems.read_problem("r.json", '{"title": "r"}')
+    assert no_text == problems.FormatError(
+        "the JSON record has no problem text (one of: " + ", ".join(problems.TEXT_KEYS) + ")"
+    )
+    broken = problems.read_problem("r.json", '{"title": "r", "problem": "a b = segment a b"\n')
+    assert isinstance(broken, problems.FormatError)
+    assert broken.reason.endswith("(read as text: it is not one JSON object)")
+
+
+@pytest.mark.slow
+def test_the_engine_solves_a_problem_whose_title_starts_with_a_brace(engine_settings):
+    result = check(
+        "p.txt", "{draft} right angle\na b c = r_triangle a b c ? perp a b a c\n", engine_settings
+    )
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert result.details["problem"] == "{draft} right angle"
 
 
 @pytest.mark.slow

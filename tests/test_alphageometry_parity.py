@@ -33,7 +33,7 @@ from runner.images.state import ImageState
 from runner.provers import alphageometry
 from runner.provers.alphageometry import problems, validator
 from tests.helpers import ARTIFACTS
-from tests.test_alphageometry import shared_data
+from tests.support.alphageometry import shared_data
 
 TABLE = ARTIFACTS / "alphageometry" / "parity_expected.jsonl"
 RECORD = os.environ.get("PROOFLOCK_PARITY_RECORD") == "1"

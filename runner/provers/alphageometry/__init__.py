@@ -46,7 +46,10 @@ from runner.provers.base import AdapterOptions, ProverAdapter, ResolvedRequest, 
 # `\r`, as Python's text mode reads them), never at U+2028, U+0085, `\x0c`, ...; only spaces and
 # tabs are stripped from a line's ends. Verdicts rest on the engine (newclid or ag4masses) in
 # the process that read the problem (trust `kernel`).
-VERSION = "3"
+# 4: an artifact is a JSON record only when the whole of it is one JSON object (a file splits
+# into records only when every line is one holding the problem text): a title starting with `{`
+# is a title.
+VERSION = "4"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
 
 

@@ -1,6 +1,10 @@
 """Input formats: files of two-line problems, JSONL records, a lone `clauses ? goal` line.
 
 A problem is a title line and a problem line `clauses ? goal` (AlphaGeometry's problem files).
+An artifact is a JSON record only when the whole of it parses as one JSON object; a file splits
+into records only when every line is a JSON object holding the problem text (TEXT_KEYS). Neither
+can be a valid text problem (its problem line would start inside JSON), so a title that starts
+with `{` is a title.
 `split_file` cuts a file into one artifact per problem without judging it; `read_problem` turns
 one artifact into a Problem, or a FormatError when the text is not one problem (empty, prose,
 code fences, no goal). LLM output in a code fence is a format error unless `lenient`, which takes
@@ -77,8 +81,16 @@ def lines_of(text: str) -> list[str]:
 
 def read_problem(name: str, content: str, *, lenient: bool = False) -> Problem | FormatError:
     """The one problem in an artifact: `title\\nclauses ? goal`, or the problem line alone."""
-    if content.lstrip(BLANKS + "\r\n").startswith("{"):
-        return _from_record(name, content, lenient)
+    record = _json_object(content)
+    if record is not None:
+        return _from_record(name, record, lenient)
+    read = _from_text(name, content, lenient)
+    if isinstance(read, FormatError) and content.lstrip(BLANKS + "\r\n").startswith("{"):
+        return FormatError(f"{read.reason} (read as text: it is not one JSON object)")
+    return read
+
+
+def _from_text(name: str, content: str, lenient: bool) -> Problem | FormatError:
     lines = lines_of(content)
     if not lines:
         return FormatError("the input is empty: expected a title line and a `clauses ? goal` line")
@@ -136,14 +148,24 @@ def _json_records(lines: list[str]) -> list[tuple[dict, str]] | None:
         return None
     records = []
     for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(record, dict):
+        record = _json_object(line)
+        if record is None or _record_text(record) is None:
             return None
         records.append((record, line))
     return records
+
+
+def _json_object(text: str) -> dict | None:
+    """`text` as one JSON object, or None when the whole of it is not one."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _record_text(record: dict) -> str | None:
+    return next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
 
 
 def _record_title(record: dict, default: str) -> str:
@@ -153,14 +175,8 @@ def _record_title(record: dict, default: str) -> str:
     return default
 
 
-def _from_record(name: str, content: str, lenient: bool) -> Problem | FormatError:
-    try:
-        record = json.loads(content)
-    except json.JSONDecodeError as exc:
-        return FormatError(f"not a JSON record: {exc.msg} at character {exc.pos}")
-    if not isinstance(record, dict):
-        return FormatError("a JSON line must be an object with the problem text")
-    text = next((record[k] for k in TEXT_KEYS if isinstance(record.get(k), str)), None)
+def _from_record(name: str, record: dict, lenient: bool) -> Problem | FormatError:
+    text = _record_text(record)
     if text is None:
         return FormatError(f"the JSON record has no problem text (one of: {', '.join(TEXT_KEYS)})")
     title = _record_title(record, name)
