@@ -1,0 +1,166 @@
+"""A second opinion: a `pass` resting on a known bug, checked again where the bug is fixed.
+
+A record flagged with an advisory that another pinned line of the same prover fixes is checked
+again on that line. A fail there for a reason of the proof itself makes the record `disputed`
+(never counted as a pass), with both results in it. A fail that is ordinary version drift (a
+renamed lemma, a changed syntax) proves nothing: the record keeps its `pass` and its advisory,
+and says so in its provenance. So does a pass on the fixed line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Protocol
+
+from runner import provers
+from runner.check.advisories import applicable
+from runner.check.environment import Environment
+from runner.core.errors import UserError
+from runner.core.models import (
+    CheckRequest,
+    CheckResult,
+    Diagnostic,
+    JsonValue,
+    Outcome,
+    Verdict,
+    result_digest,
+)
+from runner.provers.base import ResolvedRequest
+
+# What a newer line says about a file written for an older one: names, syntax and options that
+# moved. Such a failure is drift, never evidence against the proof.
+DRIFT = re.compile(
+    r"was not found in the current environment|The reference \S+ was not found|"
+    r"Syntax error|Unknown (?:tactic|interpretation|notation|option|flag)|"
+    r"Cannot find (?:a physical path|library)|Unable to locate library|"
+    r"is not a (?:module|known|defined)|has been removed|Unbound",
+    re.IGNORECASE,
+)
+# Verdicts of the fixed line that speak against the proof (a timeout or a crash says nothing).
+AGAINST = (Verdict.FAIL, Verdict.WRONG_STATEMENT, Verdict.AXIOM, Verdict.PLACEHOLDER)
+
+
+class RunsChecks(Protocol):
+    """A run's executor: checks (index, request) pairs, yields (index, result) as they finish."""
+
+    def map_unordered(
+        self, work: Iterable[tuple[int, ResolvedRequest]]
+    ) -> Iterator[tuple[int, CheckResult]]: ...
+
+
+class Checks(RunsChecks, Protocol):
+    """What a second opinion needs of a checker: resolving, environments, one check."""
+
+    def resolve(self, request: CheckRequest) -> ResolvedRequest: ...
+
+    def environment(self, request: ResolvedRequest) -> Environment: ...
+
+    def check_one(self, request: ResolvedRequest) -> CheckResult: ...
+
+
+def line_owner(line: str) -> str:
+    """The prover that pins `line`; a line no prover pins is bad input."""
+    for name in provers.names():
+        if line in provers.get(name).all_lines():
+            return name
+    raise UserError(f"--second-opinion {line}: no prover pins a line of that name")
+
+
+def fixed_on(result: CheckResult, line_environment: dict[str, JsonValue]) -> list[str]:
+    """The advisories the record carries that no longer apply on the line's version."""
+    still = {advisory.id for advisory in applicable(line_environment)}
+    return [id_ for id_ in result.advisories if id_ not in still]
+
+
+def is_drift(result: CheckResult) -> bool:
+    """Whether a failure reads as version drift (a name or syntax the line does not know)."""
+    return any(DRIFT.search(diagnostic.message) for diagnostic in result.diagnostics)
+
+
+def second_opinion(
+    checker: Checks, request: ResolvedRequest, result: CheckResult, line: str
+) -> CheckResult:
+    """`result`, or `disputed` when the fixed line rejects what the pinned line passed."""
+    if result.verdict is not Verdict.PASS or not result.advisories:
+        return result
+    if line not in provers.get(result.prover).all_lines() or request.request.line == line:
+        return result
+    again_request = checker.resolve(request.request.model_copy(update={"line": line}))
+    fixed = fixed_on(result, checker.environment(again_request).data)
+    if not fixed:  # the line has the same bugs: nothing to ask it
+        return result
+    again = checker.check_one(again_request)
+    opinion: dict[str, JsonValue] = {
+        "line": line,
+        "fixes": fixed,
+        "verdict": again.verdict.value,
+        "diagnostics": [d.model_dump(exclude_none=True) for d in again.diagnostics],
+        "env_key": again.env_key,
+        "result_digest": again.result_digest,
+        "wall_ms": again.provenance.wall_ms,
+    }
+    if again.verdict not in AGAINST or is_drift(again):
+        why = "agrees" if again.verdict is Verdict.PASS else "says nothing (drift or no verdict)"
+        return result.with_extra(second_opinion={**opinion, "outcome": why})
+    return _disputed(result, opinion)
+
+
+def _disputed(result: CheckResult, opinion: dict[str, JsonValue]) -> CheckResult:
+    """The record as `disputed`: both results in it, its digest recomputed over them."""
+    note = Diagnostic(
+        severity="error",
+        message=(
+            f"passes here but is rejected on {opinion['line']}, where "
+            f"{', '.join(map(str, opinion['fixes']))} is fixed: see details.second_opinion"
+        ),
+    )
+    details = {**result.details, "pinned_verdict": result.verdict.value, "second_opinion": opinion}
+    assert result.trust is not None
+    outcome = Outcome(
+        verdict=Verdict.DISPUTED,
+        trust=result.trust,
+        diagnostics=[*result.diagnostics, note],
+        assumptions=result.assumptions,
+        details=details,
+        outputs=result.outputs,
+    )
+    return result.model_copy(
+        update={
+            "verdict": Verdict.DISPUTED,
+            "diagnostics": outcome.diagnostics,
+            "details": details,
+            "result_digest": result_digest(outcome),
+        }
+    )
+
+
+def with_second_opinion(
+    executor: RunsChecks | None, checker: Checks, line: str | None
+) -> RunsChecks | None:
+    """The run's executor, asking `line` about flagged passes when a line is given."""
+    if line is None:
+        return executor
+    return SecondOpinion(executor or checker, checker, line)
+
+
+class SecondOpinion:
+    """Runs a run's checks, then asks `line` about each flagged `pass` (a run's executor)."""
+
+    def __init__(self, inner: RunsChecks, checker: Checks, line: str):
+        line_owner(line)
+        self.inner, self.checker, self.line = inner, checker, line
+
+    def map_unordered(
+        self, work: Iterable[tuple[int, ResolvedRequest]]
+    ) -> Iterator[tuple[int, CheckResult]]:
+        requests: dict[int, ResolvedRequest] = {}
+
+        def remembered() -> Iterator[tuple[int, ResolvedRequest]]:
+            for key, request in work:
+                requests[key] = request
+                yield key, request
+
+        for key, result in self.inner.map_unordered(remembered()):
+            request = requests.pop(key)
+            yield key, second_opinion(self.checker, request, result, self.line)

@@ -1,0 +1,170 @@
+"""A second opinion: a flagged `pass` checked again on a line where its bug is fixed.
+
+A user running `run --second-opinion LINE` learns, per record, whether a `pass` that rests on a
+known kernel bug still holds where the bug is fixed: `disputed` (with both results) when the
+fixed line rejects the proof itself, the `pass` with its advisory kept when the newer line only
+fails on version drift or agrees. The pinned line is the real Rocq 8.16.1 of this machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.check import second_opinion
+from runner.check.checker import Checker
+from runner.check.environment import Environment
+from runner.core.canonical import digest
+from runner.core.errors import UserError
+from runner.core.models import CheckRequest, CheckResult, Diagnostic, Target, Verdict
+from runner.core.settings import Settings
+from runner.provers.base import ResolvedRequest
+from runner.runs.resumable import run_requests
+
+EXPLOITS = Path(__file__).parent / "exploits" / "rocq"
+FIXED_LINE = "rocq-8.20"
+
+
+class SecondLineDouble:
+    """Stands in for the checker's `rocq-8.20` line, which needs its Docker image.
+
+    Every other call goes to the real checker. The double answers checks on the second line
+    with a scripted verdict and message, and says which Rocq that line is (`version`).
+    """
+
+    def __init__(self, real: Checker, verdict: Verdict, message: str, version: str):
+        self.real, self.verdict, self.message, self.version = real, verdict, message, version
+        self.asked: list[str] = []
+
+    def resolve(self, request: CheckRequest) -> ResolvedRequest:
+        return self.real.resolve(request)
+
+    def environment(self, request: ResolvedRequest) -> Environment:
+        if request.request.line != FIXED_LINE:
+            return self.real.environment(request)
+        image = f"prooflock/rocq-8.20:{self.version}"
+        data = {"prover": "rocq", "install": {"kind": "docker", "image": image}}
+        return Environment(data, digest(data))
+
+    def check_one(self, request: ResolvedRequest) -> CheckResult:
+        if request.request.line != FIXED_LINE:
+            return self.real.check_one(request)
+        self.asked.append(request.name)
+        pinned = self.real.check_one(request.request.model_copy(update={"line": None}))
+        diagnostics = [Diagnostic(message=self.message)] if self.message else []
+        environment = self.environment(request).data
+        return pinned.model_copy(
+            update={
+                "verdict": self.verdict,
+                "diagnostics": diagnostics,
+                "environment": environment,
+                "env_key": digest(environment),
+            }
+        )
+
+    def map_unordered(self, work):
+        return self.real.map_unordered(work)
+
+
+def exploit_request(name: str) -> CheckRequest:
+    path = EXPLOITS / name
+    statement = "True" if name.startswith("control") else "False"
+    return CheckRequest(
+        prover="rocq",
+        name=name,
+        content=path.read_text(),
+        timeout=60,
+        target=Target(name="main", statement=statement),
+    )
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    with Checker(Settings(backend="local", cache_dir=cache, retries=0)) as real:
+        yield real
+
+
+def run_with_second_opinion(checker, double, names, tmp_path):
+    log = tmp_path / "log.jsonl"
+    summary = run_requests(
+        [exploit_request(name) for name in names],
+        log,
+        checker,
+        source="requests.jsonl",
+        executor=second_opinion.SecondOpinion(checker, double, FIXED_LINE),
+    )
+    return {result.artifact: result for result in summary.results}, log
+
+
+@pytest.mark.slow
+def test_a_proof_of_false_the_fixed_line_rejects_is_disputed_with_both_results(checker, tmp_path):
+    # As if 8.20 fixed rocq#20413: a line whose guard checker rejects the fixpoint.
+    double = SecondLineDouble(
+        checker, Verdict.FAIL, "Recursive definition of spiral is ill-formed.", "9.2.0"
+    )
+    results, log = run_with_second_opinion(
+        checker, double, ["PL-ROCQ-20413.v", "control.v"], tmp_path
+    )
+    disputed = results["PL-ROCQ-20413.v"]
+    assert disputed.verdict is Verdict.DISPUTED and disputed.advisories == ["PL-ROCQ-20413"]
+    opinion = disputed.details["second_opinion"]
+    assert opinion["line"] == FIXED_LINE and opinion["verdict"] == "fail"
+    assert opinion["fixes"] == ["PL-ROCQ-20413"]
+    assert disputed.details["pinned_verdict"] == "pass"
+    assert disputed.self_consistent()  # its digest covers both results
+    assert "rejected on rocq-8.20" in disputed.diagnostics[-1].message
+    assert results["control.v"].verdict is Verdict.PASS  # carries no advisory: never asked
+    assert double.asked == ["PL-ROCQ-20413.v"]
+    assert '"verdict":"disputed"' in log.read_text()  # the log keeps the disputed record
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "verdict, message",
+    [
+        (Verdict.FAIL, "The reference Nat.spiral_helper was not found in the current environment."),
+        (Verdict.FAIL, "Syntax error: '.' expected after [vernac:gallina] (in [vernac_aux])."),
+        (Verdict.PASS, ""),
+        (Verdict.TIMEOUT, "the check took longer than 60 s"),
+    ],
+    ids=["renamed-lemma", "syntax-drift", "agrees", "no-verdict"],
+)
+def test_drift_or_agreement_on_the_fixed_line_keeps_the_pass_and_its_advisory(
+    checker, tmp_path, verdict, message
+):
+    double = SecondLineDouble(checker, verdict, message, "9.2.0")
+    results, _ = run_with_second_opinion(checker, double, ["PL-ROCQ-20413.v"], tmp_path)
+    kept = results["PL-ROCQ-20413.v"]
+    assert kept.verdict is Verdict.PASS and kept.advisories == ["PL-ROCQ-20413"]
+    assert kept.provenance.extra["second_opinion"]["verdict"] == verdict.value
+    assert kept.self_consistent()
+
+
+@pytest.mark.slow
+def test_a_line_with_the_same_bug_is_not_asked(checker, tmp_path):
+    # 8.20.1 still has rocq#20413 (fixed in 9.0.1): asking it would prove nothing.
+    double = SecondLineDouble(checker, Verdict.FAIL, "ill-formed", "8.20.1")
+    results, _ = run_with_second_opinion(checker, double, ["PL-ROCQ-20413.v"], tmp_path)
+    assert results["PL-ROCQ-20413.v"].verdict is Verdict.PASS
+    assert double.asked == []
+
+
+def test_a_line_no_prover_pins_is_bad_input(checker):
+    with pytest.raises(UserError, match="no prover pins a line"):
+        second_opinion.SecondOpinion(checker, checker, "rocq-7.0")
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_on_the_real_8_20_line_each_reproducer_keeps_its_advisory(tmp_path):
+    """The pinned 8.16.1 and the real rocq-8.20 line: no listed bug our six clean proofs of
+    False use is fixed by 8.20.1, so none is re-checked, and each keeps its advisory."""
+    settings = Settings(backend="docker", cache_dir=tmp_path / "cache", retries=0)
+    names = [f"PL-ROCQ-{n}.v" for n in (20413, 20455, 21051, 21685, 21839, 22387)]
+    with Checker(settings) as real:
+        results, _ = run_with_second_opinion(real, real, names, tmp_path)
+    for name in names:
+        assert results[name].verdict is Verdict.PASS and results[name].advisories, name
+        assert "second_opinion" not in results[name].provenance.extra
