@@ -132,9 +132,18 @@ def test_advisories_follow_the_line_the_record_was_checked_on():
     assert "PL-ROCQ-20413" not in sid and "PL-ROCQ-21839" in sid  # fixed in 9.0.1; in 9.3
     assert not ids(rocq("The Coq Proof Assistant, version 8.16.1")) ^ bookworm  # local == docker
     assert "PL-HOLLIGHT-OCAML7241" in ids(image("hol-light", "prooflock/hol-light:20230128"))
-    assert not ids(image("hol-light", "prooflock/hol-light:3.0.0"))  # OCaml 5.3.0
+    on_ocaml_53 = ids(image("hol-light", "prooflock/hol-light:3.0.0"))
+    assert "PL-HOLLIGHT-OCAML7241" not in on_ocaml_53  # fixed in OCaml 5.3.0
+    assert on_ocaml_53 == {
+        "PL-HOLLIGHT-OCAML14200",
+        "PL-HOLLIGHT-OCAML13930",
+        "PL-HOLLIGHT-OCAML13172",
+    }
     assert "PL-LEAN-14484" in ids(image("lean", "prooflock/lean:4.32.0"))
-    assert not ids(image("lean", "prooflock/lean:4.34.0"))
+    assert "PL-LEAN-14807" not in ids(image("lean", "prooflock/lean:4.34.0"))
+    assert "PL-LEAN-15289" in ids(image("lean", "prooflock/lean:4.34.0"))  # fixed in 4.34.1
+    assert ids(image("lean", "prooflock/lean:4.34.1")) == {"PL-LEAN-TRUSTCOMPILER"}
+    assert not ids(image("lean", "prooflock/lean:4.35.0"))
     assert not ids(image("isabelle", "prooflock/isabelle:2025-2"))
 
 
@@ -412,3 +421,18 @@ def test_the_summary_counts_records_per_advisory():
     assert advisories.records_per_advisory(results) == {"PL-ROCQ-21051": 2, "PL-ROCQ-21685": 1}
     line = advisories.summary(results)
     assert line is not None and "2 records flagged (PL-ROCQ-21051 2, PL-ROCQ-21685 1)" in line
+
+
+def test_lean_records_are_flagged_for_metaprograms_and_compiler_trust_only():
+    pinned = image("lean", "prooflock/lean:4.32.0")
+
+    def flags(text: str) -> set[str]:
+        return set(
+            advisories.flagged(CheckRequest(prover="lean", name="a.lean", content=text), pinned)
+        )
+
+    plain = "theorem two : 1 + 1 = 2 := by decide\ninductive T where | a | b\n"
+    assert flags(plain) == set()
+    assert "PL-LEAN-TRUSTCOMPILER" in flags("theorem big : 2 ^ 20 > 5 := by native_decide")
+    meta = "import Lean\nopen Lean Elab Command\nrun_cmd do pure ()\ninductive W where | mk\n"
+    assert {"PL-LEAN-14484", "PL-LEAN-14576", "PL-LEAN-14806"} <= flags(meta)
