@@ -3,7 +3,15 @@ verdicts each may get: the adversarial suite and the warm worker's tests both ru
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runner import Checker
 from runner.core.models import Verdict
+from runner.core.settings import Settings
 
 FAIL, AXIOM, PLACEHOLDER = {Verdict.FAIL}, {Verdict.AXIOM}, {Verdict.PLACEHOLDER}
 WRONG, CRASH = {Verdict.WRONG_STATEMENT}, {Verdict.CRASH}
@@ -414,3 +422,22 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
 }
+
+
+# A module's checker fixture's params: the local backend, and docker (slow) where it runs.
+BACKENDS = ["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])]
+
+
+@contextlib.contextmanager
+def rocq_checker(backend: str, base: Path, timeout: int = 60) -> Iterator[Checker]:
+    """A checker on `backend` with its own cache dir, no result cache and no retries."""
+    settings = Settings(
+        backend=backend,
+        cache=False,
+        retries=0,
+        timeout=timeout,
+        cache_dir=base / "cache",
+        checkpoint_dir=base / "checkpoints",
+    )
+    with Checker(settings) as checker:
+        yield checker

@@ -5,7 +5,7 @@ Every check, warm or cold:
    (`Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`,
    `Primitive` (coq/coq#18503), and `Load`, which could hide them) are refused before the file runs (source.refusals; the worker
    refuses them again on Coq's own parse). Everything else is contained by the sandbox.
-2. The file is compiled exactly as `coqc -q -noglob -Q . "" Artifact.v` compiles it.
+2. The file is compiled exactly as `coqc -q -Q . "" Artifact.v` compiles it.
 3. The compiled library is re-checked by coqchk's code in a process the file never ran in; its
    context summary is the authority on what the library declares and assumes (axioms,
    type-in-type, unsafe fixpoints, assumed positivity). The library axioms the file's constants
@@ -41,8 +41,10 @@ VERSION = "5"
 # ProverAdapter.rules). 1: refused commands found anywhere in a sentence, and on the cold path
 # on coqc's own reading of each sentence too; `...` ends a sentence; `Abort` counts only as a
 # command; a declaration relying on definitional UIP is an assumption; Coq's byte columns read
-# as characters.
-RULES = "1"
+# as characters. 2: the drivers' comparison and audit never feel the library's `Global` settings
+# (no proof mode, the kernel's checks set back, the comparison re-checked by coqchk); no -noglob,
+# so `par:`'s tactic workers start.
+RULES = "2"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
 # The warm worker is written against Coq 8.16's OCaml API (the default line's): the other

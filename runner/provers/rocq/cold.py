@@ -11,8 +11,16 @@
      prints its context summary (axioms, type-in-type, unsafe fixpoints, assumed positivity) and
      the constants it checked: what the file declared, read from the library;
    - a driver that only `Require`s the library asks `Print Assumptions` once for all those
-     constants, through one lemma whose proof names them all (which library axioms they reach).
-The warm worker computes the same evidence in-process (worker.py); verdict.py reads either.
+     constants, through one definition whose body names them all (which library axioms they
+     reach).
+A `Require` runs the library's `Global` settings in the driver's session (`Global Unset Universe
+Checking`, `Global Set Default Proof Mode "Noedit"`, ...). So the drivers use no proof mode
+(their tactics run inside `ltac:(...)` terms), set the kernel's checks back on after the
+`Require`, and the target driver is compiled and re-checked by coqchk too: its comparison counts
+only if coqchk finds it checked with every kernel check on (each constant records the flags it
+was checked under), whatever the library set.
+The warm worker computes the same evidence in-process, never loading the library's settings
+(worker.py); verdict.py reads either.
 """
 
 from __future__ import annotations
@@ -22,9 +30,11 @@ from runner.core.errors import BackendUnavailable
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.rocq import report, source
 from runner.provers.rocq.report import LIBRARY, MODULE, SOURCE, CheckerReport, Inconsistent
-from runner.provers.rocq.verdict import Evidence, target_valid
+from runner.provers.rocq.verdict import ANOMALY_EXIT, Evidence, as_exit, target_valid
 
-COQC = ("coqc", "-q", "-noglob", "-Q", ".", "")
+# No -noglob: Coq hands its arguments to the helpers it starts (`par:`'s tactic workers), which
+# refuse that one; the .glob it writes stays in the sandbox.
+COQC = ("coqc", "-q", "-Q", ".", "")
 # A compile that prints each sentence's byte range as Coq read it: the second wall's input.
 # Only for a file whose text holds a refused command's word (no file without one can hold the
 # command): `-time` wraps every command in `Time`, which some warnings print.
@@ -32,6 +42,18 @@ TIMED = (*COQC, "-time")
 COQCHK = ("coqchk", "-o", "-Q", ".", "", "-norec", MODULE)
 AUDIT_DRIVER = "ProoflockAudit.v"
 TARGET_DRIVER = "ProoflockTarget.v"
+TARGET_LIBRARY = TARGET_DRIVER.removesuffix(".v")
+TARGET_CHECK = ("coqchk", "-o", "-Q", ".", "", "-norec", TARGET_LIBRARY)
+# The constant that exists only if the target compared equal (see target_driver).
+SAME = "__prooflock_same"
+# After `Require`ing the library: its `Global` settings undone where a driver could feel them
+# (the kernel's checks, which constr_eq's universe test obeys; printing, which Print Assumptions
+# obeys). What is missed here is caught for the target by coqchk, and for Print Assumptions
+# only makes its report unreadable (every axiom coqchk found then counts).
+RESET = (
+    "Set Universe Checking.\nSet Guard Checking.\nSet Positivity Checking.\n"
+    "Unset Printing All.\nSet Printing Width 1000.\n"
+)
 NOT_FOUND = "was not found in the current environment"
 
 
@@ -62,6 +84,8 @@ def run(request: ResolvedRequest, sandboxes: Sandboxes) -> Evidence:
         checked = fresh.run(COQCHK, timeout_s=timeout)
         evidence.checked = checked
         evidence.cpu_ms += checked.cpu_ms or 0
+        if as_exit(checked).exit_code == ANOMALY_EXIT:  # coqchk's own failure, or a type error
+            evidence.checker_anomaly = report.checker_anomaly(checked.text)
         if checked.ok:
             evidence.checker = report.read_checker(checked.text)
             evidence.checker.primitives = _primitives(fresh, request.image, evidence.checker)
@@ -127,10 +151,12 @@ def _collect_assumptions(
 
 
 def audit_driver(roots: list[str]) -> str:
-    poses = "".join(f"pose (r{i} := @{name}).\n" for i, name in enumerate(roots))
+    """One definition whose body names every root (a `let` each, kept in the body), so one
+    Print Assumptions reaches them all; no proof mode, which the library may have changed."""
+    lets = "".join(f"let r{i} := @{name} in\n" for i, name in enumerate(roots))
     return (
-        f"Require {MODULE}.\nUnset Printing All.\nSet Printing Width 1000.\n"
-        f"Lemma __prooflock_roots : True.\nProof.\n{poses}exact I.\nDefined.\n"
+        f"Require {MODULE}.\n{RESET}"
+        f"Definition __prooflock_roots : True :=\n{lets}I.\n"
         "Print Assumptions __prooflock_roots.\n"
     )
 
@@ -142,7 +168,7 @@ def _unknown_root(done: Completed, text: str, roots: list[str]) -> str | None:
         for d in report.parse_messages(done.stderr.decode("utf-8", "replace"), text)
         if d.severity == "error"
     ]
-    first_pose = 6  # the line of `pose (r0 := ...)` in audit_driver
+    first_pose = 2 + RESET.count("\n") + 1  # the line of `let r0 := ...` in audit_driver
     if len(errors) == 1 and errors[0].line is not None and NOT_FOUND in errors[0].message:
         index = errors[0].line - first_pose
         if 0 <= index < len(roots):
@@ -174,15 +200,19 @@ def target_driver(request: ResolvedRequest) -> tuple[str, dict[int, str]]:
         add(f"Require Import {required}.", "REQUIRES")
     add(f"Definition __prooflock_target : Prop := {request.target.statement}.", "ELABORATE")
     add(f"Require {MODULE}.")
+    add(RESET.rstrip("\n"))
     add(f"Check {name}.", "MISSING")
-    add("Goal True.")
-    add(f"let c := constr:({name}) in is_const c.", "MISSING")
     add(
-        f"let c := constr:({name}) in let t := type of c in "
-        "let s := eval cbv delta [__prooflock_target] in __prooflock_target in constr_eq t s.",
+        f"Definition __prooflock_named : True := ltac:(let c := constr:({name}) in "
+        "is_const c; exact I).",
+        "MISSING",
+    )
+    add(
+        f"Definition {SAME} : True := ltac:(let c := constr:({name}) in let t := type of c in "
+        "let s := eval cbv delta [__prooflock_target] in __prooflock_target in "
+        "constr_eq t s; exact I).",
         "DIFFERS",
     )
-    add("exact I.\nQed.")
     return text, meaning
 
 
@@ -196,7 +226,7 @@ def _compare_target(
     done = sandbox.run([*COQC, TARGET_DRIVER], timeout_s=timeout)
     evidence.cpu_ms += done.cpu_ms or 0
     if done.ok:
-        return "MATCH"
+        return _checked_with_every_check_on(sandbox, timeout, evidence)
     if done.timed_out or done.out_of_memory:
         return "TIMEOUT" if done.timed_out else "MEMORY"
     errors = [
@@ -206,3 +236,21 @@ def _compare_target(
     ]
     line = errors[0].line if errors else None
     return meaning.get(line, "DIFFERS") if line is not None else "DIFFERS"
+
+
+def _checked_with_every_check_on(sandbox: Sandbox, timeout: float, evidence: Evidence) -> str:
+    """MATCH when coqchk re-checks the driver's comparison with every kernel check on.
+
+    The comparison ran in a session holding the library's `Global` settings; each constant
+    records the kernel flags it was checked under, and coqchk lists those checked without one
+    (an unset universe check would have let constr_eq equate any universes)."""
+    done = sandbox.run(TARGET_CHECK, timeout_s=timeout)
+    evidence.cpu_ms += done.cpu_ms or 0
+    if done.timed_out or done.out_of_memory:
+        return "TIMEOUT" if done.timed_out else "MEMORY"
+    checked = report.read_checker(done.text)
+    same = f"{TARGET_LIBRARY}.{SAME}"
+    unsafe = checked.type_in_type | checked.unguarded | checked.nonpositive
+    if not done.ok or not checked.complete or same not in checked.checked or same in unsafe:
+        return "UNSAFE"
+    return "MATCH"

@@ -160,6 +160,19 @@ def read_checker(text: str) -> CheckerReport:
     return report
 
 
+def checker_anomaly(text: str) -> str | None:
+    """The anomaly coqchk ended with (`Fatal Error: Anomaly ...`), without its "Please report"
+    part and with its line breaks undone; None when it ended otherwise (a rejection)."""
+    _, found, rest = text.partition("Fatal Error: ")
+    return anomaly_text(rest) if found else None
+
+
+def anomaly_text(text: str) -> str | None:
+    """An anomaly's words as coqchk prints them, from coqchk or from the worker's re-check."""
+    words = " ".join(text.partition("Please report at ")[0].split())
+    return words if words.startswith("Anomaly") else None
+
+
 # -- Print Assumptions --------------------------------------------------------------------------
 
 _FLAG_LINE = re.compile(

@@ -35,9 +35,14 @@ TARGET_REASONS = {
     "ELABORATE": "the target statement does not elaborate after the target's own requires",
     "REQUIRES": "the target's own requires do not load",
     "INVALID": "the target is not a theorem name and a single Coq term",
+    "UNSAFE": "the comparison with the target ran without one of the kernel's checks (coqchk)",
 }
 NO_LIBRARY = "coqc ended without writing the compiled library"
 REJECTED = "the independent checker (coqchk) rejected the compiled file"
+CHECKER_FAILED = (
+    "coqc accepted the file, but the independent checker (coqchk) failed on it, so nothing "
+    "re-checked it"
+)
 READING_CUT = (
     "coqc printed more than the kit keeps, so its reading of every sentence (where the kit "
     "looks for what it refuses) could not be read whole"
@@ -53,12 +58,15 @@ class Evidence:
     roots: list[str] | None = None
     used: set[str] | None = None  # axioms the library's constants reach
     unread: str | None = None  # why `used` could not be read (then every coqchk axiom counts)
-    target: str | None = None  # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT
+    # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT, UNSAFE (cold.py)
+    target: str | None = None
     cpu_ms: int = 0  # beyond the compile
     # The cold path's second wall (the worker refuses on Coq's parse as the file runs): the
     # kit's refusals on each sentence as coqc read it, and whether that reading was cut short.
     refused: list[Refusal] = dataclasses.field(default_factory=list)
     reading_cut: bool = False
+    # The re-check's own failure (coqchk's anomaly): it could not judge a file coqc accepted.
+    checker_anomaly: str | None = None
 
 
 def target_valid(request: ResolvedRequest) -> bool:
@@ -121,6 +129,8 @@ def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
         return stopped.model_copy(
             update={"diagnostics": diagnostics + stopped.diagnostics, "cpu_ms": cpu}
         )
+    if not checked.ok and evidence.checker_anomaly is not None:
+        return _unverified(diagnostics, evidence.checker_anomaly, cpu)
     if not checked.ok:  # coqchk refused the library, whatever exit code it chose to say so
         return _rejected(diagnostics, REJECTED, cpu)
     checker = evidence.checker
@@ -163,6 +173,18 @@ def _statement_problem(request: ResolvedRequest, evidence: Evidence) -> str | No
     written = f"`{stated}`" if stated else "no statement of that name"
     wanted = " ".join(target.statement.split())
     return f"{reason.format(name=target.name)}: the target states `{wanted}`, the file {written}"
+
+
+def _unverified(diagnostics: list[Diagnostic], anomaly: str, cpu: int) -> Outcome:
+    """coqc accepted the file and the independent checker broke on it: neither pass nor fail.
+    The verdict rests on coqc's kernel alone, in the file's own process."""
+    return Outcome(
+        verdict=Verdict.UNVERIFIED,
+        trust=Trust.KERNEL,
+        diagnostics=[*diagnostics, Diagnostic(message=f"{CHECKER_FAILED}: {anomaly}")],
+        details={"checker": "coqchk", "checker_error": anomaly},
+        cpu_ms=cpu,
+    )
 
 
 def _rejected(diagnostics: list[Diagnostic], message: str, cpu: int) -> Outcome:

@@ -32,12 +32,13 @@ from runner.provers.rocq import report
 from runner.provers.rocq.memo import AuditMemo, for_install
 from runner.provers.rocq.report import SOURCE
 from runner.provers.rocq.source import Prefix
-from runner.provers.rocq.verdict import Evidence, target_valid
+from runner.provers.rocq.verdict import ANOMALY_EXIT, Evidence, target_valid
 
 READY = b"\n@@PROOFLOCK-ROCQ-READY "
 BINARY = "srv/prooflock-rocq-server"
 BUILD_ID = "srv/build.id"  # what the binary was built against (start.sh rebuilds on a mismatch)
 MEMO_FILE = "srv/memo"  # the audit memo's lines, adopted at boot (memo.py)
+RETIRE = "RETIRE"  # a reply's field: a check changed what the worker held (server.ml)
 START = "start.sh"
 BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
@@ -238,6 +239,8 @@ def exchange(
     if memo is not None and server.ready_line.split()[:1] == [b"ok"]:
         fields["memo"] = memo.news_for(server.worker_id)
     reply = exchange_fields(server, fields, request.timeout_s)
+    if RETIRE in reply.fields:  # the check changed what the worker held: no later check sees it
+        server.retire()
     if memo is not None:
         memo.learned(reply.fields.get("MEMO", b""), server.worker_id)
     return reply
@@ -322,6 +325,8 @@ def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
     for line in lines:
         if line.startswith("TARGET ") and found.target is None:
             found.target = line.split()[1]
+        if line.startswith("CHECKER_ANOMALY ") and checked.exit_code == ANOMALY_EXIT:
+            found.checker_anomaly = report.anomaly_text(line.removeprefix("CHECKER_ANOMALY "))
     if request.target is not None and found.target is None and checked.timed_out:
         found.target = "TIMEOUT"
     elif request.target is not None and found.target is None and checked.out_of_memory:

@@ -1,7 +1,7 @@
 (* The warm Rocq worker: coqc's own compile and coqchk's own checks, in forks of a parent that
    has a file's leading `Require`s loaded.
 
-   The parent (P) starts Coq exactly as `coqc -q -noglob -Q . "" Artifact.v` does (library
+   The parent (P) starts Coq exactly as `coqc -q -Q . "" Artifact.v` does (library
    `Artifact`, the Prelude), then runs the prefix the kit wrote to Artifact.v. Per check it
    forks, from that same pristine state:
    - K1, the compile: coqc's loop (Vernac.load_vernac_core, with the kit's refusals checked on
@@ -59,20 +59,92 @@ let rec remove_tree path =
   | _ -> remove path
   | exception Unix.Unix_error _ -> ()
 
-(* What the work dir held once the worker was up: everything else a check left (a micromega
-   cache, say) is removed before the next check, so no check sees another's files. *)
-(* The same for the other places a check can write (the sandbox keeps them per worker). *)
-let scratch = ["."; "/tmp"; "/dev/shm"]
-let kept = ref []
+(* What the places a check can write held once the worker was up, entry by entry and
+   recursively (the sandbox keeps them per worker). Before and after each check everything
+   else is removed: files, directories, links, fifos, System V IPC objects (its own namespace,
+   shared by every check of this worker). An entry that was there and changed (its contents,
+   kind, or where a link points) cannot be put back: the reply then asks the kit to retire the
+   worker, so no later check sees it. *)
+let scratch = ["."; "/tmp"; "/dev/shm"; "/dev/mqueue"]
+(* Rewritten whole by the worker for every check (removed first: a check may leave a link). *)
+let rewritten = [Filename.concat "." artifact_v]
+
+type stamp = Entry of Unix.file_kind * int * int * float * int | Link of string
+
+let stamp path =
+  match Unix.lstat path with
+  | { Unix.st_kind = Unix.S_LNK; _ } -> Some (Link (try Unix.readlink path with _ -> ""))
+  | { Unix.st_kind = Unix.S_DIR as k; st_ino; st_perm; _ } -> Some (Entry (k, st_ino, 0, 0., st_perm))
+  | { Unix.st_kind; st_ino; st_size; st_mtime; st_perm; _ } ->
+    Some (Entry (st_kind, st_ino, st_size, st_mtime, st_perm))
+  | exception Unix.Unix_error _ -> None
+
 let entries dir = try Array.to_list (Sys.readdir dir) with Sys_error _ -> []
-let remember_work_dir () = kept := List.map (fun d -> (d, entries d)) scratch
-let clean_work_dir () =
+
+(* Every path under the scratch places, parents before their contents. *)
+let rec walk f dir =
   List.iter
-    (fun (dir, names) ->
-       List.iter
-         (fun name -> if not (List.mem name names) then remove_tree (Filename.concat dir name))
-         (entries dir))
-    !kept
+    (fun name ->
+       let path = Filename.concat dir name in
+       f path;
+       match (Unix.lstat path).Unix.st_kind with
+       | Unix.S_DIR -> walk f path
+       | _ -> ()
+       | exception Unix.Unix_error _ -> ())
+    (entries dir)
+
+let kept : (string, stamp option) Hashtbl.t = Hashtbl.create 64
+
+(* System V IPC objects by kind (ipcrm's flag) and id, from /proc/sysvipc. *)
+let ipc_objects () =
+  List.concat_map
+    (fun (file, flag) ->
+       match open_in ("/proc/sysvipc/" ^ file) with
+       | exception Sys_error _ -> []
+       | ic ->
+         let rec rows acc =
+           match input_line ic with
+           | exception End_of_file -> close_in ic; List.rev acc
+           | line ->
+             (match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+              | _key :: id :: _ when int_of_string_opt id <> None -> rows ((flag, id) :: acc)
+              | _ -> rows acc)
+         in
+         rows [])
+    ["shm", "-m"; "sem", "-s"; "msg", "-q"]
+
+let kept_ipc = ref []
+
+let remember_work_dir () =
+  Hashtbl.reset kept;
+  List.iter (walk (fun path -> Hashtbl.replace kept path (stamp path))) scratch;
+  kept_ipc := ipc_objects ()
+
+let remove_ipc objects =
+  let args = List.concat_map (fun (flag, id) -> [flag; id]) objects in
+  if args <> [] then begin
+    let null = Unix.openfile "/dev/null" [Unix.O_RDWR] 0 in
+    (match Unix.create_process "ipcrm" (Array.of_list ("ipcrm" :: args)) null null null with
+     | pid -> (try ignore (Unix.waitpid [] pid) with Unix.Unix_error _ -> ())
+     | exception Unix.Unix_error _ -> ());
+    Unix.close null
+  end
+
+(* Everything a check left removed; whether it changed something that was there before. *)
+let clean_work_dir () =
+  List.iter remove rewritten;
+  let changed = ref false in
+  List.iter
+    (walk (fun path ->
+         match Hashtbl.find_opt kept path with
+         | None -> remove_tree path
+         | Some before ->
+           if stamp path <> before && not (List.mem path rewritten) then changed := true))
+    scratch;
+  Hashtbl.iter (fun path before -> if stamp path <> before && not (List.mem path rewritten)
+                 then changed := true) kept;
+  remove_ipc (List.filter (fun o -> not (List.mem o !kept_ipc)) (ipc_objects ()));
+  !changed
 
 let flush_everything () =
   Format.pp_print_flush !Topfmt.std_ft ();
@@ -912,7 +984,32 @@ let compare_target ~ldir ~env name body =
         | _ -> "MATCH"
         | exception (UGraph.UniverseInconsistency _ | UState.UniversesDiffer) -> "DIFFERS"))
 
-(* The re-check of Artifact.vo; its report goes to [w]; the exit code it would have. *)
+(* How coqchk (checker/checker.ml, explain_exn) reports an exception that ended its check: None
+   for a rejection of the library (a type error, a universe inconsistency, ...), else the
+   anomaly it prints, without its "Please report" part: the checker itself failed. *)
+let coqchk_anomaly exn =
+  let quoted s = "\"" ^ s ^ "\"" in
+  match exn with
+  | CErrors.UserError _ | Type_errors.TypeError _ | Type_errors.InductiveError _
+  | CheckInductive.InductiveMismatch _ | UGraph.UniverseInconsistency _ | Failure _
+  | Out_of_memory | Stack_overflow | Stream.Error _ | Sys.Break -> None
+  | Stream.Failure -> Some "Anomaly: uncaught Stream.Failure."
+  | Sys_error msg -> Some ("Anomaly: uncaught exception Sys_error " ^ quoted msg ^ ".")
+  | Match_failure (file, line, char) ->
+    Some (Printf.sprintf "Anomaly: Match failure in file %s at line %d character %d."
+            (quoted file) line char)
+  | Not_found -> Some "Anomaly: uncaught exception Not_found."
+  | Invalid_argument s -> Some ("Anomaly: uncaught exception Invalid_argument " ^ quoted s ^ ".")
+  | Assert_failure (file, line, char) ->
+    Some (Printf.sprintf "Anomaly: assert failure (file %s, line %d, characters %d-%d)."
+            (quoted file) line char (char + 6))
+  | e when CErrors.is_anomaly e ->  (* an anomaly, or an exception no printer here handles *)
+    Some ("Anomaly " ^ quoted (Pp.string_of_ppcmds (CErrors.print_no_report e)))
+  | e ->  (* coqchk has no printer for it (Modops.ModuleTypingError, say) *)
+    Some ("Anomaly " ^ quoted ("Uncaught exception " ^ Printexc.to_string e ^ "."))
+
+(* The re-check of Artifact.vo; its report goes to [w]; the exit code it would have (coqchk's:
+   129 when the checker failed, with its anomaly in the report as CHECKER_ANOMALY). *)
 let check_library ~state ~target w =
     try
       fresh_memo := [];
@@ -1003,7 +1100,13 @@ let check_library ~state ~target w =
       flush_everything ();
       Topfmt.print_err_exn exn;
       flush_everything ();
-      if CErrors.is_anomaly exn then 129 else 1
+      match coqchk_anomaly exn with
+      | None -> 1
+      | Some anomaly ->
+        (try write_fd w ("CHECKER_ANOMALY " ^ String.concat " " (String.split_on_char '\n' anomaly)
+                         ^ "\n")
+         with Unix.Unix_error _ -> ());
+        129
 
 let checker_child ~state ~target w = child_exit w (check_library ~state ~target w)
 
@@ -1127,32 +1230,38 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
       Some (n, List.filter (( <> ) "") (String.split_on_char ' ' requires), s)
     | _ -> None
   in
-  clean_work_dir ();
-  write_all artifact_v (match field req "body" with Some b -> b | None -> "");
-  let k1 = compile ~state ~ldir ~deadline in
-  let replies = ref [
-      "COMPILE", Printf.sprintf "%s %d %d" (ended_words k1.ended) k1.cpu_ms k1.wall_ms;
-      "COMPILE_OUT", capped (prefix_out ^ read_all "k1.out");
-      "COMPILE_ERR", capped (prefix_err ^ read_all "k1.err");
-      "AUDIT", k1.report;
-    ]
-  in
-  if k1.ended = Exited 0 && not (Sys.file_exists artifact_vo) then
-    replies := !replies @ [ "NOLIBRARY", "" ]
-  else if k1.ended = Exited 0 && (audit || target <> None) then begin
-    let deadline = now_ms () +. float_of_int req.timeout_ms in
-    (* A fresh fork of this parent, which never ran a file's code, per audit: no library an
-       earlier check loaded, and no state its audit left, reaches this one. *)
-    let k2 = check ~state ~deadline ~target in
-    let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
-    replies := !replies @ [
-        "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
-        "CHECK_OUT", capped (read_all "k2.out" ^ read_all "k2.err");
-        "CHECK_REPORT", report;
-        "MEMO", memo_lines;
+  if clean_work_dir () then
+    (* Something outside the checks changed what the worker holds: check it cold, and retire. *)
+    [ "MISMATCH", ""; "RETIRE", "" ]
+  else begin
+    write_all artifact_v (match field req "body" with Some b -> b | None -> "");
+    let k1 = compile ~state ~ldir ~deadline in
+    let replies = ref [
+        "COMPILE", Printf.sprintf "%s %d %d" (ended_words k1.ended) k1.cpu_ms k1.wall_ms;
+        "COMPILE_OUT", capped (prefix_out ^ read_all "k1.out");
+        "COMPILE_ERR", capped (prefix_err ^ read_all "k1.err");
+        "AUDIT", k1.report;
       ]
-  end;
-  !replies
+    in
+    if k1.ended = Exited 0 && not (Sys.file_exists artifact_vo) then
+      replies := !replies @ [ "NOLIBRARY", "" ]
+    else if k1.ended = Exited 0 && (audit || target <> None) then begin
+      let deadline = now_ms () +. float_of_int req.timeout_ms in
+      (* A fresh fork of this parent, which never ran a file's code, per audit: no library an
+         earlier check loaded, and no state its audit left, reaches this one. *)
+      let k2 = check ~state ~deadline ~target in
+      let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
+      replies := !replies @ [
+          "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
+          "CHECK_OUT", capped (read_all "k2.out" ^ read_all "k2.err");
+          "CHECK_REPORT", report;
+          "MEMO", memo_lines;
+        ]
+    end;
+    (* What this check left goes now, so the next one starts from the worker's own state. *)
+    if clean_work_dir () then replies := !replies @ [ "RETIRE", "" ];
+    !replies
+  end
 
 (* [encode_reply]'s inverse, for a reply a child built. *)
 let decode_reply nonce raw =

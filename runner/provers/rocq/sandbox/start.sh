@@ -1,5 +1,6 @@
 # Starts the Rocq worker: builds it from srv/ unless a built copy was shipped, then runs it as
-# coqc runs (`-q -noglob -Q . "" Artifact.v`; Artifact.v holds the prefix to load first).
+# coqc runs (`-q -Q . "" Artifact.v`; Artifact.v holds the prefix to load first; the worker
+# writes no .glob itself).
 # It links coqchk's own checker modules, from Debian's coq source package, installed by
 # images/rocq/checker-sources (in the rocq image; on a host for the local backend).
 set -u
@@ -46,4 +47,10 @@ chmod +x "$BIN"
 # then faults in 2 MB at a time, not 4 kB (half the page faults, a tenth less CPU per run).
 GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 export GLIBC_TUNABLES
-exec "$BIN" -q -noglob -Q . "" Artifact.v
+# Coq starts its helper programs (`par:`'s tactic workers, ...) from the directory of the
+# running executable, with its arguments: Debian's, beside the worker.
+bindir=$(dirname "$(command -v coqc)")
+for helper in coqtacticworker coqproofworker coqqueryworker; do
+    ln -sf "$bindir/$helper.opt" "srv/$helper.opt"
+done
+exec "$BIN" -q -Q . "" Artifact.v

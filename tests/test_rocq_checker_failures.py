@@ -1,0 +1,61 @@
+"""When the independent checker breaks on a file coqc accepts, the record says so: `unverified`.
+
+coqchk 8.16 ends with an anomaly on some module files coqc compiles (coq/coq#15930: a functor
+sealed with a signature that declares a module holding an inductive; Coq's own test-suite file
+bugs/bug_2923.v is one). That is the checker's failure, not the file's: never `fail`, never
+`pass`, and the record carries coqchk's words, on the warm and the cold path alike.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.core.models import CheckRequest, Trust, Verdict
+from runner.provers.rocq import report
+from tests.support.rocq_cheats import rocq_checker
+
+# The shape of bugs/bug_2923.v, written afresh.
+BREAKS_COQCHK = (
+    "Module Type Shape.\n  Inductive color : Set := red.\nEnd Shape.\n"
+    "Module Type Holder.\n  Declare Module S : Shape.\nEnd Holder.\n"
+    "Module Wrap (Module X : Shape) : Holder.\n  Module S := X.\nEnd Wrap.\n"
+)
+ANOMALY = 'Anomaly "Uncaught exception Modops.ModuleTypingError(_)."'
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory):
+    with rocq_checker("local", tmp_path_factory.mktemp("kit"), timeout=120) as checker:
+        yield checker
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_checker_anomaly_is_unverified_with_the_checkers_words(checker, warm):
+    request = CheckRequest(prover="rocq", name="bug_2923_shape.v", content=BREAKS_COQCHK)
+    result = checker.check_one(request, cold=not warm)
+    path = result.provenance.extra["rocq_path"]
+    assert path.startswith("worker:") if warm else path == "cold"
+    assert (result.verdict, result.trust) == (Verdict.UNVERIFIED, Trust.KERNEL)
+    assert result.details == {"checker": "coqchk", "checker_error": ANOMALY}
+    assert ANOMALY in result.diagnostics[-1].message
+
+
+@pytest.mark.slow
+def test_warm_and_cold_record_a_checker_anomaly_alike(checker):
+    request = CheckRequest(prover="rocq", name="bug_2923_shape.v", content=BREAKS_COQCHK)
+    warm, cold = checker.check_one(request), checker.check_one(request, cold=True)
+    assert warm.result_digest == cold.result_digest, (warm.diagnostics, cold.diagnostics)
+
+
+def test_coqchk_rejecting_the_library_is_not_its_anomaly():
+    """coqchk exits 129 on a type error too: only its words tell a rejection from a crash."""
+    rejected = "checking cst:Artifact.f\nFatal Error: Type error: CantApplyBadType at argument 1\n"
+    crashed = (
+        "checking cst:Artifact.M2.M1.IndType_sind\n"
+        'Fatal Error: Anomaly "Uncaught exception Modops.ModuleTypingError(_)."\n'
+        "             Please report at http://coq.inria.fr/bugs/.\n"
+    )
+    assert report.checker_anomaly(rejected) is None
+    assert report.checker_anomaly(crashed) == ANOMALY
+    assert report.checker_anomaly("checking cst:Artifact.Anomaly\n") is None
