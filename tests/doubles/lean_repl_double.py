@@ -29,7 +29,8 @@ It announces itself: its reply to a header (a command without `env`) carries a t
 `"double"` field, which the real REPL never sends, so the kit marks its verdicts `double`.
 `--log FILE` appends every command received, one JSON line each (tests count header imports);
 `--conceal` drops the announcement (only for the test that the kit reads it); `--replay NAME`
-answers with transcript NAME's replies in order, byte for byte (tests of the kit's reading).
+answers with transcript NAME's replies in order, byte for byte (tests of the kit's reading);
+`--recheck CONFIG` stands in for the image's `lean-mathlib recheck` (comparator; see `Recheck`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ DECL = re.compile(
 )
 TARGET_PREFIX = "__prooflock_target_"
 DOUBLE = "tests/doubles/lean_repl_double.py (a protocol double, not Lean)"
+RECHECK_DOUBLE = "tests/doubles/lean_repl_double.py --recheck (a double of comparator, not it)"
 # Lean >= 4.29: a proof that trusts compiled code gets an axiom of its own.
 NATIVE_TACTICS = re.compile(r"\b(native_decide|bv_decide)\b")
 ARITH = re.compile(r"^\s*(\d+)\s*([-+*])\s*(\d+)\s*=\s*(\d+)\s*$")
@@ -222,6 +224,7 @@ class Decl:
     kind: str
     axioms: set[str]
     statement: str = ""
+    value: str = ""  # the proof or definition body as written (what comparator's double compares)
 
 
 @dataclass
@@ -313,7 +316,8 @@ class Repl:
         starts = list(DECL.finditer(cmd))
         for index, match in enumerate(starts):
             end = starts[index + 1].start() if index + 1 < len(starts) else len(cmd)
-            self.declaration(env, cmd, match, end, messages, sorries)
+            prefix = namespace_at(cmd, match.start())
+            self.declaration(env, cmd, match, end, messages, sorries, prefix)
         reply: dict = {"env": self.new_env(env)}
         if messages:
             reply["messages"] = messages
@@ -322,9 +326,18 @@ class Repl:
         return pretty(reply)
 
     def declaration(
-        self, env: Env, cmd: str, match: re.Match, end: int, messages: list, sorries: list
+        self,
+        env: Env,
+        cmd: str,
+        match: re.Match,
+        end: int,
+        messages: list,
+        sorries: list,
+        prefix: str = "",
     ) -> None:
-        kind, name = match.group(1), match.group(2).strip("«»")
+        kind, name = match.group(1), plain_name(match.group(2))
+        if name and prefix:
+            name = f"{prefix}.{name}"
         chunk = cmd[match.end() : end]
         statement, _, proof = chunk.partition(":=")
         statement = statement.strip()
@@ -358,6 +371,8 @@ class Repl:
             axioms |= {"propext", "Classical.choice", "Quot.sound"}
         elif PROPEXT.search(proof):
             axioms.add("propext")
+        if re.search(r"\bsorryAx\b", proof):  # what `sorry` elaborates to, named outright
+            axioms.add("sorryAx")
         for tactic in sorted(set(NATIVE_TACTICS.findall(proof))):
             if "double:lean-4.28" in cmd:
                 axioms.add("Lean.ofReduceBool")
@@ -383,7 +398,11 @@ class Repl:
         if failed or kind == "example":
             return
         env.decls[name] = Decl(
-            name, "theorem" if kind in ("theorem", "lemma") else "def", axioms, statement
+            name,
+            "theorem" if kind in ("theorem", "lemma") else "def",
+            axioms,
+            statement,
+            " ".join(proof.split()),
         )
 
     def errors(self, env: Env, cmd: str, start: int, proof: str, statement: str) -> list[dict]:
@@ -475,6 +494,25 @@ class Repl:
         return pretty({"messages": messages, "env": self.new_env(Env(dict(env.decls)))})
 
 
+NAMESPACE = re.compile(r"^[ \t]*(namespace|end)\b[ \t]*([^\s]*)", re.MULTILINE)
+
+
+def namespace_at(cmd: str, offset: int) -> str:
+    """The namespace open at `offset` (`namespace X` ... `end X`), components unescaped."""
+    opened: list[str] = []
+    for found in NAMESPACE.finditer(cmd, 0, offset):
+        if found.group(1) == "namespace":
+            opened.append(plain_name(found.group(2)))
+        elif opened and found.group(2):
+            opened.pop()
+    return ".".join(opened)
+
+
+def plain_name(name: str) -> str:
+    """A dotted name with its `«»` escapes dropped: `«123».foo` → `123.foo`."""
+    return name.replace("«", "").replace("»", "")
+
+
 def is_internal(name: str) -> bool:
     """Lean's `Name.isInternal`: some component starts with `_`."""
     return any(part.startswith("_") for part in name.split("."))
@@ -488,8 +526,10 @@ BINDERS = re.compile(r"^((?:[({\[][^)}\]]*[)}\]]\s*)+):\s*(.*)$", re.DOTALL)
 
 
 def normal(statement: str) -> str:
-    """What the double compares: binders before the colon become a `∀`, spacing is collapsed."""
-    binders = BINDERS.match(statement.strip())
+    """What the double compares: binders before the colon become a `∀`, spacing is collapsed,
+    parentheses around the whole statement are dropped (they change no term)."""
+    statement = unwrapped(statement.strip())
+    binders = BINDERS.match(statement)
     if binders:
         statement = f"∀ {binders.group(1).strip()}, {binders.group(2)}"
     return " ".join(statement.replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split())
@@ -507,6 +547,18 @@ def goal_of(statement: str) -> str:
         rest = rest[binder.end() :]
     rest = rest.strip().removeprefix(":").strip()
     return "\n".join([*hypotheses, f"⊢ {rest}"])
+
+
+def unwrapped(statement: str) -> str:
+    """`(S)` → `S` when the first parenthesis closes at the very end."""
+    if not statement.startswith("("):
+        return statement
+    depth = 0
+    for index, c in enumerate(statement):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0:
+            return statement[1:-1].strip() if index == len(statement) - 1 else statement
+    return statement
 
 
 def at(text: str, offset: int) -> dict:
@@ -548,6 +600,143 @@ def read_request(stdin) -> str | None:
         lines.append(line.rstrip())
 
 
+class Recheck:
+    """`--recheck CONFIG`: comparator's checks on a project, decided by this double's rules.
+
+    It reads comparator's `config.json` in the current directory, elaborates the challenge and
+    the solution modules apart (each on a fresh environment, as lake builds them), and makes
+    comparator's checks in its order (leanprover/comparator `Main.lean`, `Compare.lean`,
+    `Axioms.lean`): every theorem and definition hole present in both, of the same kind, with the
+    same statement (here: text after `normal`); every constant of the challenge those
+    statements use, the same in both; the solution's theorems and holes resting only on
+    permitted axioms. It prints comparator's progress lines and `Your solution is okay!`, or an
+    error as Lean's runtime reports an uncaught one (`uncaught exception: ...`, exit 1). It has
+    no kernel: the kernel replay always accepts. Its first line announces the double."""
+
+    def __init__(self, announce: bool):
+        self.repl = Repl(None, announce=False)
+        self.announce = announce
+
+    def run(self, config_path: str) -> int:
+        if self.announce:
+            print(f"double: {RECHECK_DOUBLE}")
+        config = json.loads(Path(config_path).read_text())
+        try:
+            challenge = self.build(config["challenge_module"])
+            solution = self.build(config["solution_module"])
+            theorems = [plain_name(n) for n in config["theorem_names"]]
+            holes = [plain_name(n) for n in config.get("definition_names") or []]
+            compare(challenge, solution, theorems, holes)
+            check_axioms(solution, theorems, holes, set(config["permitted_axioms"]))
+        except Rejected as exc:
+            sys.stdout.flush()
+            sys.stderr.write(f"uncaught exception: {exc}\n")
+            return 1
+        print("Running Lean default kernel on solution.")
+        print("Lean default kernel accepts the solution")
+        print("Your solution is okay!")
+        return 0
+
+    def build(self, module: str) -> Env:
+        """The module's environment, as `lake build` makes it; a module that does not elaborate
+        fails as comparator's sandboxed build does."""
+        print(f"Building {module}")
+        path = Path(*module_parts(module)).with_suffix(".lean")
+        try:
+            text = path.read_text()
+        except OSError:
+            raise Rejected("Child exited with 1") from None
+        imports = re.findall(r"^\s*import\s+(\S+)", text, re.MULTILINE)
+        if any(m not in KNOWN_MODULES for m in imports):
+            raise Rejected("Child exited with 1")
+        body = re.sub(r"^\s*import\s+\S+", lambda m: " " * len(m.group(0)), text, flags=re.M)
+        reply = json.loads(self.repl.body(Env(), body))
+        if any(m["severity"] == "error" for m in reply.get("messages", [])):
+            raise Rejected("Child exited with 1")
+        return self.repl.envs[reply["env"]]
+
+
+class Rejected(Exception):
+    """Comparator's objection, worded as comparator words it."""
+
+
+def module_parts(module: str) -> list[str]:
+    """`Challenge.«12.34».«5»` → [Challenge, 12.34, 5]: dots inside «» do not split."""
+    return [a or b for a, b in re.findall(r"«([^»]*)»|([^.«]+)", module)]
+
+
+def used_locals(text: str, env: Env) -> list[str]:
+    """The environment's declarations a statement or value names (the double's getUsedConstants)."""
+    return [
+        name for name in env.decls if re.search(rf"(?<![\w.']){re.escape(name)}(?![\w'])", text)
+    ]
+
+
+def both(challenge: Env, solution: Env, name: str) -> tuple[Decl, Decl]:
+    """A target's declaration in the challenge and in the solution, as comparator looks it up."""
+    want, got = challenge.decls.get(name), solution.decls.get(name)
+    if want is None:
+        raise Rejected(f"Const not found in challenge: '{name}'")
+    if got is None:
+        raise Rejected(f"Const not found in solution: '{name}'")
+    return want, got
+
+
+def compare(challenge: Env, solution: Env, theorems: list[str], holes: list[str]) -> None:
+    """comparator's `compareAt`: targets first, then every challenge constant they use."""
+    worklist: list[str] = []
+    for name in theorems:
+        want, got = both(challenge, solution, name)
+        if want.kind != got.kind or want.kind not in ("theorem", "axiom"):
+            raise Rejected(f"Challenge and solution constant kind don't match: '{name}'")
+        if normal(want.statement) != normal(got.statement):
+            raise Rejected(f"Challenge and solution theorem statement do not match: '{name}'")
+        worklist += used_locals(want.statement, challenge)
+    for name in holes:
+        want, got = both(challenge, solution, name)
+        if want.kind != "def":
+            raise Rejected(f"Challenge constant is not a definition: '{name}'")
+        if got.kind != "def":
+            raise Rejected(f"Solution constant is not a definition: '{name}'")
+        if normal(want.statement) != normal(got.statement):
+            raise Rejected(f"Const does not match between challenge and target '{name}'")
+        worklist.append(name)
+    checked: set[str] = set()
+    while worklist:
+        name = worklist.pop()
+        if name in checked:
+            continue
+        checked.add(name)
+        want, got = challenge.decls.get(name), solution.decls.get(name)
+        if want is None:
+            raise Rejected(f"Const not found in challenge '{name}'")
+        if got is None:
+            raise Rejected(f"Const not found in solution '{name}'")
+        if name in theorems or name in holes:
+            worklist += used_locals(got.statement, challenge)
+            continue
+        if (want.kind, normal(want.statement), want.value) != (
+            got.kind,
+            normal(got.statement),
+            got.value,
+        ):
+            raise Rejected(f"Const does not match between challenge and target '{name}'")
+        worklist += used_locals(f"{want.statement} {want.value}", challenge)
+
+
+def check_axioms(solution: Env, theorems: list[str], holes: list[str], permitted: set[str]) -> None:
+    """comparator's `checkAxioms`: each theorem and hole of the solution, its axioms permitted."""
+    for name, kind in [*((t, "theorem") for t in theorems), *((h, "definition") for h in holes)]:
+        decl = solution.decls.get(name)
+        if decl is None:
+            raise Rejected(f"Const not found in solution: '{name}'")
+        if decl.kind != ("theorem" if kind == "theorem" else "def"):
+            raise Rejected(f"Solution constant is not a {kind}: '{name}'")
+    for name in [*theorems, *holes]:
+        for axiom in sorted(solution.decls[name].axioms - permitted):
+            raise Rejected(f"Illegal axiom detected: '{axiom}'")
+
+
 class Replay:
     """`--replay NAME`: the transcript NAME's replies, in order and byte for byte, whatever is asked.
 
@@ -566,6 +755,8 @@ class Replay:
 def main() -> None:
     args = sys.argv[1:]
     log = Path(args[args.index("--log") + 1]) if "--log" in args else None
+    if "--recheck" in args:
+        sys.exit(Recheck(announce="--conceal" not in args).run(args[args.index("--recheck") + 1]))
     repl: Repl | Replay = Repl(log, announce="--conceal" not in args)
     if "--replay" in args:
         repl = Replay(args[args.index("--replay") + 1])

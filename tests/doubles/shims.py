@@ -29,6 +29,8 @@ def write_shims(
         "lean-mathlib": (
             f'if [ "$1" = repl ]; then shift; exec "{python}" -B "{doubles / "lean_repl_double.py"}"'
             f'{logging} "$@"; fi\n'
+            f'if [ "$1" = recheck ]; then shift; exec "{python}" -B '
+            f'"{doubles / "lean_repl_double.py"}"{" --conceal" if conceal else ""} --recheck "$@"; fi\n'
             'echo "Lean (version 4.34.0, commit double, x86_64-unknown-linux-gnu, Release)"\n'
         ),
         "lean": 'echo "Lean (version 4.34.0, commit double, x86_64-unknown-linux-gnu, Release)"\n',

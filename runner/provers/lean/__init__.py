@@ -14,23 +14,69 @@ line and column), a `sorry` is `placeholder` (allowed in statement mode), an axi
 propext, Classical.choice and Quot.sound is `axiom` unless allowed (a native-code axiom also by
 its tactic's name, or by `Lean.ofReduceBool`); with a target, the named theorem's elaborated type
 must be alpha-equivalent to the target statement elaborated under the same header
-(`wrong_statement` otherwise). Verdicts rest on Lean's kernel (`kernel`), or on a protocol double
-that said so at boot (`double`: tests/doubles/).
+(`wrong_statement` otherwise).
+
+A file the REPL passed is checked again, independently (recheck.py): comparator builds it in a
+fresh sandbox, replays its export into fresh kernels, and compares the theorems with a challenge
+elaborated apart (a comparator challenge in `options.challenge`, the target on its own
+`requires`, or the file's own theorems); that verdict is recorded, `replayed`. Other verdicts
+rest on Lean's kernel in the REPL (`kernel`). A protocol double that says so (`double`:
+tests/doubles/) makes every verdict it took part in the double's.
 """
 
 from __future__ import annotations
 
-from runner.core.errors import BadRequest
-from runner.core.models import Diagnostic, Outcome, Verdict
-from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
-from runner.provers.common import verdicts
-from runner.provers.lean import judging, source, worker
+from typing import Any
 
-# 2: native-code axioms recognised by their Lean >= 4.29 names (`<proof>._native.<tactic>.ax_*`),
-# allowed per tactic (`native_decide`, `bv_decide`) or all by `Lean.ofReduceBool`; `_native`
-# refused in files; a double's results carry trust `double`; the JSON-lines worker.
-VERSION = "2"
+from pydantic import Field, field_validator
+
+from runner.core.errors import BadRequest
+from runner.core.models import Diagnostic, Outcome, Trust, Verdict
+from runner.provers.base import (
+    AdapterOptions,
+    FileOption,
+    ProverAdapter,
+    ResolvedRequest,
+    Sandboxes,
+)
+from runner.provers.common import verdicts
+from runner.provers.lean import judging, recheck, source, worker
+
+# 3: a file the REPL passed is re-checked by comparator in a fresh sandbox (`replayed`);
+# comparator challenges as the target mode (options challenge, theorems, definitions).
+# 2: native-code axioms by their Lean >= 4.29 names; a double's results carry trust `double`.
+VERSION = "3"
 PINS_FILE = "/opt/prooflock/lean-pins.txt"  # written when the image is built
+
+
+def _split_names(value: Any) -> Any:
+    """`a,b` on the command line is the list [a, b]; a list stays as it is."""
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    return value
+
+
+class LeanOptions(AdapterOptions):
+    challenge: FileOption | None = Field(
+        None,
+        description="a comparator challenge (.lean): the file must prove its --theorems exactly "
+        "as it states them, elaborated apart from the file",
+        json_schema_extra={"metavar": "FILE"},
+    )
+    theorems: tuple[str, ...] = Field(
+        (),
+        description="with --challenge: the theorems to prove (comparator's theorem_names, "
+        "comma-separated)",
+        json_schema_extra={"metavar": "NAMES"},
+    )
+    definitions: tuple[str, ...] = Field(
+        (),
+        description="with --challenge: the definition holes the file fills (comparator's "
+        "definition_names, comma-separated)",
+        json_schema_extra={"metavar": "NAMES"},
+    )
+
+    _names = field_validator("theorems", "definitions", mode="before")(_split_names)
 
 
 def probe(image: str) -> dict[str, list[str]]:
@@ -63,13 +109,35 @@ def native_refusal(reading: source.Reading, request: ResolvedRequest) -> Outcome
 
 
 def validate(request: ResolvedRequest) -> None:
-    """Refuse a target Lean could not be sent as one term: BadRequest, before any check."""
+    """Refuse a target Lean could not be sent as one term, or a comparator challenge without
+    names to compare: BadRequest, before any check."""
+    options = request.options_as(LeanOptions)
+    problem = _challenge_problem(options, request)
     target = request.target
-    if target is None:
-        return
-    problem = _name_problem(target.name) or source.target_problem(target.statement)
+    if problem is None and target is not None:
+        problem = _name_problem(target.name) or source.target_problem(target.statement)
     if problem is not None:
         raise BadRequest(problem)
+
+
+def _challenge_problem(options: LeanOptions, request: ResolvedRequest) -> str | None:
+    if options.challenge is None:
+        if options.theorems or options.definitions:
+            return "--theorems and --definitions name what a --challenge states: give one"
+        return None
+    if request.target is not None:
+        return "a request has a target or a comparator challenge, not both"
+    if not options.theorems:
+        return "a comparator challenge needs the theorems to compare (--theorems)"
+    for name in (*options.theorems, *options.definitions):
+        problem = _name_problem(name)
+        if problem is not None:
+            return problem
+    try:
+        source.tokens(options.challenge.content)
+    except source.LexError as exc:
+        return f"the challenge does not lex as Lean: {exc}"
+    return None
 
 
 def _name_problem(name: str) -> str | None:
@@ -105,15 +173,62 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         request.timeout_s,
         {"name": target.name, "statement": target.statement} if target is not None else None,
     )
-    outcome = verdicts.as_told_by(
-        judging.outcome_of(reply, request, header), boot.double or reply.get("double")
-    )
+    double = boot.double or reply.get("double")
+    outcome = verdicts.as_told_by(judging.outcome_of(reply, request, header), double)
+    project = _project(request, reply, outcome)
+    if project is not None and outcome.verdict is Verdict.PASS:
+        outcome = _rechecked(project, outcome, sandboxes)
+        if double and outcome.trust is Trust.REPLAYED:
+            outcome.trust = Trust.DOUBLE  # the REPL that passed it first was a double
+    elif project is not None and request.options_as(LeanOptions).challenge is not None:
+        objection = recheck.Reading(False, _first_message(outcome), None)
+        outcome.details = {**outcome.details, "comparator": recheck.result(project, objection)}
     outcome.worker = {
         "worker_id": server.worker_id,
         "lean_server": reply.get("stats") or {},
         "boot_ms": boot.boot_ms,
     }
     return outcome
+
+
+def _project(request: ResolvedRequest, reply: dict, passed: Outcome) -> recheck.Project | None:
+    """The comparator project that re-checks this file, or None when there is nothing to name."""
+    options = request.options_as(LeanOptions)
+    permitted = recheck.permitted_axioms(
+        request.allowed_axioms,
+        passed.assumptions,
+        request.mode,
+        exact=options.challenge is not None,
+    )
+    if options.challenge is not None:
+        challenge, theorems = options.challenge.content, options.theorems
+    elif request.target is not None:
+        target = request.target
+        # A target without `requires` is elaborated on the file's header, as the REPL did.
+        imports = target.requires or source.read(request.content).header.imports
+        challenge = recheck.target_challenge(imports, target.name, target.statement)
+        theorems = (target.name,)
+    else:
+        challenge = request.content
+        listed = reply.get("declarations") or []
+        theorems = tuple(
+            d["name"] for d in listed if d.get("kind") == "theorem" and not d.get("internal")
+        )
+    if not theorems:
+        return None  # nothing the re-check could name: the REPL's kernel is what there is
+    return recheck.Project(challenge, request.content, theorems, options.definitions, permitted)
+
+
+def _rechecked(project: recheck.Project, passed: Outcome, sandboxes: Sandboxes) -> Outcome:
+    fresh = sandboxes.sandbox("recheck")
+    for name, data in project.files().items():
+        fresh.write_file(name, data)
+    done = fresh.run(list(recheck.COMMAND), timeout_s=sandboxes.remaining_s())
+    return recheck.outcome_of(done, project, passed)
+
+
+def _first_message(outcome: Outcome) -> str:
+    return outcome.diagnostics[0].message if outcome.diagnostics else outcome.verdict.value
 
 
 ADAPTER = ProverAdapter(
@@ -124,6 +239,7 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     validate=validate,
+    options=LeanOptions,
     targets=True,
     description="Lean 4 files with Mathlib, checked on a warm REPL per import header",
 )
