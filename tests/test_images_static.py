@@ -228,7 +228,8 @@ def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package()
     assert lock_bytes(LOCK) == text.encode()  # what `relock` and `pin` write, key-sorted
     closure_lines = [line for line in text.splitlines() if '"sha256": ' in line]
     entries = [LOCK.base, *LOCK.bases.values(), *LOCK.images.values()]
-    assert len(closure_lines) == sum(len(e.closure) for e in entries)
+    downloads = sum(len(e.downloads) for e in LOCK.images.values())
+    assert len(closure_lines) == sum(len(e.closure) for e in entries) + downloads
 
 
 def test_a_schema_1_lock_from_an_older_bundle_is_read_without_its_provenance():

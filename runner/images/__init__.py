@@ -3,7 +3,8 @@ archives, self-tests, verification.
 
 `prooflock images base` builds the Debian base offline (debootstrap), `images build` builds each
 prover image from `images/<name>/`, both installing exactly the closure the lock records, and
-normalizes it so that the same pins give the same image ID. A build never writes the lock:
+normalizes it so that the same pins give the same image ID. The host fetches every input into the
+store; a locked image's build runs with no network, its inputs carried in the context. A build never writes the lock:
 another ID is refused with its drift, or (`--allow-drift`) recorded on this machine only.
 `images relock` and `images pin` are the lock's only writers.
 
@@ -17,11 +18,12 @@ another ID is refused with its drift, or (`--allow-drift`) recorded on this mach
     base       the offline base by debootstrap
     debian     a mirror's Release and Packages indexes; Debian version order
     closure    a build's package list as the lock's closure; package drift
-    debstore   the content-addressed .deb store and the sources that fill it
+    store      the content-addressed input store (.debs, wheels, sources, ...) and its sources
+    downloads  an image's inputs that are not .debs: fetched by the host, carried in the context
     exact      the sources of a build, its repository, the words for what cannot be had
-    localrepo  a repository holding exactly a closure, served on loopback
-    relock     `images relock`: this machine's build and its closure into the lock
-    vendor     `images vendor`: closures into the store, here or in S3
+    localrepo  a repository holding exactly a closure (a build's context carries it)
+    relock     `images relock`: this machine's build, its closure and wheels into the lock
+    vendor     `images vendor`: every input of images into the store, here or in S3
     archives   `sha256-<hex>.tar.gz` image archives: save, check, load, fetch
     pin        the Dockerfiles' pins, checked against the lock or recorded in it
     verify     rebuild without cache and explain any difference

@@ -19,7 +19,7 @@ from docker.errors import APIError, BuildError
 
 from runner.core.errors import UserError
 from runner.core.settings import Settings
-from runner.images import context
+from runner.images import context, downloads
 from runner.images.containers import run_hardened
 from runner.images.inputs import BuildInputs
 from runner.images.lock import ImageEntry, ImagesLock, Kit
@@ -29,12 +29,17 @@ from runner.images.selftest import SelfTestFailed, run_selftest
 from runner.images.state import discard, image_id_of, require_base
 
 APT_INSTALL_SUITE = "bookworm"  # the suite images/common/apt-install names in its own lines
+CONTEXT_REPOSITORY = "/tmp/build/repo"  # where the Dockerfiles' `COPY build/` puts the closure
 PACKAGES = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 
 
 class BuildFailed(RuntimeError):
     """docker build or debootstrap failed (a package missing from the mirror, a checksum
     mismatch, ...)."""
+
+
+class InputMissing(BuildFailed):
+    """An input the build takes from the store cannot be had: nothing was built."""
 
 
 @dataclass(frozen=True)
@@ -68,9 +73,16 @@ class BuildPlan:
     images_root: Path
     log_dir: Path
     options: BuildOptions = field(default_factory=BuildOptions)
-    # A loopback apt repository holding exactly the locked closure (runner.images.localrepo):
-    # apt-install reads it alone, and the build runs on the host's network to reach it.
-    repository: str = ""
+    # An apt repository holding exactly the locked closure (runner.images.localrepo), carried
+    # in the context: apt-install reads it alone, and the build runs with no network at all.
+    repository: Path | None = None
+    # The image's downloads in the store, by file name (runner.images.downloads).
+    downloads: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def offline(self) -> bool:
+        """Every input is in the context: the build's containers get no network."""
+        return self.repository is not None
 
     @classmethod
     def of(
@@ -169,6 +181,7 @@ def resolve_arguments(client: DockerClient, plan: BuildPlan) -> Arguments:
     args = {
         **entry.inputs,
         **plan.inputs.build_args(),
+        **(downloads.build_args(entry.downloads) if plan.downloads else {}),
         "BASE": base,
         "SOURCE_DATE_EPOCH": str(epoch),
         **options.pins,
@@ -237,11 +250,12 @@ def _build(client: DockerClient, plan: BuildPlan, arguments: Arguments, out: Tex
     )
 
 
-def closure_list(repository: str, suite: str, inputs: BuildInputs) -> dict[str, bytes]:
+def closure_list(repository: Path | None, suite: str, inputs: BuildInputs) -> dict[str, bytes]:
     """The context file apt-install reads instead of its own bookworm lines: the closure's
     repository when there is one, else the build's mirrors for the base's suite."""
-    if repository:
-        return {"closure.list": f"deb [trusted=yes] {repository} {suite} main\n".encode()}
+    if repository is not None:
+        line = f"deb [trusted=yes] file:{CONTEXT_REPOSITORY} {suite} main\n"
+        return {"closure.list": line.encode()}
     if suite == APT_INSTALL_SUITE:
         return {}  # apt-install's own lines
     lines = f"deb [check-valid-until=no] {inputs.apt_mirror} {suite} main\n"
@@ -256,16 +270,22 @@ def _docker_build(
     name = plan.name
     tail: list[str] = []
     steps: list[str] = []  # the images of the steps that succeeded, last one last
-    with log_path.open("w") as log:
+    extra = {
+        **closure_list(plan.repository, plan.lock.base.suite, plan.inputs),
+        **(downloads.wheel_index(plan.entry.downloads) if plan.downloads else {}),
+    }
+    stored = {
+        **_repository_files(plan.repository),
+        **downloads.context_files(plan.entry.downloads, plan.downloads),
+    }
+    with (
+        log_path.open("w") as log,
+        context.build_context(plan.images_root, name, plan.inputs, extra, stored) as tar,
+    ):
         try:
             stream = client.api.build(
-                fileobj=context.build_context(
-                    plan.images_root,
-                    name,
-                    plan.inputs,
-                    closure_list(plan.repository, plan.lock.base.suite, plan.inputs),
-                ),
-                network_mode="host" if plan.repository else None,
+                fileobj=tar,
+                network_mode="none" if plan.offline else None,
                 custom_context=True,
                 tag=arguments.raw,
                 buildargs=arguments.build_args,
@@ -295,6 +315,17 @@ def _docker_build(
             if steps:
                 discard(client, steps[-1])  # the failed build's last step: nothing tags it
             raise
+
+
+def _repository_files(repository: Path | None) -> dict[str, Path]:
+    """The closure's repository as context files below `build/repo/` (its links followed)."""
+    if repository is None:
+        return {}
+    return {
+        f"repo/{path.relative_to(repository).as_posix()}": path.resolve()
+        for path in sorted(repository.rglob("*"))
+        if path.is_file()
+    }
 
 
 def _failure(name: str, error: str, tail: list[str], log_path: Path) -> str:

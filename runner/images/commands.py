@@ -230,10 +230,14 @@ def _cmd_vendor(args: argparse.Namespace) -> int:
     worst = EXIT_OK
     for vendored in api.vendor_images(kit, args.names, _inputs(args, kit), args.to):
         where = f"; {vendored.uploaded} copied to {args.to}" if args.to else ""
+        kinds = ", ".join(
+            f"{files} {kind} ({size / 1e6:.0f} MB)"
+            for kind, (files, size) in sorted(vendored.by_kind.items())
+        )
         print(
-            f"{vendored.name}: {vendored.packages - len(vendored.missing)} of {vendored.packages} "
-            f".debs ({vendored.size_bytes / 1e6:.0f} MB) in the store, {vendored.fetched} "
-            f"fetched now{where}"
+            f"{vendored.name}: {vendored.files - len(vendored.missing)} of {vendored.files} "
+            f"inputs ({vendored.size_bytes / 1e6:.0f} MB: {kinds}) in the store, "
+            f"{vendored.fetched} fetched now{where}"
         )
         if vendored.missing:
             worst = EXIT_FAILED

@@ -5,17 +5,22 @@ Layout of the context docker receives:
     Dockerfile, other files of images/<name>/   (not selftest/: it runs after the build)
     build/apt-install, build/finish              (images/common/)
     build/ca.crt                                 (the extra CA bundle, or empty)
-    build/files/<name>                           (vendored downloads, if any)
-    build/closure.list                           (the closure's loopback repository, if any)
+    build/files/<name>                           (downloads from the store, given files)
+    build/wheels/<wheel>, build/wheels/simple/   (wheels from the store, as a pip index)
+    build/repo/                                  (the closure's apt repository, if any)
+    build/closure.list                           (the sources line apt reads instead of its own)
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import tarfile
+import tempfile
 from pathlib import Path
+from typing import IO
 
 from runner.images.inputs import BuildInputs
 
@@ -65,10 +70,15 @@ def file_hashes(images_root: Path, name: str) -> dict[str, str]:
 
 
 def build_context(
-    images_root: Path, name: str, inputs: BuildInputs, extra: dict[str, bytes] | None = None
-) -> io.BytesIO:
-    """The context as an in-memory tar (small: scripts, pins, a CA bundle); `extra` files go
-    into `build/` too."""
+    images_root: Path,
+    name: str,
+    inputs: BuildInputs,
+    extra: dict[str, bytes] | None = None,
+    stored: dict[str, Path] | None = None,
+) -> IO[bytes]:
+    """The context as a tar in a temporary file, read from its start: the definitions, `extra`
+    files into `build/`, and `stored` files (a closure's `.deb`s, downloads) from the store into
+    `build/` by their path there. Close it when the build has read it."""
     entries: dict[str, tuple[bytes, int]] = {
         "Dockerfile": ((images_root / name / "Dockerfile").read_bytes(), 0o644)
     }
@@ -77,15 +87,22 @@ def build_context(
         entries[target] = (path.read_bytes(), 0o755 if path.stat().st_mode & 0o111 else 0o644)
     for rel, data in {**inputs.context_files(), **(extra or {})}.items():
         entries[f"build/{rel}"] = (data, 0o644)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name_in_context in sorted(entries):
-            data, mode = entries[name_in_context]
+    files = {f"build/{rel}": path for rel, path in (stored or {}).items()}
+    out = tempfile.TemporaryFile(prefix="prooflock-context-")  # noqa: SIM115 - the caller's
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name_in_context in sorted({*entries, *files}):
             info = tarfile.TarInfo(name_in_context)
-            info.size, info.mode, info.mtime = len(data), mode, 0
+            info.mode, info.mtime = 0o644, 0
+            if name_in_context in files:
+                with files[name_in_context].open("rb") as stream:
+                    info.size = os.fstat(stream.fileno()).st_size
+                    tar.addfile(info, stream)
+                continue
+            data, info.mode = entries[name_in_context]
+            info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    buffer.seek(0)
-    return buffer
+    out.seek(0)
+    return out
 
 
 def selftest_archive(images_root: Path, name: str) -> bytes:

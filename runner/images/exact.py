@@ -1,7 +1,8 @@
 """Builds that install exactly the locked closure, and the words for when they cannot.
 
 `sources` lists where a closure's `.deb`s are looked for after the local store, `repository`
-serves a gathered closure for one docker build (or, for debootstrap, as a `file://` directory),
+writes a gathered closure as an apt repository (a build's context carries it; debootstrap reads
+it as a `file://` directory),
 and `missing_lines` says, package by package, why the closure cannot be had: the mirror moved on
 to another version, or the file is in no source at all.
 """
@@ -14,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from runner.images.debian import Indexes, MirrorUnreachable, read_indexes
-from runner.images.debstore import DebStore, Gathered, MirrorSource, RemoteStore, Source
 from runner.images.inputs import BuildInputs
-from runner.images.localrepo import served, write_repository
+from runner.images.localrepo import write_repository
 from runner.images.lock import Closure, ImagesLock
+from runner.images.store import Gathered, InputStore, MirrorSource, RemoteStore, Source
 
 
 def sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
@@ -33,12 +34,12 @@ def sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
     )
     if snapshot != inputs.apt_mirror:
         found.append(MirrorSource(f"the snapshot {snapshot}", snapshot, snapshot_security))
-    if inputs.deb_store:
-        found.append(RemoteStore(inputs.deb_store))
+    if inputs.store:
+        found.append(RemoteStore(inputs.store))
     return found
 
 
-def control_cache(store: DebStore) -> Path:
+def control_cache(store: InputStore) -> Path:
     return store.root / "debs" / "control"
 
 
@@ -46,23 +47,18 @@ def control_cache(store: DebStore) -> Path:
 def repository(
     closure: Closure,
     gathered: Gathered,
-    store: DebStore,
+    store: InputStore,
     suite: str,
     *,
-    http: bool = True,
     index: str | None = None,
-) -> Iterator[str]:
-    """The gathered closure as an apt repository for the duration: its loopback URL, or with
-    `http=False` its `file://` URL (debootstrap runs on this machine). `index`: the archive's own
-    stanzas to serve instead of stanzas made from the files."""
+) -> Iterator[Path]:
+    """The gathered closure as an apt repository in a temporary directory, for the duration:
+    debootstrap reads it as `file://` on this machine, a docker build in its context (it has no
+    network). `index`: the archive's own stanzas to serve instead of stanzas made from the files."""
     debs = {name: (closure[name], path) for name, path in gathered.paths.items()}
     with tempfile.TemporaryDirectory(prefix="prooflock-repo-") as tmp:
-        digest = write_repository(Path(tmp), debs, suite, control_cache(store), index)
-        if not http:
-            yield f"file://{tmp}"
-            return
-        with served(Path(tmp), digest) as url:
-            yield url
+        write_repository(Path(tmp), debs, suite, control_cache(store), index)
+        yield Path(tmp)
 
 
 def live_indexes(lock: ImagesLock, inputs: BuildInputs) -> Indexes | None:

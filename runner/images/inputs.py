@@ -1,12 +1,15 @@
-"""Build inputs: how a build reaches its packages (mirrors, pip index, an extra CA bundle for
-proxies that intercept TLS) and vendored copies of downloads that cannot be fetched here.
+"""Build inputs: where the host fetches what a build installs (mirrors, a remote store) and
+copies given by hand (`--input NAME=PATH`); for builds that still reach a network (an image with
+no locked closure yet, pins overridden, a drifted fallback) a pip index and an extra CA bundle.
 
 They are transport, not content: every package is pinned by version or hash, so they never change
 what is installed, and normalization keeps them out of the image. They are recorded as this
-machine's provenance (runner.images.machine), never in the lock. Set them with CLI flags or
+machine's provenance (runner.images.machine), never in the lock. None is needed on a machine
+whose apt and pip work: the host fetches every input of a locked image with its own trust store
+and proxy settings, and the build runs without a network. Set them with CLI flags or
 `PROOFLOCK_APT_MIRROR`, `PROOFLOCK_APT_SECURITY_MIRROR`, `PROOFLOCK_PIP_INDEX`,
-`PROOFLOCK_CA_BUNDLE`, and `PROOFLOCK_DEB_STORE` (an `s3://bucket/prefix` holding `.deb`s by
-sha256, the last place a closure's files are looked for).
+`PROOFLOCK_CA_BUNDLE`, and `PROOFLOCK_STORE` (an `s3://bucket/prefix` holding inputs by sha256,
+the last place an input is looked for; `PROOFLOCK_DEB_STORE` is its first name, still read).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class BuildInputSettings(BaseSettings):
     apt_security_mirror: str | None = None
     pip_index: str | None = None
     ca_bundle: Path | None = None
-    deb_store: str | None = None
+    store: str | None = None
+    deb_store: str | None = None  # the remote store's first name, still read
 
 
 def sha256_file(path: Path) -> str:
@@ -51,7 +55,7 @@ class BuildInputs:
     ca_bundle: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)  # vendored downloads by file name
     requested: dict[str, str] = field(default_factory=dict)  # as the user asked (`host`, ...)
-    deb_store: str = ""  # s3://bucket/prefix of a remote .deb store, or empty
+    store: str = ""  # s3://bucket/prefix of a remote input store, or empty
     note: str = ""  # a choice the kit made for the user (another mirror), to say once
 
     def build_args(self) -> dict[str, str]:
@@ -120,7 +124,7 @@ def resolve_inputs(
         ca_bundle=bundle,
         files=_vendored(files or []),
         requested=requested,
-        deb_store=env.deb_store or "",
+        store=env.store or env.deb_store or "",
         note=note,
     )
 

@@ -1,4 +1,4 @@
-"""A local apt repository holding exactly one closure, and a loopback server for it.
+"""A local apt repository holding exactly one closure.
 
 For an image, the closure less what the locked base already has installed at the same version
 (runner.images.reproduce.beyond_base): apt keeps those, and installs nothing else.
@@ -15,13 +15,8 @@ debootstrap copies them into the image (/var/lib/dpkg/available).
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import http.server
 import subprocess
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from runner.images.lock import DebFile
@@ -30,7 +25,6 @@ COMPONENT = "main"
 INDEX = f"{COMPONENT}/binary-amd64/Packages"
 ARCHIVE_FIELDS = ("Filename", "Size", "SHA256", "MD5sum", "SHA1", "Priority", "Description-md5")
 DATE = "Sat, 01 Jan 2000 00:00:00 UTC"  # apt wants one; a fixed one keeps the repository's bytes
-PORTS = (20000, 50000)  # where a repository's own port is picked (by its content: see `served`)
 
 
 def control_text(deb: Path, cache: Path) -> str:
@@ -93,29 +87,3 @@ def write_repository(
     )
     (dists / "Release").write_text(release)
     return digest
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
-        pass
-
-
-@contextlib.contextmanager
-def served(root: Path, digest: str) -> Iterator[str]:
-    """Serve `root` on loopback for the duration; yield its URL. The port is derived from the
-    repository's content, so the same closure gives the same URL and docker's build cache holds;
-    when that port is taken, any free one."""
-    low, high = PORTS
-    preferred = low + int(digest[:8], 16) % (high - low)
-    handler = functools.partial(_Quiet, directory=str(root))
-    try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", preferred), handler)
-    except OSError:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="prooflock-repo", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -55,6 +55,23 @@ class DebFile(Strict):
 
 Closure = dict[str, DebFile]  # package name → its .deb
 
+DownloadKind = Literal["wheel", "source", "git-bundle", "file", "toolchain"]
+
+
+class Download(Strict):
+    """One build input that is not a `.deb`, by content: the build sees it under its file name
+    (`build/wheels/` for wheels, `build/files/` for the rest), never fetches it."""
+
+    kind: DownloadKind
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int | None = Field(default=None, ge=0)  # None: never fetched where the lock was written
+    # Where the host fetches it: `pypi:NAME==VERSION` (the host's pip), `debian:POOL/PATH` (the
+    # build's mirror, then the lock's snapshot), or a URL.
+    origin: str
+
+
+Downloads = dict[str, Download]  # file name → the input
+
 
 class LockedBuild(Strict):
     """What every locked build records: the image and exactly what went into it."""
@@ -90,6 +107,7 @@ class ImageEntry(LockedBuild):
     files: dict[str, str] = Field(default_factory=dict)  # other build-context files → sha256
     inputs: dict[str, str] = Field(default_factory=dict)  # the pins: Dockerfile ARG → value
     vendored: list[str] = Field(default_factory=list)  # inputs given by hand (`--input NAME=`)
+    downloads: Downloads = Field(default_factory=dict)  # every input that is not a .deb
     size_bytes: int | None = None
 
 
@@ -203,13 +221,17 @@ def load_lock(path: Path | None = None) -> ImagesLock:
         raise UserError(f"{path}: not a valid images lock: {explain(exc)}") from None
 
 
+ONE_LINE_EACH = ("closure", "downloads")  # a line per package or download: readable diffs
+
+
 def lock_bytes(lock: ImagesLock) -> bytes:
-    """Pretty and key-sorted, one line per closure package, so diffs of the lock stay readable."""
+    """Pretty and key-sorted, one line per closure package and download, so diffs of the lock
+    stay readable."""
     return _pretty(lock.model_dump(mode="json"), "") + b"\n"
 
 
 def _pretty(value: JsonValue, indent: str, *, key: str = "") -> bytes:
-    if key == "closure" and isinstance(value, dict) and value:
+    if key in ONE_LINE_EACH and isinstance(value, dict) and value:
         inner = indent + "  "
         lines = [
             inner.encode() + _one_line(name) + b": " + _one_line(_without_empty_note(deb))

@@ -5,7 +5,9 @@ machine's latest build of the definitions as they are now (runner.images.machine
 one, as the locked build: image ID, layers, packages, and the definitions' file hashes. Then it
 resolves the entry's closure: every installed package's `.deb` by pool path, sha256 and size
 (runner.images.closure), reusing the entries of versions that did not change, so relocking an
-unchanged image needs no network.
+unchanged image needs no network; and, for an image with a hash-pinned `requirements.txt`, each
+wheel by file name, sha256 and size (fetched once with the host's pip). The lock's other
+downloads (source tarballs, single files, toolchains) are kept as written.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from runner.core.errors import UserError
 from runner.images import context, machine
 from runner.images.closure import resolve_closure
 from runner.images.debian import Indexes, read_indexes
-from runner.images.debstore import DebStore
+from runner.images.downloads import wheel_downloads
 from runner.images.inputs import BuildInputs
 from runner.images.lock import BaseEntry, ImageEntry, Kit
+from runner.images.store import InputStore
+
+REQUIREMENTS = "requirements.txt"  # an image's hash-pinned wheels, beside its Dockerfile
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
     names = list(names)
     for name in names:
         kit.lock.any_entry(name)  # a UserError naming the image when it is unknown
-    store = DebStore()
+    store = InputStore()
 
     @cache
     def suite_indexes(suite: str) -> Indexes:
@@ -69,6 +74,11 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
         )
         changed = sum(1 for n, deb in closure.items() if entry.closure.get(n) != deb)
         entry = entry.model_copy(update={"closure": closure})
+        requirements = kit.images_root / name / REQUIREMENTS
+        if isinstance(entry, ImageEntry) and requirements.is_file():
+            wheels = wheel_downloads(requirements, entry.downloads, store)
+            others = {n: d for n, d in entry.downloads.items() if d.kind != "wheel"}
+            entry = entry.model_copy(update={"downloads": {**others, **wheels}})
         if isinstance(entry, BaseEntry):
             if changed or kit.base_index() is None:
                 entry.index_sha256 = _write_base_index(kit, entry, indexes())

@@ -1,7 +1,9 @@
 """One locked image (or the base) built again: exactly from its closure, or drifted when allowed.
 
-The closure's `.deb`s are gathered into the local store (runner.images.debstore) and served as
-the only repository the build sees, so apt (or debootstrap) installs exactly the locked versions.
+The closure's `.deb`s and the image's other inputs are gathered into the local store
+(runner.images.store) and carried in the build's context, which runs with no network: the
+closure is the only repository apt sees (debootstrap reads it as a directory), so exactly the
+locked versions are installed, and each download is the locked file.
 When some cannot be had, the build is refused with one line per package, unless drift is
 allowed: then those packages take the mirror's version (the rest stay locked) and, if apt cannot
 resolve that mix, the build takes everything from the live mirror. Nothing here tags or records:
@@ -13,18 +15,20 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TextIO
 
 from docker import DockerClient
 
 from runner.images.base import BaseBuilt, build_base
-from runner.images.build import BuildFailed, BuildPlan, BuildResult, build_image
+from runner.images.build import BuildFailed, BuildPlan, BuildResult, InputMissing, build_image
 from runner.images.closure import PackageDrift, as_deb, package_drift
 from runner.images.debian import Indexes
-from runner.images.debstore import DebStore, Gathered, MirrorSource, gather
+from runner.images.downloads import gather_downloads, missing_line
 from runner.images.exact import live_indexes, missing_lines, repository, sources
 from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, ImagesLock, Kit
+from runner.images.store import Gathered, InputStore, MirrorSource, gather
 
 LOCKED_CLOSURE = "the locked closure"
 
@@ -69,15 +73,16 @@ def reproduce_image(
     started = time.monotonic()
     found = Reproduction(plan.name, entry.tag, entry.image_id)
     closure = beyond_base(entry.closure, plan.lock)
+    store = InputStore()
+    plan = replace(plan, downloads=_gather_downloads(plan, store, out))
     if not entry.closure or plan.options.experiment:
         result = build_image(client, plan, out=out)
         found.built_from = f"the mirror {plan.inputs.apt_mirror} (no locked closure applies)"
         return _finish(found, result, entry.versions(), started)
-    store = DebStore()
     gathered = _gather(plan.name, closure, store, plan.lock, plan.inputs, out)
     if gathered.complete:
-        with repository(closure, gathered, store, plan.lock.base.suite) as url:
-            result = build_image(client, replace(plan, repository=url), out=out)
+        with repository(closure, gathered, store, plan.lock.base.suite) as folder:
+            result = build_image(client, replace(plan, repository=folder), out=out)
         found.built_from = LOCKED_CLOSURE
         return _finish(found, result, entry.versions(), started)
     indexes = live_indexes(plan.lock, plan.inputs)
@@ -100,14 +105,14 @@ def reproduce_base(
     base = lock.base
     started = time.monotonic()
     found = Reproduction(kit.base_name, base.tag, base.image_id)
-    store = DebStore()
+    store = InputStore()
     gathered = (
         _gather(kit.base_name, base.closure, store, lock, inputs, out) if base.closure else None
     )
     if gathered is not None and gathered.complete:
         index = kit.base_index()
-        with repository(base.closure, gathered, store, base.suite, http=False, index=index) as url:
-            built = build_base(client, lock, inputs, mirror=url, log=out)
+        with repository(base.closure, gathered, store, base.suite, index=index) as folder:
+            built = build_base(client, lock, inputs, mirror=f"file://{folder}", log=out)
         found.built_from = LOCKED_CLOSURE
         return _finish_base(found, built, base.versions(), started)
     if gathered is not None:
@@ -126,7 +131,12 @@ def beyond_base(closure: Closure, lock: ImagesLock) -> Closure:
 
 
 def _gather(
-    name: str, closure: Closure, store: DebStore, lock: ImagesLock, inputs: BuildInputs, out: TextIO
+    name: str,
+    closure: Closure,
+    store: InputStore,
+    lock: ImagesLock,
+    inputs: BuildInputs,
+    out: TextIO,
 ) -> Gathered:
     gathered = gather(closure, store, sources(lock, inputs))
     if gathered.fetched:
@@ -139,12 +149,37 @@ def _gather(
     return gathered
 
 
+def _gather_downloads(plan: BuildPlan, store: InputStore, out: TextIO) -> dict[str, Path]:
+    """The image's downloads in the store (fetched by this machine when missing), and the
+    copies it needs by hand; InputMissing, in one line, when one cannot be had."""
+    entry = plan.entry
+    lacking = [name for name in entry.vendored if name not in plan.inputs.files]
+    if lacking and not plan.options.experiment:
+        raise InputMissing(
+            f"{plan.name}: needs {lacking[0]}, which no machine can fetch by itself: give it with "
+            f"--input {lacking[0]}=PATH (see images/{plan.name}/Dockerfile)"
+        )
+    if not entry.downloads:
+        return {}
+    gathered = gather_downloads(entry, store, plan.lock, plan.inputs)
+    if not gathered.complete:
+        raise InputMissing(missing_line(plan.name, entry, gathered))
+    if gathered.fetched:
+        print(
+            f"{plan.name}: fetched {gathered.fetched} of {len(entry.downloads)} downloads into "
+            f"the store ({gathered.fetched_bytes / 1e6:.0f} MB)",
+            file=out,
+            flush=True,
+        )
+    return gathered.paths
+
+
 def _build_drifted(
     client: DockerClient,
     plan: BuildPlan,
     gathered: Gathered,
     indexes: Indexes | None,
-    store: DebStore,
+    store: InputStore,
     out: TextIO,
 ) -> tuple[BuildResult, str]:
     """The closure with the mirror's version of each package that cannot be had; the live
@@ -163,8 +198,8 @@ def _build_drifted(
         mixed = {**{n: closure[n] for n in gathered.paths}, **newer}
         both = Gathered(paths={**gathered.paths, **extra.paths})
         try:
-            with repository(mixed, both, store, plan.lock.base.suite) as url:
-                result = build_image(client, replace(plan, repository=url), out=out)
+            with repository(mixed, both, store, plan.lock.base.suite) as folder:
+                result = build_image(client, replace(plan, repository=folder), out=out)
             return result, (
                 f"{LOCKED_CLOSURE}, with the mirror's version of {len(newer)} package(s)"
             )

@@ -1,11 +1,16 @@
-"""The `.deb` store: a closure's files by sha256, gathered from wherever they still are.
+"""The input store: every build input by sha256, gathered from wherever it still is.
 
-The local store is `<cache>/debs/sha256/<hex>`. A file missing there is fetched, in order, from
-the build's mirror (its pool path in the main, then the security archive), snapshot.debian.org at
-the lock's timestamp, and a remote store (`PROOFLOCK_DEB_STORE=s3://bucket/prefix`, objects at
-`prefix/debs/sha256/<hex>`), and kept only when its sha256 and size are the lock's. A mirror that
-does not answer is asked nothing more in that run; a remote store that does not answer stops the
-run (StorageUnavailable, exit 3: run it again to resume).
+One store holds every kind of input a build takes: the `.deb`s of closures, wheels, source
+tarballs, git bundles, single files and toolchain archives (runner.images.lock's `Download`).
+The local store is `<cache>/debs/sha256/<hex>`; a remote one (`PROOFLOCK_STORE=s3://bucket/prefix`,
+or by its first name `PROOFLOCK_DEB_STORE`) keeps objects at `prefix/debs/sha256/<hex>`. The
+directory keeps its first name, so stores filled before every kind was kept still serve.
+
+A file missing here is fetched from the sources a caller lists, in order (a Debian mirror, the
+lock's snapshot, the remote store, the host's pip: runner.images.exact, runner.images.downloads),
+and kept only when its sha256 and size are the lock's. A mirror that does not answer is asked
+nothing more in that run; a remote store that does not answer stops the run (StorageUnavailable,
+exit 3: run it again to resume).
 """
 
 from __future__ import annotations
@@ -13,44 +18,64 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from runner.core.settings import Settings
 from runner.images.debian import MirrorUnreachable, download
-from runner.images.lock import Closure, DebFile
+from runner.images.lock import DebFile, Download
 
 STORE_DIR = Path("debs") / "sha256"  # below a store's root, local or remote
+DEBIAN = "debian:"  # a Download's origin below a Debian archive's root
 
 
-def deb_key(deb: DebFile) -> str:
-    return f"{STORE_DIR.as_posix()}/{deb.sha256}"
+class Stored(Protocol):
+    """Anything the store keeps: known by its sha256, and its size when the lock knows it."""
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def size(self) -> int | None: ...
 
 
-class DebStore:
+def store_key(item: Stored) -> str:
+    return f"{STORE_DIR.as_posix()}/{item.sha256}"
+
+
+def describe(item: Stored) -> str:
+    """A `.deb`'s version, or a download's kind and digest: what a missing line names."""
+    if isinstance(item, DebFile):
+        return item.version
+    if isinstance(item, Download):
+        return f"({item.kind}, sha256 {item.sha256[:12]})"
+    return f"(sha256 {item.sha256[:12]})"
+
+
+class InputStore:
     """The local store, under the cache directory unless told otherwise."""
 
     def __init__(self, root: Path | None = None):
         self.root = root if root is not None else Settings().cache_dir
         self.label = f"the local store {self.root / STORE_DIR}"
 
-    def path(self, deb: DebFile) -> Path:
-        return self.root / STORE_DIR / deb.sha256
+    def path(self, item: Stored) -> Path:
+        return self.root / STORE_DIR / item.sha256
 
-    def has(self, deb: DebFile) -> bool:
-        path = self.path(deb)
-        return path.is_file() and path.stat().st_size == deb.size
+    def has(self, item: Stored) -> bool:
+        path = self.path(item)
+        return path.is_file() and (item.size is None or path.stat().st_size == item.size)
 
-    def put(self, source: Path, deb: DebFile) -> bool:
-        """Move `source` into the store if it is `deb`'s bytes; False (and removed) if not."""
+    def put(self, source: Path, item: Stored) -> bool:
+        """Move `source` into the store if it is `item`'s bytes; False (and removed) if not."""
         with source.open("rb") as data:
             sha256 = hashlib.file_digest(data, "sha256").hexdigest()
-        if sha256 != deb.sha256 or source.stat().st_size != deb.size:
+        if sha256 != item.sha256 or item.size not in (None, source.stat().st_size):
             source.unlink()
             return False
-        target = self.path(deb)
+        target = self.path(item)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, target)
         return True
@@ -67,9 +92,18 @@ class DebStore:
 class Source(Protocol):
     label: str
 
-    def fetch(self, deb: DebFile, target: Path) -> bool:
-        """Write what this source holds for `deb` into `target`; False when it holds nothing."""
+    def fetch(self, item: Stored, target: Path) -> bool:
+        """Write what this source holds for `item` into `target`; False when it holds nothing."""
         ...
+
+
+def pool_path(item: Stored) -> tuple[str, bool] | None:
+    """Where a Debian archive keeps `item` (below its root), and whether in the security one."""
+    if isinstance(item, DebFile):
+        return item.filename, item.security
+    if isinstance(item, Download) and item.origin.startswith(DEBIAN):
+        return item.origin.removeprefix(DEBIAN), False
+    return None
 
 
 class MirrorSource:
@@ -79,13 +113,15 @@ class MirrorSource:
         self.label, self.main, self.security = label, main.rstrip("/"), security.rstrip("/")
         self.unreachable = ""
 
-    def fetch(self, deb: DebFile, target: Path) -> bool:
-        if self.unreachable:
+    def fetch(self, item: Stored, target: Path) -> bool:
+        where = pool_path(item)
+        if self.unreachable or where is None:
             return False
-        roots = [self.security, self.main] if deb.security else [self.main, self.security]
+        filename, security = where
+        roots = [self.security, self.main] if security else [self.main, self.security]
         for root in filter(None, roots):
             try:
-                if download(f"{root}/{deb.filename}", target):
+                if download(f"{root}/{filename}", target):
                     return True
             except MirrorUnreachable as exc:
                 self.unreachable = str(exc)
@@ -105,14 +141,14 @@ class RemoteStore:
         self.files = S3Files(url)
         self.label = f"the remote store {url}"
 
-    def fetch(self, deb: DebFile, target: Path) -> bool:
-        return self.files.get(deb_key(deb), target) is not None
+    def fetch(self, item: Stored, target: Path) -> bool:
+        return self.files.get(store_key(item), target) is not None
 
 
 @dataclass(frozen=True)
 class Missing:
-    package: str
-    version: str
+    package: str  # a closure's package, or a download's file name
+    version: str  # the package's version, or the download's kind and digest
     tried: list[str]
 
     def __str__(self) -> str:
@@ -121,7 +157,7 @@ class Missing:
 
 @dataclass
 class Gathered:
-    paths: dict[str, Path] = field(default_factory=dict)  # package → its file in the store
+    paths: dict[str, Path] = field(default_factory=dict)  # name → its file in the store
     missing: list[Missing] = field(default_factory=list)
     fetched: int = 0  # files that were not in the local store before
     fetched_bytes: int = 0
@@ -131,27 +167,28 @@ class Gathered:
         return not self.missing
 
 
-def gather(closure: Closure, store: DebStore, sources: Iterable[Source]) -> Gathered:
-    """Put every `.deb` of the closure into the local store, trying `sources` in order."""
+def gather(items: Mapping[str, Stored], store: InputStore, sources: Iterable[Source]) -> Gathered:
+    """Put every item (a closure's `.deb`s, an image's downloads) into the local store, trying
+    `sources` in order."""
     sources = list(sources)
     gathered = Gathered()
-    for name, deb in sorted(closure.items()):
-        if not store.has(deb):
-            if not _fetch(deb, store, sources):
+    for name, item in sorted(items.items()):
+        if not store.has(item):
+            if not _fetch(item, store, sources):
                 tried = [store.label, *(source.label for source in sources)]
-                gathered.missing.append(Missing(name, deb.version, tried))
+                gathered.missing.append(Missing(name, describe(item), tried))
                 continue
             gathered.fetched += 1
-            gathered.fetched_bytes += deb.size
-        gathered.paths[name] = store.path(deb)
+            gathered.fetched_bytes += store.path(item).stat().st_size
+        gathered.paths[name] = store.path(item)
     return gathered
 
 
-def _fetch(deb: DebFile, store: DebStore, sources: list[Source]) -> bool:
+def _fetch(item: Stored, store: InputStore, sources: list[Source]) -> bool:
     for source in sources:
         target = store.scratch()
         try:
-            if source.fetch(deb, target) and store.put(target, deb):
+            if source.fetch(item, target) and store.put(target, item):
                 return True
         finally:
             target.unlink(missing_ok=True)

@@ -1,43 +1,51 @@
-"""`prooflock images vendor`: put images' closures into the `.deb` store, here or in S3.
+"""`prooflock images vendor`: put every input of images into the store, here or in S3.
 
 Every `.deb` a build of each image installs (its closure less what the locked base already has;
-the base's whole closure for `base`) is gathered into the local store (from wherever it still is:
-runner.images.debstore) and, with a remote store, copied there too (`prefix/debs/sha256/<hex>`,
-what `PROOFLOCK_DEB_STORE` reads back). Files already there are skipped, so an interrupted run
-resumes where it stopped.
+the base's whole closure for `base`) and every other input the lock lists for it (wheels,
+source tarballs, git bundles, single files, toolchain archives) is gathered into the local store
+from wherever it still is (runner.images.store, runner.images.downloads) and, with a remote store,
+copied there too (`prefix/debs/sha256/<hex>`, what `PROOFLOCK_STORE` reads back). Files already
+there are skipped, so an interrupted run resumes where it stopped. A build then needs no network.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from runner.core.errors import UserError
-from runner.images.debstore import DebStore, deb_key, gather
+from runner.images.downloads import gather_downloads
 from runner.images.exact import sources
 from runner.images.inputs import BuildInputs
-from runner.images.lock import Closure, Kit
+from runner.images.lock import Closure, ImageEntry, Kit
 from runner.images.reproduce import beyond_base
+from runner.images.store import Gathered, InputStore, Stored, gather, store_key
+
+DEB = "deb"  # the kind of a closure's files, beside the lock's download kinds
 
 
 @dataclass(frozen=True)
 class Vendored:
     name: str
-    packages: int
+    files: int
     size_bytes: int
     fetched: int  # files that were not in the local store before
     uploaded: int = 0  # files copied to the remote store
     missing: list[str] = field(default_factory=list)  # one line per file no source holds
+    by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind → (files, bytes)
 
 
 def vendor_closures(kit: Kit, names: Iterable[str]) -> dict[str, Closure]:
-    """What vendoring `names` puts in the store; a UserError for an image without a closure."""
+    """The closures vendoring `names` puts in the store; a UserError for an image with neither a
+    closure nor downloads."""
     closures = {}
     for name in names:
         entry = kit.lock.any_entry(name)
-        if not entry.closure:
+        downloads = entry.downloads if isinstance(entry, ImageEntry) else {}
+        if not entry.closure and not downloads:
             raise UserError(
-                f"{name}: the lock records no closure for it: run `prooflock images relock {name}`"
+                f"{name}: the lock records no inputs for it: run `prooflock images relock {name}`"
             )
         if kit.lock.is_base(name):
             closures[name] = entry.closure
@@ -55,23 +63,58 @@ def vendor_images(
         from runner.storage.blobs import S3Files  # boto3 only when asked: the CLI starts faster
 
         remote = S3Files(to)
-    store = DebStore()
+    store = InputStore()
     done = []
     for name, closure in closures.items():
-        gathered = gather(closure, store, sources(kit.lock, inputs))
+        lock = kit.lock.rebased(kit.lock.base_of(name)) if not kit.lock.is_base(name) else kit.lock
+        entry = kit.lock.any_entry(name)
+        items: dict[str, Stored] = dict(closure)
+        kinds = {package: DEB for package in closure}
+        gathered = gather(closure, store, sources(lock, inputs))
+        if isinstance(entry, ImageEntry) and entry.downloads:
+            fetched = gather_downloads(entry, store, lock, inputs)
+            gathered = _joined(gathered, fetched)
+            items.update(entry.downloads)
+            kinds.update({file: download.kind for file, download in entry.downloads.items()})
         uploaded = 0
         if remote is not None:
-            for package, path in sorted(gathered.paths.items()):
-                deb = closure[package]
-                uploaded += remote.put(deb_key(deb), path, deb.sha256)
+            for item_name, path in sorted(gathered.paths.items()):
+                item = items[item_name]
+                uploaded += remote.put(store_key(item), path, item.sha256)
         done.append(
             Vendored(
                 name,
-                packages=len(closure),
-                size_bytes=sum(deb.size for deb in closure.values()),
+                files=len(items),
+                size_bytes=sum(_size(items[n], gathered.paths.get(n)) for n in items),
                 fetched=gathered.fetched,
                 uploaded=uploaded,
                 missing=[str(missing) for missing in gathered.missing],
+                by_kind=_by_kind(items, kinds, gathered),
             )
         )
     return done
+
+
+def _joined(first: Gathered, second: Gathered) -> Gathered:
+    return Gathered(
+        paths={**first.paths, **second.paths},
+        missing=[*first.missing, *second.missing],
+        fetched=first.fetched + second.fetched,
+        fetched_bytes=first.fetched_bytes + second.fetched_bytes,
+    )
+
+
+def _size(item: Stored, path: Path | None) -> int:
+    if item.size is not None:
+        return item.size
+    return path.stat().st_size if path is not None else 0
+
+
+def _by_kind(
+    items: dict[str, Stored], kinds: dict[str, str], gathered: Gathered
+) -> dict[str, tuple[int, int]]:
+    totals: dict[str, tuple[int, int]] = {}
+    for name, item in items.items():
+        files, size = totals.get(kinds[name], (0, 0))
+        totals[kinds[name]] = (files + 1, size + _size(item, gathered.paths.get(name)))
+    return totals

@@ -1,0 +1,251 @@
+"""An image's inputs that are not `.deb`s: where the host fetches them, and what a build lacks.
+
+The lock lists each by file name, kind, sha256 and size (runner.images.lock's `Download`). The
+host fetches them, never the build: wheels with the host's own pip (its trust store, proxy and
+index settings: behind a TLS-intercepting proxy nothing more is needed), Debian source files
+from the build's mirror or the lock's snapshot, anything else from its URL with the host's trust
+store, or from a copy given by hand (`--input NAME=PATH`). Every file is checked by sha256 and
+size before it enters the store (runner.images.store); the build then takes it from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from runner.core.errors import UserError
+from runner.images.debian import MirrorUnreachable, download
+from runner.images.exact import sources
+from runner.images.inputs import BuildInputs
+from runner.images.lock import Download, Downloads, ImageEntry, ImagesLock
+from runner.images.store import Gathered, InputStore, Source, Stored, gather
+
+PYPI = "pypi:"  # a wheel's origin: `pypi:NAME==VERSION`, fetched with the host's pip
+REQUIREMENT = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)\s+--hash=sha256:(?P<sha>[0-9a-f]{64})"
+)
+# The images' Python: Debian bookworm's python3 (CPython 3.11, glibc 2.36, x86_64). pip takes
+# every platform a wheel may name (it does not widen `--platform` to older glibc versions).
+MANYLINUX = [f"manylinux_2_{minor}_x86_64" for minor in range(36, 4, -1)] + [
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux1_x86_64",
+]
+PIP_TARGET = [
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+    "--abi=abi3",
+    "--abi=none",
+    *(f"--platform={platform}" for platform in MANYLINUX),
+]
+PIP_TIMEOUT_S = 600
+# Where a build finds its wheels: `build/wheels/` in the context, with a PEP 503 index that
+# images/common/pip-install reads as its index (PIP_INDEX_URL): the wheels pip installs are the
+# same files as from PyPI, so the installed files are too.
+WHEEL_INDEX_URL = "file:///tmp/build/wheels/simple"
+
+
+def requirements(path: Path) -> dict[str, tuple[str, str]]:
+    """A hash-pinned requirements file → {name: (version, sha256)}: one wheel each."""
+    text = path.read_text().replace("\\\n", " ")
+    found = {}
+    for line in text.splitlines():
+        match = REQUIREMENT.match(line.strip())
+        if match:
+            found[match["name"]] = (match["version"], match["sha"])
+    return found
+
+
+def context_path(filename: str, download: Download) -> str:
+    """Where the build finds a download, below `build/` (what fetch and git-export read)."""
+    return f"{'wheels' if download.kind == 'wheel' else 'files'}/{filename}"
+
+
+def context_files(downloads: Downloads, paths: Mapping[str, Path]) -> dict[str, Path]:
+    """The gathered downloads by their place in the context."""
+    return {context_path(name, downloads[name]): path for name, path in paths.items()}
+
+
+def build_args(downloads: Downloads) -> dict[str, str]:
+    if any(download.kind == "wheel" for download in downloads.values()):
+        return {"PIP_INDEX_URL": WHEEL_INDEX_URL}
+    return {}
+
+
+def wheel_index(downloads: Downloads) -> dict[str, bytes]:
+    """A PEP 503 index of the wheels (`wheels/simple/<project>/index.html`), each link with its
+    sha256, as pip's --require-hashes wants."""
+    projects: dict[str, list[str]] = {}
+    for filename, item in sorted(downloads.items()):
+        if item.kind == "wheel":
+            project = re.sub(r"[-_.]+", "-", filename.split("-")[0]).lower()
+            projects.setdefault(project, []).append(filename)
+    pages = {}
+    for project, files in projects.items():
+        links = "".join(
+            f'<a href="../../{f}#sha256={downloads[f].sha256}">{f}</a><br>\n' for f in files
+        )
+        pages[f"wheels/simple/{project}/index.html"] = (
+            f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n".encode()
+        )
+    return pages
+
+
+def missing_line(name: str, entry: ImageEntry, gathered: Gathered) -> str:
+    """What a build of `name` lacks, in one line, with the command that fills it."""
+    first = gathered.missing[0]
+    more = f" (and {len(gathered.missing) - 1} more)" if len(gathered.missing) > 1 else ""
+    origin = entry.downloads[first.package].origin
+    return (
+        f"{name}: the input {first.package} {first.version}{more} is not in the store and could "
+        f"not be fetched from {origin}: run `prooflock images vendor {name}` where it can be "
+        f"(or give it: --input {first.package}=PATH)"
+    )
+
+
+def download_sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
+    """Where a download missing from the local store is looked for, in order."""
+    return [GivenFiles(inputs.files), *sources(lock, inputs), HostPip(), UrlSource()]
+
+
+def gather_downloads(
+    entry: ImageEntry, store: InputStore, lock: ImagesLock, inputs: BuildInputs
+) -> Gathered:
+    """Every download of `entry` into the local store, from wherever it is."""
+    return gather(entry.downloads, store, download_sources(lock, inputs))
+
+
+class GivenFiles:
+    """Copies given by hand (`--input NAME=PATH`), served by their content."""
+
+    label = "the files given with --input"
+
+    def __init__(self, files: Mapping[str, Path]):
+        self.files = dict(files)
+        self._by_sha256: dict[str, Path] | None = None
+
+    def fetch(self, item: Stored, target: Path) -> bool:
+        if self._by_sha256 is None:
+            self._by_sha256 = {}
+            for given in self.files.values():
+                with given.open("rb") as data:
+                    self._by_sha256[hashlib.file_digest(data, "sha256").hexdigest()] = given
+        found = self._by_sha256.get(item.sha256)
+        if found is None:
+            return False
+        shutil.copyfile(found, target)
+        return True
+
+
+class HostPip:
+    """The host's own pip: `pip download` of one hash-pinned wheel for the images' Python."""
+
+    label = "PyPI through this machine's pip"
+
+    def __init__(self) -> None:
+        self.broken = ""
+
+    def fetch(self, item: Stored, target: Path) -> bool:
+        if self.broken or not isinstance(item, Download) or not item.origin.startswith(PYPI):
+            return False
+        with tempfile.TemporaryDirectory(prefix="prooflock-pip-") as tmp:
+            wheel = self.wheel(item.origin.removeprefix(PYPI), item.sha256, Path(tmp))
+            if wheel is None:
+                return False
+            shutil.copyfile(wheel, target)
+            return True
+
+    def wheel(self, requirement: str, sha256: str, folder: Path) -> Path | None:
+        """Download the one wheel `requirement` with `sha256` into `folder`; None when pip
+        cannot (the reason goes into this source's label)."""
+        spec = folder / "requirements.txt"
+        spec.write_text(f"{requirement} --hash=sha256:{sha256}\n")
+        out = folder / "out"
+        argv = [
+            *_pip(),
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--require-hashes",
+            "--disable-pip-version-check",
+            *PIP_TARGET,
+            "--dest",
+            str(out),
+            "-r",
+            str(spec),
+        ]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.broken = str(exc)
+            self.label += f" (failed: {exc})"
+            return None
+        got = sorted(out.glob("*.whl"))
+        if done.returncode != 0 or len(got) != 1:
+            last = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
+            self.label = f"PyPI through this machine's pip ({last})"
+            return None
+        return got[0]
+
+
+def wheel_downloads(requirements_file: Path, known: Downloads, store: InputStore) -> Downloads:
+    """The lock's wheels for a hash-pinned requirements file: those `known` already, the rest
+    fetched with the host's pip into the store (a UserError names one that cannot be)."""
+    by_sha256 = {d.sha256: (name, d) for name, d in known.items() if d.kind == "wheel"}
+    pip = HostPip()
+    found: Downloads = {}
+    for project, (version, sha256) in sorted(requirements(requirements_file).items()):
+        if sha256 in by_sha256:
+            name, download = by_sha256[sha256]
+            found[name] = download
+            continue
+        with tempfile.TemporaryDirectory(prefix="prooflock-pip-") as tmp:
+            got = pip.wheel(f"{project}=={version}", sha256, Path(tmp))
+            if got is None:
+                raise UserError(f"{requirements_file}: {project}=={version}: {pip.label}")
+            download = Download(
+                kind="wheel",
+                sha256=sha256,
+                size=got.stat().st_size,
+                origin=f"{PYPI}{project}=={version}",
+            )
+            store.put(got, download)
+            found[got.name] = download
+    return found
+
+
+def _pip() -> list[str]:
+    """This Python's pip when it has one (a nox or venv install), else `pip3` on PATH."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True)
+    if done.returncode == 0:
+        return [sys.executable, "-m", "pip"]
+    return [shutil.which("pip3") or "pip3"]
+
+
+class UrlSource:
+    """A download's own URL, with this machine's trust store and proxy settings."""
+
+    def __init__(self) -> None:
+        self.label = "the inputs' URLs"
+        self.unreachable: set[str] = set()
+
+    def fetch(self, item: Stored, target: Path) -> bool:
+        if not isinstance(item, Download) or not item.origin.startswith(("https://", "http://")):
+            return False
+        host = item.origin.split("/")[2]
+        if host in self.unreachable:
+            return False
+        try:
+            return download(item.origin, target)
+        except MirrorUnreachable as exc:
+            self.unreachable.add(host)
+            self.label += f" ({exc})"
+            return False
