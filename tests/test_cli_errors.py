@@ -48,11 +48,25 @@ def test_malformed_jsonl_line_is_named(cli, tmp_path):
     assert_user_error(cli("run", "r.jsonl"), "request 1", "unknown prover")
 
 
-def test_non_utf8_artifact_and_directory(cli, tmp_path):
-    (tmp_path / "bin.v").write_bytes(b"\xff\xfe\x00junk")
-    assert_user_error(cli("check", "--prover", "rocq", "bin.v"), "bin.v", "UTF-8")
+def test_a_directory_is_bad_input(cli, tmp_path):
     (tmp_path / "dir.v").mkdir()
     assert_user_error(cli("check", "--prover", "rocq", "dir.v"), "is a directory")
+
+
+def test_a_non_utf8_artifact_is_refused_and_the_others_are_checked(cli, tmp_path):
+    # The artifact's own trouble, not bad input: its record says why, the next file is checked.
+    (tmp_path / "bin.v").write_bytes(b"\xff\xfe\x00junk")
+    (tmp_path / "a.v").write_text("Lemma a : True. exact I. Qed.")
+    done = cli("check", "--prover", "rocq", "bin.v", "a.v", check=1)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(line["artifact"], line["verdict"]) for line in lines] == [
+        ("bin.v", "refused"),
+        ("a.v", "pass"),
+    ]
+    assert lines[0]["trust"] == "kit" and lines[0]["backend"] == "none"
+    assert "not UTF-8 text (byte 0: invalid start byte)" in lines[0]["diagnostics"][0]["message"]
+    assert "bin.v: refused: artifact bin.v is not UTF-8 text" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("setting", ["PROOFLOCK_TIMEOUT=abc", "PROOFLOCK_BACKEND=cloud"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import orjson
+
 from runner.check.checker import Checker
 from runner.check.pool import KIT_GRACE_S
 from runner.core import deadline
@@ -47,10 +49,12 @@ def test_an_artifact_over_the_size_limit_is_refused_before_any_work(cli, tmp_pat
     big = tmp_path / "big.v"
     big.write_text("(* padding *)\n" * 80_000)  # about 1.1 MB (a 50 MB file once took 138 s)
     done = cli(
-        "check", "--prover", "rocq", "big.v", check=2, env={"PROOFLOCK_MAX_ARTIFACT_MB": "1"}
+        "check", "--prover", "rocq", "big.v", check=1, env={"PROOFLOCK_MAX_ARTIFACT_MB": "1"}
     )
     assert "over the 1 MB limit" in done.stderr and "PROOFLOCK_MAX_ARTIFACT_MB" in done.stderr
     assert "Traceback" not in done.stderr
+    line = orjson.loads(done.stdout)  # the artifact's own record, not bad input
+    assert line["verdict"] == "refused" and line["trust"] == "kit"
     assert "starting Rocq worker" not in done.stderr  # refused, not checked
     raised = cli("check", "--prover", "rocq", "big.v", env={"PROOFLOCK_MAX_ARTIFACT_MB": "2"})
     assert "over the" not in raised.stderr

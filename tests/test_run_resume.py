@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import random
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from runner.check.checker import Checker
@@ -185,3 +187,66 @@ def test_progress_of_a_resumed_run_counts_what_was_already_recorded():
     lines = stream.getvalue().splitlines()
     assert lines[0] == "[17/38] already recorded"
     assert lines[1].startswith("[18/38] a.v: pass")
+
+
+# -- one artifact the kit will not take ---------------------------------------------------------
+
+
+def big_but_valid_rocq(megabytes: int) -> str:
+    """A real Rocq file of `megabytes` MB: lemmas that would check, were it not so large."""
+    lemmas, size, index = [], 0, 0
+    while size < megabytes * 2**20:
+        lemmas.append(f"Lemma l{index} : True. Proof. exact I. Qed.\n")
+        size += len(lemmas[-1])
+        index += 1
+    return "".join(lemmas)
+
+
+def test_a_run_holding_a_19_mb_artifact_records_every_other_artifact(cli, tmp_path):
+    requests = [
+        CheckRequest(prover="rocq", name=name, content=artifact("rocq", name)) for name in CORPUS
+    ]
+    big = big_but_valid_rocq(19)
+    requests.insert(3, CheckRequest(prover="rocq", name="big_20mb.v", content=big))
+    lines = write_requests(tmp_path / "requests.jsonl", requests).read_bytes().splitlines()
+    # A model's output that is not UTF-8 text: one byte of Latin-1 in an otherwise good request.
+    lines.append(b'{"prover": "rocq", "name": "latin1.v", "content": "(* caf\xe9 *)"}')
+    (tmp_path / "requests.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+
+    first = cli("run", "requests.jsonl", "--checkpoint", "ck.jsonl", "--json", check=1)
+    summary = orjson.loads(first.stdout)
+    assert summary["requests"] == summary["checked"] == len(CORPUS) + 2
+    recorded = {
+        r["body"]["result"]["artifact"]: r["body"]
+        for r in inspect_chain(tmp_path / "ck.jsonl").records
+        if r["kind"] == "result"
+    }
+    verdicts = {name: body["result"]["verdict"] for name, body in recorded.items()}
+    assert verdicts == {
+        "pass_arith.v": "pass",
+        "fail_tactic.v": "fail",
+        "admitted.v": "placeholder",
+        "user_axiom.v": "axiom",
+        "fail_syntax.v": "fail",
+        "open_proof.v": "fail",
+        "big_20mb.v": "refused",
+        "latin1.v": "refused",
+    }
+    refused = recorded["big_20mb.v"]
+    assert refused["result"]["trust"] == "kit"
+    message = refused["result"]["diagnostics"][0]["message"]
+    assert "is 19.0 MB, over the 10 MB limit" in message, message
+    withheld = refused["request"]["withheld"]  # the log names the bytes it does not hold
+    assert withheld["sha256"] == hashlib.sha256(big.encode()).hexdigest()
+    assert refused["request"]["content"] == ""
+    assert (tmp_path / "ck.jsonl").stat().st_size < 1 << 20
+    latin1 = recorded["latin1.v"]["result"]["diagnostics"][0]["message"]
+    assert "not UTF-8 text" in latin1
+
+    assert "8 of 8 requests have results" in cli("verify-log", "ck.jsonl", check=0).stdout
+    again = cli("run", "requests.jsonl", "--checkpoint", "ck.jsonl", "--json", check=1)
+    assert orjson.loads(again.stdout)["checked"] == 0  # refusals are done, like any record
+    replayed = orjson.loads(cli("replay", "ck.jsonl", "--json", check=0).stdout)
+    rows = {row["artifact"]: row for row in replayed["rows"]}
+    assert rows["big_20mb.v"]["status"] == "match" and rows["big_20mb.v"]["replayed"] == "refused"
+    assert replayed["outcome"] == "reproduced bit-for-bit"

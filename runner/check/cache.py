@@ -10,17 +10,8 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from runner.core.models import CheckResult, Verdict
-
-# Only verdicts that depend on the artifact and the environment alone are reused: a timeout, an
-# out-of-memory or a crash can depend on the machine's load, so they are checked again.
-CACHEABLE = {
-    Verdict.PASS,
-    Verdict.FAIL,
-    Verdict.PLACEHOLDER,
-    Verdict.AXIOM,
-    Verdict.WRONG_STATEMENT,
-}
+from runner.core.models import CheckResult
+from runner.core.verdicts import facts
 
 
 class ResultCache:
@@ -45,7 +36,8 @@ class ResultCache:
         return result
 
     def put(self, result: CheckResult, rules: str = "") -> None:
-        if result.verdict not in CACHEABLE or result.provenance.cached:
+        # Only verdicts resting on the artifact and the environment alone (runner.core.verdicts).
+        if not facts(result.verdict).cacheable or result.provenance.cached:
             return
         path = self._path(result.env_key, result.request_digest, rules)
         try:

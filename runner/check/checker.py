@@ -26,7 +26,7 @@ from runner.check.batching import Unit
 from runner.check.cache import ResultCache
 from runner.check.environment import Environment, Environments
 from runner.check.pool import KIT_GRACE_S, CheckSandboxes, ServerPool
-from runner.check.resolve import resolve
+from runner.check.resolve import Refusal, Refused, resolve, result_of
 from runner.check.schedule import Timings
 from runner.core import deadline
 from runner.core.errors import BackendUnavailable, InfraFailure
@@ -40,7 +40,6 @@ from runner.core.models import (
     Provenance,
     Verdict,
 )
-from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, now
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
@@ -113,7 +112,15 @@ class Checker:
         build_locked(image, notify=self.notify)
 
     def resolve(self, request: CheckRequest) -> ResolvedRequest:
+        """The resolved request; BadRequest on bad input, Refused for a refused artifact."""
         return resolve(request, self.settings)
+
+    def prepare(self, request: CheckRequest) -> ResolvedRequest | Refusal:
+        """The resolved request, or a refused artifact's record (bad input still raises)."""
+        try:
+            return self.resolve(request)
+        except Refused as refused:
+            return refused.refusal
 
     def environment(self, request: CheckRequest | ResolvedRequest) -> Environment:
         resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
@@ -129,9 +136,13 @@ class Checker:
         Transient infra errors (a worker died, the daemon hiccuped) are retried `settings.retries`
         times with a short backoff. Permanent ones (`InfraFailure`: no lock, image not built)
         raise, so a command stops at once instead of failing every artifact the same way.
-        `cold`: use no warm state (fresh servers), as a canary re-check does.
+        `cold`: use no warm state (fresh servers), as a canary re-check does. A refused
+        artifact (too large, not text) gives its `refused` record; bad input raises BadRequest.
         """
-        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        prepared = request if isinstance(request, ResolvedRequest) else self.prepare(request)
+        if isinstance(prepared, Refusal):
+            return prepared.result
+        resolved = prepared
         started, clock = now(), time.monotonic()
         attempts, worker_kind = 0, "none"
         environment = Environment({"prover": resolved.adapter.name}, "")
@@ -359,22 +370,9 @@ class Checker:
             attempts=attempts,
             extra=worker_info,
         )
-        return CheckResult(
-            artifact=request.name,
-            prover=request.adapter.name,
-            mode=request.mode,
-            verdict=outcome.verdict,
-            trust=outcome.trust,
-            diagnostics=outcome.diagnostics,
-            assumptions=outcome.assumptions,
-            details=outcome.details,
-            outputs=outcome.outputs,
-            advisories=flagged(request, environment.data),
-            env_key=environment.key,
-            environment=environment.data,
-            request_digest=request.digest,
-            result_digest=digest_of_outcome(outcome),
-            provenance=provenance,
+        advisories = flagged(request, environment.data)
+        return result_of(
+            request, outcome, environment.data, environment.key, provenance, advisories
         )
 
     def _backend_info(self, image: str) -> BackendInfo | None:
@@ -396,26 +394,45 @@ class Checker:
                 tmp.write_bytes(data)
                 os.replace(tmp, path)
 
-    def map(self, requests: Iterable[CheckRequest | ResolvedRequest]) -> Iterator[CheckResult]:
-        """Check many requests, `settings.workers` at a time, yielding results in input order."""
+    def map(
+        self, requests: Iterable[CheckRequest | ResolvedRequest | Refusal]
+    ) -> Iterator[CheckResult]:
+        """Check many requests, `settings.workers` at a time, yielding results in input order.
+        A refused artifact yields its `refused` record in its place; nothing runs for it."""
         workers = self.settings.workers
         count = len(requests) if isinstance(requests, Sized) else workers
-        work = self._starting_ahead(
-            ((index, self._resolved(request)) for index, request in enumerate(requests)),
-            min(workers, count),
-        )
-        if workers == 1:
-            for _, request in work:
-                yield self.check_one(request)
-            return
-        units = ([pair] for pair in work)
         finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
+
+        def to_check() -> Iterator[tuple[int, ResolvedRequest]]:
+            for index, request in enumerate(requests):
+                prepared = self._prepared(request)
+                if isinstance(prepared, Refusal):
+                    finished[index] = prepared.result
+                else:
+                    yield index, prepared
+
+        work = self._starting_ahead(to_check(), min(workers, count))
         turn = 0
-        for index, result in affinity.run_sticky(units, self.check_unit, workers, _unit_affinity):
+        if workers == 1:
+            checked: Iterable[tuple[int, CheckResult]] = (
+                (index, self.check_one(request)) for index, request in work
+            )
+        else:
+            units = ([pair] for pair in work)
+            checked = affinity.run_sticky(units, self.check_unit, workers, _unit_affinity)
+        for index, result in checked:
             finished[index] = result
             while turn in finished:
                 yield finished.pop(turn)
                 turn += 1
+        while turn in finished:  # refusals after the last check
+            yield finished.pop(turn)
+            turn += 1
+
+    def _prepared(
+        self, request: CheckRequest | ResolvedRequest | Refusal
+    ) -> ResolvedRequest | Refusal:
+        return request if isinstance(request, ResolvedRequest | Refusal) else self.prepare(request)
 
     def map_unordered(
         self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]

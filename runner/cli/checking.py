@@ -18,7 +18,6 @@ from runner.check.advisories import summary as advisory_summary
 from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
     EXIT_FAILED,
-    EXIT_INFRA,
     EXIT_OK,
     backend_flags,
     canary_failed,
@@ -26,11 +25,13 @@ from runner.cli.common import (
     load_settings,
     plain,
     print_json,
+    read_artifact,
     read_text,
 )
+from runner.core import verdicts
 from runner.core.errors import UserError, explain
 from runner.core.messages import notify_stderr
-from runner.core.models import CheckRequest, CheckResult, Target, Verdict
+from runner.core.models import CheckRequest, CheckResult, Target, Verdict, Withheld
 from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source
 from runner.runs.executors import executor_for
@@ -234,25 +235,27 @@ def check_requests(args: argparse.Namespace) -> list[CheckRequest]:
     target = _target(args.target)
     if args.files.count("-") > 1:
         raise UserError("- (stdin) can be given once")
+    asked = {
+        "prover": adapter.name,
+        "mode": args.mode,
+        "timeout": args.timeout,
+        "memory_mb": args.memory_mb,
+        "allowed_axioms": tuple(args.allowed_axioms),
+        "options": options,
+        "target": target,
+        "line": args.line,
+    }
     requests = []
     for path in args.files:
         name = "stdin" if path == "-" else path
-        for artifact, content in adapter.split(name, read_text(path)):
+        text = read_artifact(path)
+        if isinstance(text, Withheld):  # not UTF-8 text: that file's record says so
+            artifacts = [{"name": name, "content": "", "withheld": text}]
+        else:
+            artifacts = [{"name": a, "content": c} for a, c in adapter.split(name, text)]
+        for artifact in artifacts:
             try:
-                requests.append(
-                    CheckRequest(
-                        prover=adapter.name,
-                        mode=args.mode,
-                        name=artifact,
-                        content=content,
-                        timeout=args.timeout,
-                        memory_mb=args.memory_mb,
-                        allowed_axioms=tuple(args.allowed_axioms),
-                        options=options,
-                        target=target,
-                        line=args.line,
-                    )
-                )
+                requests.append(CheckRequest.model_validate({**asked, **artifact}))
             except ValidationError as exc:
                 raise UserError(f"{path}: {explain(exc)}") from None
     return requests
@@ -269,8 +272,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         ) as checker,
         ProgressReporter(len(requests), "checking", enabled=batch) as progress,
     ):
-        resolved = [checker.resolve(request) for request in requests]  # bad input: before any check
-        for result in checker.map(resolved):
+        prepared = [checker.prepare(request) for request in requests]  # bad input: before any check
+        for result in checker.map(prepared):
             line = {
                 "schema": CHECK_SCHEMA,
                 **result.summary_line(),
@@ -280,8 +283,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             results.append(result)
             progress.advance(f"{plain(result.artifact)}: {result.verdict.value}")
-            if result.verdict is Verdict.INFRA_ERROR:
-                notify_stderr(f"{result.artifact}: infra error: {_first_message(result)}")
+            if result.verdict in (Verdict.INFRA_ERROR, Verdict.REFUSED):
+                what = "infra error" if result.verdict is Verdict.INFRA_ERROR else "refused"
+                notify_stderr(f"{result.artifact}: {what}: {_first_message(result)}")
         canary = canary_failed(checker)
     if advisory_line := advisory_summary(results):
         notify_stderr(advisory_line)
@@ -294,14 +298,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def tally_line(results: list[CheckResult]) -> str:
     counts = Counter(r.verdict.value for r in results)
-    parts = [f"{counts[v.value]} {v.value}" for v in Verdict if counts.get(v.value)]
+    parts = [f"{counts[name]} {name}" for name in verdicts.ordered(counts)]
     return f"{len(results)} checked: " + ", ".join(parts)
 
 
 def exit_code(results: list[CheckResult]) -> int:
-    if any(r.verdict is Verdict.INFRA_ERROR for r in results):
-        return EXIT_INFRA
-    return EXIT_OK if all(r.verdict is Verdict.PASS for r in results) else EXIT_FAILED
+    return verdicts.exit_code(r.verdict for r in results)
 
 
 def print_summaries(results: list[CheckResult], out: Console) -> None:
@@ -367,9 +369,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = Table(title=f"{plain(str(checkpoint))}: {summary.total} requests")
     table.add_column("verdict")
     table.add_column("count", justify="right")
-    for verdict in Verdict:
-        if summary.verdicts.get(verdict.value):
-            table.add_row(verdict.value, str(summary.verdicts[verdict.value]))
+    for name in verdicts.ordered(summary.verdicts):
+        table.add_row(name, str(summary.verdicts[name]))
     out.print(table)
     print_summaries(summary.results, out)
     out.print(f"resumed with {summary.resumed} already recorded; checked {summary.checked} now")

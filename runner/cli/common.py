@@ -16,9 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from runner.core.errors import UserError, explain
+from runner.core.exit_codes import EXIT_FAILED, EXIT_INFRA, EXIT_OK, EXIT_USAGE
+from runner.core.models import Withheld
 from runner.core.settings import Settings
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+__all__ = ["EXIT_FAILED", "EXIT_INFRA", "EXIT_OK", "EXIT_USAGE"]  # re-exported to commands
 # Control, bidi and box-drawing characters: shown as escapes in tables, so no name fakes a cell.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\u2500-\u257f]")
 
@@ -126,23 +128,44 @@ def load_settings(args: argparse.Namespace) -> Settings:
 
 def read_text(path: str) -> str:
     """A text file the user named (`-` is stdin), as one clear error when it cannot be read."""
+    data = read_bytes(path)
+    try:
+        return _newlines(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{'stdin' if path == '-' else path}: not UTF-8 text") from None
+
+
+def read_artifact(path: str) -> str | Withheld:
+    """An artifact file's text, or, when it is not UTF-8 text, its withheld form saying why:
+    one such file is its own record, not a reason to refuse the others."""
+    data = read_bytes(path)
+    try:
+        return _newlines(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        name = "stdin" if path == "-" else path
+        reason = f"artifact {name} is not UTF-8 text (byte {exc.start}: {exc.reason})"
+        return Withheld.of(data, reason)
+
+
+def _newlines(text: str) -> str:
+    """Line ends as a text-mode read gives them: \\r\\n and \\r become \\n."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_bytes(path: str) -> bytes:
+    """A file the user named (`-` is stdin), as one clear error when it cannot be read."""
     if path == "-":
-        try:
-            return sys.stdin.read()
-        except UnicodeDecodeError:
-            raise UserError("stdin: not UTF-8 text") from None
+        return sys.stdin.buffer.read()
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
             # a device (/dev/zero) may never end; a pipe is read (`check <(generate)`)
             raise UserError(f"{path}: a device or socket, not a file (`-` reads stdin)")
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise UserError(f"{path}: {exc.strerror}") from None
 

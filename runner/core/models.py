@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -62,6 +63,20 @@ def _canonical_or_value_error(value: JsonValue) -> None:
         raise ValueError(f"not valid Unicode text ({exc})") from None
 
 
+class Withheld(BaseModel):
+    """An artifact kept out of its record: its digest, size and why the kit refused it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)  # bytes
+    reason: str = Field(min_length=1)
+
+    @classmethod
+    def of(cls, raw: bytes, reason: str) -> Withheld:
+        return cls(sha256=hashlib.sha256(raw).hexdigest(), size=len(raw), reason=reason)
+
+
 class CheckRequest(BaseModel):
     """One artifact to check. Unset limits are filled from settings before hashing."""
 
@@ -79,6 +94,9 @@ class CheckRequest(BaseModel):
     options: dict[str, JsonValue] = Field(default_factory=dict)
     target: Target | None = None
     line: str | None = None  # which pinned version of the prover (an image); None: its default
+    # Set when the kit refused the artifact (too large, not text): `content` is then empty, so
+    # the log holds no megabytes it would not check, and a replay refuses it the same way.
+    withheld: Withheld | None = None
 
     @field_validator("options")
     @classmethod
@@ -91,6 +109,8 @@ class CheckRequest(BaseModel):
         """Every string must be UTF-8 text: a lone surrogate (a str from Python code or a
         decoder's surrogateescape) cannot be hashed, stored or sent to a prover."""
         _canonical_or_value_error(self.record())
+        if self.withheld is not None and self.content:
+            raise ValueError("a request whose content is withheld carries no content")
         return self
 
     def digest(self) -> str:
@@ -104,8 +124,9 @@ class CheckRequest(BaseModel):
             del data["target"]
         elif not data["target"]["requires"]:
             del data["target"]["requires"]
-        if data["line"] is None:
-            del data["line"]
+        for key in ("line", "withheld"):
+            if data[key] is None:
+                del data[key]
         return data
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core import verdicts
 from runner.core.models import CheckResult, OutputFile
 from runner.report.assets import AssetWriter
 from runner.report.blobs import BlobStore, render_problem
@@ -152,7 +153,7 @@ def _renders(
 
 
 def _compile_error(result: CheckResult) -> DiagnosticView | None:
-    if result.verdict.value == "pass":
+    if verdicts.facts(result.verdict).passes:
         return None
     errors = [d for d in result.diagnostics if d.severity == "error"] or result.diagnostics
     return DiagnosticView.of(errors[0]) if errors else None

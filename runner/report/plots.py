@@ -15,24 +15,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from runner.report.tables import VERDICT_ORDER
+from runner.core import verdicts as verdict_table
 
 HASH_SALT = "prooflock-report"  # fixed SVG IDs: the same run gives the same bytes
-COLOURS = {
-    "pass": "#2e7d32",
-    "fail": "#c62828",
-    "placeholder": "#ef6c00",
-    "axiom": "#6a1b9a",
-    "timeout": "#6d4c41",
-    "memory": "#ad1457",
-    "crash": "#546e7a",
-    "infra_error": "#9e9d24",
-}
 
 
 def time_distribution(wall_ms_by_verdict: dict[str, list[int]]) -> bytes:
     """A histogram of wall time per record in seconds, stacked by verdict."""
-    verdicts = [v for v in VERDICT_ORDER if wall_ms_by_verdict.get(v)]
+    verdicts = verdict_table.ordered(v for v, wall in wall_ms_by_verdict.items() if wall)
     seconds = [np.asarray(wall_ms_by_verdict[v], dtype=float) / 1000 for v in verdicts]
     every = np.concatenate(seconds) if seconds else np.zeros(0)
     bins = min(30, max(5, math.isqrt(len(every)) + 1))
@@ -49,7 +39,7 @@ def time_distribution(wall_ms_by_verdict: dict[str, list[int]]) -> bytes:
                 bins=edges.tolist(),
                 stacked=True,
                 label=verdicts,
-                color=[COLOURS.get(v, "#888888") for v in verdicts],
+                color=[verdict_table.facts(v).colour for v in verdicts],
             )
             axes.legend(fontsize="small", frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
         axes.set_xlabel("wall time per record (s)")

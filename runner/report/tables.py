@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from runner.core.models import CheckResult, Diagnostic, Verdict
+from runner.core import verdicts
+from runner.core.models import CheckResult, Diagnostic
 from runner.report.load import Run
 from runner.report.replayed import ReplayRow, ReplayView
 from runner.report.text import visible, visible_block
 
-VERDICT_ORDER = [verdict.value for verdict in Verdict]
 MAX_DIAGNOSTICS = 5  # per row; the rest are counted
 MAX_SOURCE = 4000  # characters of an artifact's source shown in its row
 
@@ -78,15 +78,11 @@ class SummaryRow:
         return sum(self.counts.values())
 
     @property
-    def judged(self) -> int:
-        """Records that count for or against their artifact (infra errors do not)."""
-        return self.total - self.counts[Verdict.INFRA_ERROR.value]
-
-    @property
     def pass_rate(self) -> str:
-        if not self.judged:
-            return "–"
-        return f"{100 * self.counts[Verdict.PASS.value] / self.judged:.1f} %"
+        """Passes over the records that count for or against their artifact (the verdict table
+        says which: infra errors do not)."""
+        passed, judged = verdicts.pass_rate(self.counts)
+        return f"{100 * passed / judged:.1f} %" if judged else "–"
 
 
 def row_of(index: int, result: CheckResult, content: str, replay: ReplayView | None) -> Row:
@@ -130,6 +126,5 @@ def summary_rows(tables: list[ProverTable]) -> list[SummaryRow]:
 
 
 def verdict_columns(tables: list[ProverTable]) -> list[str]:
-    """Verdicts that occur, in the core's order."""
-    seen = {verdict for table in tables for verdict in table.counts}
-    return [verdict for verdict in VERDICT_ORDER if verdict in seen]
+    """Verdicts that occur, in the verdict table's order."""
+    return verdicts.ordered(verdict for table in tables for verdict in table.counts)

@@ -16,7 +16,7 @@ from runner.report.environment import environment_view
 from runner.report.geometry import geometry_view
 from runner.report.integrity import integrity_view
 from runner.report.load import LoadedRun, load_run
-from runner.report.page import render_page, static_files
+from runner.report.page import render_page, static_files, uncounted_verdicts, verdict_meanings
 from runner.report.plots import percentile_seconds, time_distribution
 from runner.report.replayed import load_replay
 from runner.report.statement import statement_view
@@ -82,6 +82,8 @@ def write_report(
         problems=problems,
         records=len(loaded.runs),
         verdicts=verdict_columns(tables),
+        uncounted=uncounted_verdicts(),
+        meanings=verdict_meanings(),
         summary=summary_rows(tables),
         tables=tables,
         timing={table.anchor: _timing(table) for table in tables},

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.check.checker import Checker
+from runner.check.resolve import Refusal
 from runner.core.errors import InfraFailure, UserError
+from runner.core.exit_codes import EXIT_DRIFTED, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.records.bundles import load_missing_images
 from runner.records.checkpoint import ChainReport, inspect_log, recorded_runs
@@ -36,7 +38,7 @@ SAME_VERDICT = "same verdict"
 OTHER_VERDICT = "different verdict"
 ERROR = "error"
 SCHEMA = "prooflock.replay/1"
-EXIT_OK, EXIT_DIFFERS, EXIT_INFRA, EXIT_DRIFTED = 0, 1, 3, 4
+EXIT_DIFFERS = EXIT_FAILED
 REPRODUCED = "reproduced bit-for-bit"
 DRIFTED = "reproduced on a drifted environment"
 DIFFERS = "differs"
@@ -258,8 +260,9 @@ def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, Chec
 
 
 def recorded_backend(runs: list[tuple[CheckRequest, CheckResult]]) -> str | None:
-    """The backend the results were checked on, when all agree (to replay on the same kind)."""
-    backends = {result.provenance.backend for _, result in runs}
+    """The backend the results were checked on, when all agree (to replay on the same kind);
+    a refused artifact ran on none, so it has no say."""
+    backends = {result.provenance.backend for _, result in runs} - {"none"}
     return backends.pop() if len(backends) == 1 else None
 
 
@@ -291,22 +294,30 @@ def replay(
         same_line = [result for _, result in runs if result.prover not in on]
         default = [str(bundle)] if bundle is not None else []
         load_missing_images(same_line, default if stores is None else stores, checker.notify)
-    work = [
-        (index, checker.resolve(_on_line(request, on))) for index, (request, _) in enumerate(runs)
-    ]
     rows: dict[int, ReplayRow] = {}
+
+    def compared(index: int, again: CheckResult) -> None:
+        recorded = runs[index][1]
+        line = on.get(recorded.prover)
+        rows[index] = (
+            compare(index, recorded, again)
+            if line is None
+            else compare_across(index, recorded, again, line)
+        )
+        rows[index].prover = recorded.prover
+        if on_row is not None:
+            on_row(rows[index])
+
+    work = []
+    for index, (request, _) in enumerate(runs):
+        prepared = checker.prepare(_on_line(request, on))
+        if isinstance(prepared, Refusal):  # refused again, as it was recorded (or not)
+            compared(index, prepared.result)
+        else:
+            work.append((index, prepared))
     try:
         for index, again in (executor or checker).map_unordered(work):
-            recorded = runs[index][1]
-            line = on.get(recorded.prover)
-            rows[index] = (
-                compare(index, recorded, again)
-                if line is None
-                else compare_across(index, recorded, again, line)
-            )
-            rows[index].prover = recorded.prover
-            if on_row is not None:
-                on_row(rows[index])
+            compared(index, again)
     except InfraFailure as exc:  # what was replayed so far is still reported
         report.stopped = str(exc)
     report.rows = [rows[index] for index in sorted(rows)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -13,10 +14,11 @@ import orjson
 from pydantic import ValidationError
 
 from runner.check.checker import Checker
+from runner.check.resolve import Refusal
 from runner.check.schedule import longest_first
 from runner.core.canonical import digest
 from runner.core.errors import UserError, explain
-from runner.core.models import CheckRequest, CheckResult, Verdict
+from runner.core.models import CheckRequest, CheckResult, Verdict, Withheld
 from runner.core.provenance import kit_version
 from runner.provers.base import ResolvedRequest
 from runner.records.checkpoint import (
@@ -43,26 +45,69 @@ class RunSummary:
 
 
 def load_requests(path: Path) -> list[CheckRequest]:
-    """Parse a JSON-lines requests file; any bad line is a UserError naming its line number."""
+    """Parse a JSON-lines requests file; a line that is no request is a UserError naming it.
+
+    An artifact that is not UTF-8 text (a byte that is no UTF-8, a lone surrogate escape) is
+    that artifact's trouble, not the file's: its request comes back withheld, to be refused.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"requests file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read requests file {path}: {exc}") from None
+    except OSError as exc:
+        raise UserError(f"cannot read requests file {path}: {exc.strerror}") from None
     requests = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            requests.append(CheckRequest.model_validate(orjson.loads(line)))
-        except orjson.JSONDecodeError as exc:
-            raise UserError(f"{path} line {number}: not valid JSON ({exc})") from None
-        except ValidationError as exc:
-            raise UserError(f"{path} line {number}: {explain(exc)}") from None
+            requests.append(CheckRequest.model_validate(_request_fields(line)))
+        except ValueError as exc:  # orjson's and pydantic's errors are ValueErrors
+            problem = (
+                explain(exc) if isinstance(exc, ValidationError) else f"not valid JSON ({exc})"
+            )
+            raise UserError(f"{path} line {number}: {problem}") from None
     if not requests:
         raise UserError(f"requests file {path} holds no requests")
     return requests
+
+
+def _request_fields(line: bytes) -> Any:
+    """A line's JSON; a name or content that is not UTF-8 text is withheld, saying why."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as refused:
+        try:  # the standard library keeps what orjson refuses: bad bytes, lone surrogates
+            fields = json.loads(line.decode("utf-8", "surrogateescape"))
+        except (ValueError, RecursionError):
+            raise refused from None  # not JSON at all: orjson's error is the one to show
+    if not isinstance(fields, dict):
+        return fields  # pydantic says what is wrong with it
+    name, content = fields.get("name"), fields.get("content")
+    if not isinstance(name, str) or not isinstance(content, str):
+        return fields
+    if (at := _not_text_at(content)) is not None:
+        where = f"its content is not UTF-8 text (character {at})"
+    elif (at := _not_text_at(name)) is not None:
+        where = f"its name is not UTF-8 text (character {at})"
+    else:
+        return fields
+    shown = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
+        raw = content.encode("utf-8", "surrogateescape")  # the bytes the file held
+    except UnicodeEncodeError:
+        raw = content.encode("utf-8", "surrogatepass")  # a lone surrogate escape
+    reason = f"artifact {shown}: {where}: a byte that is no UTF-8, or a lone surrogate"
+    return {**fields, "name": shown, "content": "", "withheld": Withheld.of(raw, reason)}
+
+
+def _not_text_at(text: str) -> int | None:
+    """Where the first lone surrogate is, if any (a str that is not Unicode text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
 
 
 class Executor(Protocol):
@@ -91,11 +136,11 @@ def run_requests(
     backend and isolation it was started with, and each image the backend it was checked on:
     resuming otherwise is refused unless `mixed_backends`. `on_resume(n)`: n already recorded.
     """
-    resolved = []
+    resolved: list[ResolvedRequest | Refusal] = []
     for number, request in enumerate(requests, start=1):
         try:
-            resolved.append(checker.resolve(request))
-        except UserError as exc:
+            resolved.append(checker.prepare(request))
+        except UserError as exc:  # bad input: before anything is checked or written
             raise UserError(f"{source} request {number}: {exc}") from None
     run_digest = digest([r.digest for r in resolved])
     summary = RunSummary(total=len(resolved))
@@ -118,31 +163,43 @@ def run_requests(
             if body["result"]["verdict"] != Verdict.INFRA_ERROR.value
         }
         routes = {
-            resolved[index].image: body["result"]["provenance"]["backend"]
+            checked.image: body["result"]["provenance"]["backend"]
             for index, body in done.items()
+            if isinstance(checked := resolved[index], ResolvedRequest)
         }
         summary.resumed = len(done)
         if on_resume is not None:
             on_resume(summary.resumed)
-        todo = longest_first(
-            [(i, r) for i, r in enumerate(resolved) if i not in done],
-            checker.timings,
-            checker.settings.workers,
-        )
-        for index, result in (executor or checker).map_unordered(todo):
+        todo = []
+        for index, prepared in enumerate(resolved):
+            if index in done:
+                continue
+            if isinstance(prepared, Refusal):  # nothing to run: its record goes in at once
+                log.append("result", _result_body(index, prepared.request, prepared.result))
+                _counted(summary, prepared.result, on_result)
+            else:
+                todo.append((index, prepared))
+        ordered = longest_first(todo, checker.timings, checker.settings.workers)
+        for index, result in (executor or checker).map_unordered(ordered):
+            checked = resolved[index]
+            assert isinstance(checked, ResolvedRequest)
             if not mixed_backends and result.verdict is not Verdict.INFRA_ERROR:
-                _same_route(checkpoint, routes, resolved[index].image, result)
-            log.append("result", _result_body(index, resolved[index], result))
+                _same_route(checkpoint, routes, checked.image, result)
+            log.append("result", _result_body(index, checked.request, result))
             if executor is not None:  # a cluster's checks teach this machine's predictions too
-                checker.timings.add(
-                    result.prover, result.provenance.cpu_ms, len(resolved[index].content)
-                )
-            summary.checked += 1
-            if on_result is not None:
-                on_result(result)
+                checker.timings.add(result.prover, result.provenance.cpu_ms, len(checked.content))
+            _counted(summary, result, on_result)
         summary.results = [result for _, result in recorded_runs(log.records)]
     summary.verdicts.update(result.verdict.value for result in summary.results)
     return summary
+
+
+def _counted(
+    summary: RunSummary, result: CheckResult, on_result: Callable[[CheckResult], None] | None
+) -> None:
+    summary.checked += 1
+    if on_result is not None:
+        on_result(result)
 
 
 def _started_with(checker: Checker) -> dict[str, str]:
@@ -184,9 +241,9 @@ def _header(run_digest: str, source: str, count: int) -> dict[str, Any]:
     }
 
 
-def _result_body(index: int, request: ResolvedRequest, result: CheckResult) -> dict[str, Any]:
+def _result_body(index: int, request: CheckRequest, result: CheckResult) -> dict[str, Any]:
     return {
         "index": index,
-        "request": request.request.record(),
+        "request": request.record(),
         "result": result.model_dump(mode="json"),
     }

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from runner.check.checker import Checker
+from runner.check.resolve import result_of
 from runner.core.canonical import digest
 from runner.core.errors import InfraFailure, UserError
 from runner.core.messages import Notify, notify_stderr
 from runner.core.models import CheckRequest, CheckResult, Diagnostic, Outcome, Provenance, Verdict
-from runner.core.models import result_digest as digest_of_outcome
 from runner.core.provenance import base_tools, host, kit_version, now
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
@@ -165,19 +165,7 @@ class ProverHost:
             wall_ms=0,
             attempts=deaths,
         )
-        result = CheckResult(
-            artifact=resolved.name,
-            prover=resolved.adapter.name,
-            mode=resolved.mode,
-            verdict=outcome.verdict,
-            trust=outcome.trust,
-            diagnostics=outcome.diagnostics,
-            env_key=environment.key,
-            environment=environment.data,
-            request_digest=resolved.digest,
-            result_digest=digest_of_outcome(outcome),
-            provenance=provenance,
-        )
+        result = result_of(resolved, outcome, environment.data, environment.key, provenance)
         return self._on_node(result)
 
     def _on_node(self, result: CheckResult) -> CheckResult:
