@@ -16,7 +16,7 @@ import pytest
 
 from runner.images import build, downloads, reproduce
 from runner.images.build import Arguments, BuildPlan, InputMissing
-from runner.images.inputs import BuildInputs
+from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import Download, Kit, load_lock
 from runner.images.store import InputStore, gather
 
@@ -183,3 +183,15 @@ def test_an_input_given_by_hand_enters_the_store_only_with_the_locked_sha256(tmp
 
     assert found.paths == {"a": store.path(right)} and store.path(right).read_bytes() == b"tools"
     assert [m.package for m in found.missing] == ["b"]
+
+
+@pytest.mark.parametrize("variable", ["PROOFLOCK_STORE", "PROOFLOCK_DEB_STORE"])
+def test_the_remote_store_is_named_by_its_new_name_or_its_first(variable, monkeypatch):
+    monkeypatch.delenv("PROOFLOCK_STORE", raising=False)
+    monkeypatch.delenv("PROOFLOCK_DEB_STORE", raising=False)
+    monkeypatch.setenv(variable, "s3://bucket/inputs")
+    monkeypatch.setenv("PROOFLOCK_APT_MIRROR", "http://mirror.invalid/debian")
+
+    inputs = resolve_inputs(LOCK.transport, suite="bookworm")
+
+    assert inputs.store == "s3://bucket/inputs"

@@ -234,8 +234,12 @@ class UrlSource:
     """A download's own URL, with this machine's trust store and proxy settings."""
 
     def __init__(self) -> None:
-        self.label = "the inputs' URLs"
-        self.unreachable: set[str] = set()
+        self.unreachable: dict[str, str] = {}  # host → why
+
+    @property
+    def label(self) -> str:
+        why = "; ".join(self.unreachable.values())
+        return "the inputs' URLs" + (f" ({why})" if why else "")
 
     def fetch(self, item: Stored, target: Path) -> bool:
         if not isinstance(item, Download) or not item.origin.startswith(("https://", "http://")):
@@ -246,6 +250,5 @@ class UrlSource:
         try:
             return download(item.origin, target)
         except MirrorUnreachable as exc:
-            self.unreachable.add(host)
-            self.label += f" ({exc})"
+            self.unreachable[host] = str(exc)
             return False

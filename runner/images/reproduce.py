@@ -156,8 +156,8 @@ def _gather_downloads(plan: BuildPlan, store: InputStore, out: TextIO) -> dict[s
     lacking = [name for name in entry.vendored if name not in plan.inputs.files]
     if lacking and not plan.options.experiment:
         raise InputMissing(
-            f"{plan.name}: needs {lacking[0]}, which no machine can fetch by itself: give it with "
-            f"--input {lacking[0]}=PATH (see images/{plan.name}/Dockerfile)"
+            f"{plan.name}: needs {lacking[0]}, an input no store holds and the build cannot fetch: "
+            f"give it with --input {lacking[0]}=PATH (see images/{plan.name}/Dockerfile)"
         )
     if not entry.downloads:
         return {}

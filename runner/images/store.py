@@ -90,7 +90,10 @@ class InputStore:
 
 
 class Source(Protocol):
-    label: str
+    @property
+    def label(self) -> str:
+        """What the source is, and why it failed when it did: what a missing line lists."""
+        ...
 
     def fetch(self, item: Stored, target: Path) -> bool:
         """Write what this source holds for `item` into `target`; False when it holds nothing."""
