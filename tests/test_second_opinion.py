@@ -86,10 +86,10 @@ def checker(tmp_path_factory):
         yield real
 
 
-def run_with_second_opinion(checker, double, names, tmp_path):
+def run_with_second_opinion(checker, double, names, tmp_path, requests=()):
     log = tmp_path / "log.jsonl"
     summary = run_requests(
-        [exploit_request(name) for name in names],
+        [*(exploit_request(name) for name in names), *requests],
         log,
         checker,
         source="requests.jsonl",
@@ -168,3 +168,37 @@ def test_on_the_real_8_20_line_each_reproducer_keeps_its_advisory(tmp_path):
     for name in names:
         assert results[name].verdict is Verdict.PASS and results[name].advisories, name
         assert "second_opinion" not in results[name].provenance.extra
+
+
+# Sound, and flagged for rocq#16957 (a section, change_no_check, the VM: fixed in 8.17), and it
+# uses `le_plus_l`, which 8.16.1 still has (deprecated) and 8.20.1 no longer does.
+OLD_NAME_IN_A_SECTION = """Require Import Arith.
+Section Cached.
+  Let k : nat := 3.
+  Lemma below : k <= k + 1.
+  Proof. change_no_check (k <= k + 1). vm_compute. exact (le_plus_l 3 1). Qed.
+End Cached.
+Lemma main : True.
+Proof. exact I. Qed.
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_on_the_real_8_20_line_a_renamed_lemma_is_drift_not_a_dispute(tmp_path):
+    settings = Settings(backend="docker", cache_dir=tmp_path / "cache", retries=0)
+    request = CheckRequest(
+        prover="rocq",
+        name="old_name.v",
+        content=OLD_NAME_IN_A_SECTION,
+        timeout=60,
+        target=Target(name="main", statement="True"),
+    )
+    with Checker(settings) as real:
+        results, _ = run_with_second_opinion(real, real, [], tmp_path, [request])
+    kept = results["old_name.v"]
+    assert kept.verdict is Verdict.PASS and "PL-ROCQ-16957" in kept.advisories
+    opinion = kept.provenance.extra["second_opinion"]
+    assert opinion["line"] == FIXED_LINE and opinion["verdict"] == "fail"
+    assert "le_plus_l" in opinion["diagnostics"][0]["message"]  # 8.20.1 does not know it
+    assert opinion["outcome"].startswith("says nothing")
