@@ -28,9 +28,27 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="advisories_command", required=True, metavar="ACTION")
-    refresh = actions.add_parser("refresh", help="name the upstream entries our data lacks")
-    refresh.add_argument("--from", dest="source", type=Path, required=True, metavar="FILE")
-    refresh.add_argument("--prover", default="rocq", help="whose advisories (default rocq)")
+    refresh = actions.add_parser(
+        "refresh",
+        help="name the upstream entries our data lacks",
+        description="Name every entry of FILE that no advisory covers; exit 1 when any is missing.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    refresh.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="a copy of rocq-prover/rocq's dev/doc/critical-bugs.md",
+    )
+    refresh.add_argument(
+        "--prover",
+        default="rocq",
+        choices=["rocq"],
+        help="whose advisories (only rocq has such a list)",
+    )
     refresh.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 
