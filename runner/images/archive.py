@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,39 +111,80 @@ class SavedImage:
 
 
 Layer = tuple[str, Callable[[], BinaryIO], int]  # diff_id, opener, size
+LayerChunks = tuple[str, int, Iterable[bytes]]  # diff_id, size, its bytes in chunks
+CHUNK = 1 << 20
 
 
 def write_archive(target: Path | BinaryIO, config: bytes, layers: list[Layer]) -> None:
     """A loadable `docker save` archive of one untagged image, into a file or a stream."""
-    config_name = f"{hashlib.sha256(config).hexdigest()}.json"
-    layer_names = [f"{diff_id.split(':')[1]}/layer.tar" for diff_id, _, _ in layers]
-    manifest = json.dumps(
-        [{"Config": config_name, "RepoTags": None, "Layers": layer_names}]
-    ).encode()
     if isinstance(target, Path):
         with target.open("wb") as out:
             write_archive(out, config, layers)
         return
-    with tarfile.open(fileobj=target, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        for name, (_, opener, size) in zip(layer_names, layers, strict=True):
-            info = tarfile.TarInfo(name)
-            info.size = size
-            with opener() as data:
-                tar.addfile(info, data)
-        for name, content in ((config_name, config), ("manifest.json", manifest)):
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, _Bytes(content))
+    chunked = ((diff_id, size, _chunks(opener)) for diff_id, opener, size in layers)
+    for chunk in archive_chunks(config, chunked):
+        target.write(chunk)
 
 
-class _Bytes:
-    def __init__(self, data: bytes):
-        self.data, self.offset = data, 0
+def _chunks(opener: Callable[[], BinaryIO]) -> Iterator[bytes]:
+    with opener() as data:
+        yield from iter(lambda: data.read(CHUNK), b"")
 
-    def read(self, size: int = -1) -> bytes:
-        end = len(self.data) if size < 0 else self.offset + size
-        chunk, self.offset = self.data[self.offset : end], min(end, len(self.data))
-        return chunk
+
+def archive_chunks(config: bytes, layers: Iterable[LayerChunks]) -> Iterator[bytes]:
+    """One untagged image as a tar stream: its layers in the order given (each diff_id once),
+    its config, and one manifest whose `RepoTags` is null, so Docker names nothing.
+
+    The bytes are those of `tarfile` in `w|` mode with the PAX format.
+    """
+    diff_ids = json.loads(config)["rootfs"]["diff_ids"]
+    offset = 0
+    written: set[str] = set()
+    for diff_id, size, chunks in layers:
+        if diff_id in written:
+            continue
+        written.add(diff_id)
+        for chunk in _member(_layer_name(diff_id), size, chunks):
+            offset += len(chunk)
+            yield chunk
+    if written != set(diff_ids):
+        raise ValueError("the layers given are not the ones the config lists")
+    manifest = json.dumps(
+        [
+            {
+                "Config": _config_name(config),
+                "RepoTags": None,
+                "Layers": list(map(_layer_name, diff_ids)),
+            }
+        ]
+    ).encode()
+    for name, content in ((_config_name(config), config), ("manifest.json", manifest)):
+        for chunk in _member(name, len(content), [content]):
+            offset += len(chunk)
+            yield chunk
+    end = tarfile.BLOCKSIZE * 2
+    yield tarfile.NUL * (end + -(offset + end) % tarfile.RECORDSIZE)
+
+
+def _member(name: str, size: int, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    yield info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape")
+    count = 0
+    for chunk in chunks:
+        count += len(chunk)
+        yield chunk
+    if count != size:
+        raise ValueError(f"{name}: {count} bytes, not the {size} announced")
+    yield tarfile.NUL * (-size % tarfile.BLOCKSIZE)
+
+
+def _layer_name(diff_id: str) -> str:
+    return f"{diff_id.split(':')[1]}/layer.tar"
+
+
+def _config_name(config: bytes) -> str:
+    return f"{hashlib.sha256(config).hexdigest()}.json"
 
 
 def load(client: DockerClient, archive: Path, expected_id: str) -> None:

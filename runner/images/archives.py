@@ -21,10 +21,13 @@ import hashlib
 import io
 import json
 import os
+import posixpath
 import re
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"^sha256-([0-9a-f]{64})\.tar\.gz$")
 IMAGES_DIR = "images"  # below a store's root
+SMALL = 16 << 20  # a manifest or config larger than this is not one the kit wrote
 GZIP_LEVEL = 1  # measured: 2.6 times as fast as level 6 for 9 % more bytes (NOTE-18)
 
 
@@ -157,37 +161,64 @@ def _tag_if_locked(client: DockerClient, image_id: str) -> None:
     tag_if_locked(client, lock, image_id)
 
 
+@dataclass(frozen=True)
+class CheckedArchive:
+    """What an archive was checked to hold: one image, its config and its layers' members."""
+
+    image_id: str
+    config: bytes
+    layers: dict[str, str]  # diff_id → the member (normalized name) that holds it
+
+
 def check_archive(path: Path, label: str | None = None) -> str:
     """The image ID the archive at `path` holds, once its name, config and layers agree;
     DamagedArchive naming it otherwise."""
-    label = label or str(path)
+    return inspect_archive(path, label or str(path)).image_id
+
+
+def inspect_archive(path: Path, label: str) -> CheckedArchive:
+    """Check everything the archive holds, or raise DamagedArchive naming what is wrong.
+
+    It must be what the kit writes: one manifest file with one entry and no tags, each member
+    once (`./manifest.json` is `manifest.json`), nothing the manifest does not name, a config
+    whose sha256 is the ID in the archive's name, layers that hash to the config's diff_ids.
+    """
     expected = _image_of(path.name, label)
     hashes: dict[str, str] = {}
     small: dict[str, bytes] = {}
+    folders: set[str] = set()
     try:
         with tarfile.open(path, mode="r|gz") as tar:
             for member in tar:
-                data = cast(io.BufferedReader | None, tar.extractfile(member))
-                if data is None:
+                name = _member_name(member, label)
+                if name in hashes or name in folders:
+                    raise _refused(label, f"holds two members named {name!r}")
+                if member.isdir():
+                    folders.add(name)
                     continue
-                if member.name == "manifest.json" or member.name.endswith(".json"):
-                    small[member.name] = data.read()
-                    hashes[member.name] = hashlib.sha256(small[member.name]).hexdigest()
+                data = cast(io.BufferedReader, tar.extractfile(member))
+                if name.endswith(".json") and member.size <= SMALL:
+                    small[name] = data.read()
+                    hashes[name] = hashlib.sha256(small[name]).hexdigest()
                 else:
-                    hashes[member.name] = hashlib.file_digest(data, "sha256").hexdigest()
+                    hashes[name] = hashlib.file_digest(data, "sha256").hexdigest()
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise DamagedArchive(f"{label}: damaged or truncated ({exc}); nothing was loaded") from None
     try:
         manifest = json.loads(small["manifest.json"])
+        if not isinstance(manifest, list) or len(manifest) != 1:
+            raise _refused(label, "its manifest does not list exactly one image")
         (entry,) = manifest
-        config_bytes = small[entry["Config"]]
-        config = json.loads(config_bytes)
-        diff_ids = config["rootfs"]["diff_ids"]
-        layer_names = entry["Layers"]
-    except (KeyError, ValueError, TypeError) as exc:
+        config_name = posixpath.normpath(entry["Config"])
+        layer_names = [posixpath.normpath(name) for name in entry["Layers"]]
+        config_bytes = small[config_name]
+        diff_ids = json.loads(config_bytes)["rootfs"]["diff_ids"]
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise DamagedArchive(
             f"{label}: not a docker image archive ({type(exc).__name__}: {exc}); nothing was loaded"
         ) from None
+    if entry.get("RepoTags") or set(entry) - {"Config", "RepoTags", "Layers"}:
+        raise _refused(label, "its manifest names the image or adds fields: the kit names images")
     actual = archive.image_id(config_bytes)
     if actual != expected:
         raise DamagedArchive(
@@ -198,19 +229,89 @@ def check_archive(path: Path, label: str | None = None) -> str:
         raise DamagedArchive(
             f"{label}: its layers do not hash to the config's diff_ids; nothing was loaded"
         )
-    return actual
+    named = {"manifest.json", config_name, *layer_names}
+    stray = sorted(set(hashes) - named) + sorted(
+        folder for folder in folders if not any(n.startswith(f"{folder}/") for n in named)
+    )
+    if stray:
+        raise _refused(label, f"holds members its manifest does not name ({', '.join(stray[:3])})")
+    return CheckedArchive(actual, config_bytes, dict(zip(diff_ids, layer_names, strict=True)))
+
+
+def _member_name(member: tarfile.TarInfo, label: str) -> str:
+    """The member's name as Docker would resolve it; links, devices and `..` are refused."""
+    name = posixpath.normpath(member.name)
+    if name.startswith(("/", "../")) or name in ("..", "."):
+        raise _refused(label, f"holds a member outside the archive ({member.name!r})")
+    if not (member.isfile() or member.isdir()):
+        raise _refused(label, f"holds {member.name!r}, neither a file nor a folder")
+    return name
+
+
+def _refused(label: str, why: str) -> DamagedArchive:
+    return DamagedArchive(f"{label}: {why}; refused, nothing was loaded")
 
 
 def _load_checked(path: Path, client: DockerClient, label: str) -> str:
-    image_id = check_archive(path, label)
+    """Load the checked image only: Docker gets an archive rebuilt from the checked config and
+    layers (one manifest, no tags), never the file itself."""
+    checked = inspect_archive(path, label)
+    image_id = checked.image_id
+    if image_id_of(client, image_id) is not None:
+        return image_id
+    loaded = []
+    try:
+        for message in client.api.load_image(_rebuilt(path, checked, label)):
+            if "error" in message:
+                raise UserError(f"{label}: docker load refused it: {message['error']}")
+            loaded += _loaded(str(message.get("stream", "")))
+    except ValueError as exc:  # the file changed after it was checked
+        raise _refused(label, f"it changed while it was loaded ({exc})") from None
     if image_id_of(client, image_id) is None:
-        with path.open("rb") as data:
-            for message in client.api.load_image(data):
-                if "error" in message:
-                    raise UserError(f"{label}: docker load refused it: {message['error']}")
-        if image_id_of(client, image_id) is None:
-            raise UserError(f"{label}: docker loaded it, but not as {image_id}")
+        raise UserError(f"{label}: docker loaded it, but not as {image_id}")
+    unexpected = [what for what in loaded if what != image_id]
+    names = client.images.get(image_id).tags  # it was not here before: no name is ours
+    for name in names:
+        client.api.remove_image(name, noprune=True)
+    if unexpected or names:
+        raise UserError(
+            f"{label}: docker loaded {', '.join(unexpected + names)} besides {image_id}, "
+            "which the kit did not ask for"
+        )
     return image_id
+
+
+def _loaded(line: str) -> list[str]:
+    """What one line of `docker load`'s output says it loaded (an ID, or a name it applied)."""
+    for prefix in ("Loaded image ID: ", "Loaded image: "):
+        if line.startswith(prefix):
+            return [line[len(prefix) :].strip()]
+    return []
+
+
+def _rebuilt(path: Path, checked: CheckedArchive, label: str) -> Iterator[bytes]:
+    """The archive Docker loads: each checked layer read again from `path` and hashed again
+    on the way (a file changed since its check stops the stream), then the checked config."""
+    wanted = {name: diff_id for diff_id, name in checked.layers.items()}
+    with tarfile.open(path, mode="r|gz") as tar:
+
+        def layers() -> Iterator[archive.LayerChunks]:
+            for member in tar:
+                diff_id = wanted.pop(posixpath.normpath(member.name), None)
+                if diff_id is not None and member.isfile():
+                    data = cast(io.BufferedReader, tar.extractfile(member))
+                    yield diff_id, member.size, _hashed(data, diff_id, label)
+
+        yield from archive.archive_chunks(checked.config, layers())
+
+
+def _hashed(data: BinaryIO, diff_id: str, label: str) -> Iterator[bytes]:
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: data.read(archive.CHUNK), b""):
+        digest.update(chunk)
+        yield chunk
+    if f"sha256:{digest.hexdigest()}" != diff_id:
+        raise ValueError(f"layer {diff_id[:19]} no longer hashes to its diff_id")
 
 
 def _image_of(name: str, label: str) -> str:
