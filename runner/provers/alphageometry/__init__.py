@@ -9,8 +9,9 @@ AlphaGeometry repeats forever on a false goal is bounded, so a logic error takes
 Engines (`--engine`): `newclid` (PyPI newclid==2.0.2, image `newclid`) and `ag4masses`
 (AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`). Both read AlphaGeometry's
 own defs.txt and rules.txt, shipped beside this module. ag4masses is the reference: where newclid
-would read a problem otherwise, its driver does it AlphaGeometry's way, and
-tests/test_alphageometry_parity.py holds the two to the same outcome on malformed problems.
+would read a problem otherwise, its driver does it AlphaGeometry's way; where newclid's sampler
+alone decides otherwise, the record says AlphaGeometry's outcome beside newclid's; and
+tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on malformed problems.
 
 Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (the
 in-sandbox drivers and their jobs), worker (the server that imports the engine once), outcomes
@@ -49,7 +50,10 @@ from runner.provers.base import AdapterOptions, ProverAdapter, ResolvedRequest, 
 # 4: an artifact is a JSON record only when the whole of it is one JSON object (a file splits
 # into records only when every line is one holding the problem text): a title starting with `{`
 # is a title.
-VERSION = "4"
+# 5: where newclid's outcome rests on degenerate diagrams AlphaGeometry's drawing rejects (a
+# point placed on another, let through because the too-close distance collapsed to 0), the
+# record says AlphaGeometry's outcome beside it (details["alphageometry"]).
+VERSION = "5"
 IMAGES = {"newclid": "newclid", "ag4masses": "alphageometry"}
 
 

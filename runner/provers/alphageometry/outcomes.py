@@ -5,6 +5,10 @@ categories (solved, syntax error by exception class, logic error). `unsolved` (D
 proof of a valid, numerically true problem) and `format_error` (not one problem at all: empty,
 prose, code fence, no goal) are the kit's additions. Everything in details and diagnostics is
 deterministic; proof text, sample counts and timings go to Outcome.worker.
+
+Where the engine's outcome rests on degenerate diagrams that AlphaGeometry's own drawing rejects
+(the driver says so), `details["alphageometry"]` gives AlphaGeometry's outcome beside it, with a
+warning; the engine's stays the one recorded.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ INSTALL_HINTS = {
     "newclid": "pip install newclid==2.0.2, or use the newclid image",
     "ag4masses": "use the alphageometry image, or point AG4MASSES_DIR at ag4masses' alphageometry/",
 }
+# Outcomes decided after every diagram was drawn: where AlphaGeometry's may differ (a timeout
+# stopped the drawing, so the driver's account of AlphaGeometry's would be partial).
+SAMPLED = ("solved", "unsolved", "logic_error")
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 PATH = re.compile(r"(?<![\w.])/(?:[\w.-]+/)+([\w.-]+)")
 
@@ -145,6 +152,8 @@ def from_run(
     result = outcome(details, message, cpu_ms=cpu, worker=worker)
     if fault is not None:  # the engine accepted what the validator rejected: keep the engine's word
         _disagree(result, fault)
+    if status in SAMPLED:
+        _alphageometry_differs(result, problem, report.get("alphageometry"), engine)
     return result
 
 
@@ -248,6 +257,43 @@ def _disagree(result: Outcome, fault: Fault | None) -> None:
             "the engine's result is the one recorded"
         )
     result.diagnostics.append(Diagnostic(severity="warning", message=message))
+
+
+def _alphageometry_differs(result: Outcome, problem: Problem, theirs: object, engine: str) -> None:
+    """Say AlphaGeometry's outcome beside the engine's where the driver found they differ: a
+    clause placed only in degenerate diagrams, which AlphaGeometry's own drawing rejects."""
+    if not isinstance(theirs, dict) or not isinstance(theirs.get("index"), int):
+        return
+    clause = clause_at(problem.line, theirs["index"])
+    details = result.details
+    ours = details.get("clause")
+    ours_index = ours.get("index") if isinstance(ours, dict) else None
+    if (details.get("outcome"), details.get("logic"), ours_index) == (
+        theirs.get("outcome"),
+        theirs.get("logic"),
+        theirs["index"],
+    ):
+        return
+    why = CONSTRUCTION_FAILURES.get(str(theirs.get("error")), "it fails in every diagram")
+    text = clause["text"] if clause else "?"
+    reason = (
+        f"construction impossible: clause {theirs['index']} (`{text}`) was placed only in "
+        f"{theirs.get('diagrams')} degenerate diagram(s), each with a point on another, which "
+        f"AlphaGeometry's too-close check lets through only there: {why}"
+    )
+    details["alphageometry"] = {
+        "outcome": str(theirs.get("outcome")),
+        "logic": str(theirs.get("logic")),
+        "clause": clause,
+        "reason": reason,
+    }
+    result.diagnostics.append(
+        Diagnostic(
+            severity="warning",
+            message=f"AlphaGeometry's outcome differs: {reason}; {engine}'s is the one recorded",
+            context=text,
+        )
+    )
 
 
 def _worker(run: Run) -> dict[str, JsonValue]:

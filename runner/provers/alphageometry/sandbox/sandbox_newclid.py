@@ -14,6 +14,11 @@ tests/test_alphageometry_parity.py), the step is done AlphaGeometry's way:
 - the goal's numerical check: a predicate AlphaGeometry's `numericals.check` does not know is
   never true there, so the diagram is redrawn forever (a logic error), where newclid raises.
 
+Where the sampler alone decides, the outcome is newclid's, and the report says what
+AlphaGeometry gives instead (Placements): a clause whose new point was placed only in degenerate
+diagrams (on an existing point, let through because every too-close distance collapsed to 0)
+is one AlphaGeometry finds impossible in the diagrams it draws.
+
 newclid quirks handled here: its setup-string builder concatenates a list with the tuple of
 arguments when a clause omits its new points, so it is given list-argument copies; its diagram
 builder takes a bounded number of attempts, which is called once per sample so the loop (and
@@ -24,6 +29,7 @@ newclid cannot draw at all (no numeric sketch) is an engine gap, reported as eng
 
 import copy
 import pathlib
+from collections import Counter
 
 import sandbox_common as common
 
@@ -59,6 +65,8 @@ AG_GOAL_FAILURES = {
         TypeError("check_too_far() missing 1 required positional argument: 'points'"),
     ),
 }
+# A new point nearer an existing one than this share of the diagram's size lies on it.
+ON_A_POINT = 1e-4
 # numericals.check's functions that unpack exactly six arguments (`a, b, c, d, m, n = args`).
 AG_SIX_ARGUMENT_CHECKS = ("aconst", "const_angle", "ratio")
 
@@ -132,12 +140,16 @@ def solve(job, engine):
     problem, goal_index = front_end(job, engine, definitions)
 
     goal = alphageometry_goal(engine, problem.goals[0])
-    sampler = diagram_sampler(job, engine, problem, definitions, goal_index, goal)
+    placements = Placements()
+    sampler = diagram_sampler(job, engine, problem, definitions, goal_index, goal, placements)
     try:
         built = common.sample_diagrams(job, sampler, goal_index)
     except EngineGap as gap:
         return {"status": "engine_error", "stage": "build", "exception_text": str(gap)}
     facts = {"samples": built["samples"], "build_ms": built["build_ms"]}
+    alphageometry = placements.alphageometry()
+    if alphageometry is not None:
+        facts["alphageometry"] = alphageometry
     if built.get("deadline"):
         return {"status": "timeout", "stage": "build", **facts}
     if "logic" in built:
@@ -327,21 +339,71 @@ def _numerical_unpacking(goal):
     return None
 
 
-def diagram_sampler(job, engine, problem, definitions, goal_index, goal):
-    """One diagram per call: newclid's builder with one attempt, watching which clause fails."""
+class Placements:
+    """Per clause, the diagrams that placed its new points normally, and those that placed one
+    on an existing point (newclid's too-close check, as AlphaGeometry's, compares with the
+    least distance of a point from the centroid: 0 when one lies on it, and then lets any
+    point through)."""
+
+    def __init__(self):
+        self.normal = Counter()
+        self.on_a_point = Counter()
+        self.landed = False  # in the clause being added: a new point on an existing one
+
+    def checked(self, new, existing):
+        """Called with each too-close check newclid makes for a clause's new points."""
+        if len(existing) < 2:
+            return
+        centre = sum(existing[1:], existing[0]) * (1.0 / len(existing))
+        size = max(point.distance(centre) for point in existing)
+        nearest = min(p.distance(q) for p in new for q in existing)
+        self.landed = self.landed or nearest <= ON_A_POINT * size
+
+    def added(self, index):
+        (self.on_a_point if self.landed else self.normal)[index] += 1
+        self.landed = False
+
+    def alphageometry(self):
+        """AlphaGeometry's outcome where it differs: the first clause placed only on a point."""
+        for index in sorted(self.on_a_point):
+            if not self.normal[index]:
+                return {
+                    "outcome": "logic_error",
+                    "logic": "construction_impossible",
+                    "index": index,
+                    "error": "PointTooCloseError",
+                    "diagrams": self.on_a_point[index],
+                }
+        return None
+
+
+def diagram_sampler(job, engine, problem, definitions, goal_index, goal, placements):
+    """One diagram per call: newclid's builder with one attempt, watching which clause fails
+    and how each clause placed its points."""
+    import newclid.proof as newclid_proof
+
     Proof = engine["Proof"]
     rng = engine["numpy"].random.default_rng(job["seed"])
     index_of = {id(clause): i for i, clause in enumerate(problem.clauses)}
     where = {"index": None}
     add_clause = Proof.add_clause
+    too_close = newclid_proof.check_too_close_numerical
 
     def tracked_add_clause(self, clause, plevel, definitions):
         where["index"] = index_of.get(id(clause))
+        placements.landed = False
         result = add_clause(self, clause, plevel, definitions)
+        if where["index"] is not None:
+            placements.added(where["index"])
         where["index"] = None  # past the clauses: a failure now is the goal's
         return result
 
+    def watched_too_close(new, existing, *tolerance):
+        placements.checked(new, existing)
+        return too_close(new, existing, *tolerance)
+
     Proof.add_clause = tracked_add_clause
+    newclid_proof.check_too_close_numerical = watched_too_close
     # The clauses are drawn (and may fail) as always; then the goal's numerical check as
     # AlphaGeometry makes it: newclid's own, a stand-in, or none.
     goals = [] if goal.numeric is None else [goal.numeric]
