@@ -453,3 +453,114 @@ def test_the_worker_runs_inside_the_local_sandbox(tmp_path, monkeypatch):
             if result.provenance.isolation != "bubblewrap":
                 pytest.skip("bubblewrap cannot run on this machine")
             assert result.verdict is Verdict.PASS, result.diagnostics  # loopback TCP inside
+
+
+# -- the session driver reads every recorded reply ----------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDINGS = DOUBLES / "transcripts" / "isabelle"
+# Per recording: what the driver's `Connection` must return for its command (a synchronous
+# command's OK body, or an asynchronous one's final kind, body and count of NOTEs).
+READ_AS = {
+    "cancel": ("OK", None, 0),
+    "help": ("OK", "cancel echo help purge_theories session_build session_start session_stop "
+                   "shutdown use_theories", 0),
+    "purge_theories": ("OK", [{"node_name": "/tmp/Mock.thy", "theory_name": "Draft.Mock"}], 0),
+    "session_build": ("FINISHED", True, 17),
+    "session_start": ("FINISHED", "167dd6d8-1eeb-4315-8022-c8c527d9bd87", 15),
+    "session_stop": ("FINISHED", True, 0),
+    "shutdown": ("OK", None, 0),
+    "unknown": ("ERROR", "Bad command 'unknown'", 0),
+    "use_theories": ("FINISHED", True, 3),
+    "use_theories.Fail": ("FINISHED", False, 2),
+    "use_theories.Sledgehammer": ("FINISHED", True, 2),
+}  # fmt: skip
+
+
+@pytest.fixture
+def recorded_server() -> Iterator[tuple[str, int]]:
+    """A loopback server answering each command with a recording, byte for byte: the one its
+    `recording` argument names, else the command's own (the password gets an identity)."""
+    import socketserver
+    import threading
+
+    class Replies(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            self.rfile.readline()
+            self.wfile.write(b'OK {"isabelle_id":"recorded","isabelle_name":"Isabelle2025-2"}\n')
+            # One command per connection, then its end: `use_theories.Sledgehammer`'s last
+            # frame is one byte short of its length header (its final newline is not in the
+            # file), which only the end of the connection completes.
+            command, _, args = self.rfile.readline().decode().partition(" ")
+            name = json.loads(args or "{}").get("recording", command.strip())
+            self.wfile.write((RECORDINGS / name).read_bytes())
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Replies)
+    server.daemon_threads, server.block_on_close = True, False  # a client may leave it open
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[0], server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def driver():
+    """The in-sandbox driver module (runner/provers/isabelle/sandbox/isabelle_worker.py)."""
+    sys.path[:0] = [
+        str(ROOT / "runner" / "provers" / "isabelle" / "sandbox"),
+        str(ROOT / "runner" / "provers" / "common" / "sandbox"),
+    ]
+    import isabelle_worker
+
+    return isabelle_worker
+
+
+def read_with(driver, address: tuple[str, int], name: str) -> tuple[str, object, int]:
+    import time
+
+    connection = driver.Connection(*address, "password")
+    deadline = time.monotonic() + 30
+    try:
+        if name in ("cancel", "help", "purge_theories", "shutdown", "unknown"):
+            try:
+                body = connection.command(name, {"recording": name}, deadline)
+            except driver.ServerDied as exc:
+                return "ERROR", str(exc).split(": ", 1)[1].strip('"'), 0
+            if name == "help":
+                body = " ".join(body)
+            elif name == "purge_theories":
+                body = body["purged"]
+            return "OK", body, 0
+        kind, body, notes = connection.task(name.split(".")[0], {"recording": name}, deadline)
+        value = body.get("session_id", body.get("ok"))
+        return kind, value, len(notes)
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("name", sorted(READ_AS))
+def test_the_session_driver_reads_every_recorded_reply(recorded_server, driver, name):
+    # isabelle-client 1.1.2's recordings (unchanged at its repository's b9835bc), served as
+    # recorded: length-prefixed and plain lines, NOTEs, FINISHED, ERROR, an empty trailing line.
+    assert read_with(driver, recorded_server, name) == READ_AS[name]
+
+
+def test_every_recording_has_its_reading_written_here():
+    assert set(READ_AS) == {p.name for p in RECORDINGS.iterdir() if p.name != "LICENSE"}
+
+
+def test_a_recorded_failed_proof_is_read_as_a_fail_at_its_line(recorded_server, driver):
+    import time
+
+    connection = driver.Connection(*recorded_server, "password")
+    try:
+        recording = {"recording": "use_theories.Fail"}
+        _, body, _ = connection.task("use_theories", recording, time.monotonic() + 30)
+    finally:
+        connection.close()
+    reply = driver.Worker.result(None, body, ["Example"], "Prooflock_Report_0")
+    [error] = reply["errors"]
+    assert (error["pos"]["line"], reply["ok"]) == (5, False)
+    assert error["message"].startswith("Failed to finish proof")
