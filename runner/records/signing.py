@@ -249,8 +249,8 @@ def check_signatures(envelope: Envelope, trust: list[PublicKey]) -> SignatureChe
     else:
         names = ", ".join(k.name for k in trust)
         check.failure = (
-            f"signature does not verify with {names}: signed by key id "
-            f"{', '.join(check.labels)}, which is not among the --trust keys"
+            f"signature does not verify with {names}: it claims key id "
+            f"{', '.join(check.labels)} (a label, not a verified signer)"
         )
     return check
 

@@ -128,6 +128,21 @@ def test_a_genuine_signature_under_another_label_is_credited_to_the_key_that_mad
     assert data["signed_by"] == [publisher.id]
 
 
+def test_a_borrowed_third_partys_key_id_is_called_a_label_not_a_signer(prooflock, tmp_path, keys):
+    bundle = published(tmp_path, "example-local", keys["publisher"])
+    resealed_with_a_flipped_verdict(bundle)
+    forged = sign((bundle / STATEMENT).read_bytes(), load_signer(keys["stranger"].private))
+    third_party = keys["replayer"].id  # someone the reader may know, who signed nothing here
+    (bundle / SIGNATURE).write_bytes(orjson.dumps(relabel(orjson.loads(forged), third_party)))
+
+    data, said = audit(prooflock, bundle, *keys["publisher"].trust())
+    assert trust_problems(data) == {
+        "signature": "signature does not verify with publisher.key.pub: it claims key id "
+        f"{third_party} (a label, not a verified signer)"
+    }
+    assert f"signed by key id {third_party}" not in said
+
+
 # -- reproduction reports ---------------------------------------------------------------------
 
 
