@@ -78,3 +78,19 @@ def test_a_files_global_settings_reach_neither_path(name, checker):
         warm.diagnostics,
         cold.diagnostics,
     )
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_the_other_line_gives_the_verdict_earned_too(name, checker):
+    """Coq 8.20.1 has no warm worker: its every check is the cold path's."""
+    if checker.settings.backend != "docker":
+        pytest.skip("the other line is an image")
+    text, fields, earned = FILES[name]
+    request = CheckRequest(
+        prover="rocq", name=f"{name}.v", content=text, line="rocq-8.20", **fields
+    )
+    result = checker.check_one(request)
+    assert result.provenance.extra["rocq_path"] == "cold"
+    assert result.verdict is earned, (result.diagnostics, result.assumptions)

@@ -106,6 +106,26 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         {},
     ),
     "global-set-warnings": ('Global Set Warnings "-all".\n' + NEEDS_CHEAT, ESCAPE, {}),
+    # Set after the theorem, so nothing of the file is checked without universes: only a
+    # comparison run under the file's settings would equate `Set` with `Prop`.
+    "global-unset-universe-checking-for-the-comparison": (
+        "Theorem main : forall T : Set, T -> T.\nProof. auto. Qed.\n"
+        "Global Unset Universe Checking.\n",
+        WRONG,
+        {"target": {"name": "main", "statement": "forall T : Prop, T -> T"}},
+    ),
+    "global-unset-universe-checking-for-the-comparison-statement-mode": (
+        "Global Unset Universe Checking.\nTheorem main : forall T : Set, T -> T.\n"
+        "Proof. auto. Qed.\n",
+        WRONG,
+        {"target": {"name": "main", "statement": "forall T : Prop, T -> T"}, "mode": "statement"},
+    ),
+    # No tactic runs in the drivers' sessions: a proof mode without tactics changes nothing.
+    "global-noedit-proof-mode-hides-an-axiom": (
+        NEEDS_CHEAT + 'Global Set Default Proof Mode "Noedit".\n',
+        AXIOM,
+        {},
+    ),
     "export-unset-positivity": ("#[export] Unset Positivity Checking.\n" + NEEDS_CHEAT, ESCAPE, {}),
     "local-unset-guard-checking": (
         "Local Unset Guard Checking.\nFixpoint f (n : nat) : False := f n.\n"
