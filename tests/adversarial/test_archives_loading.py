@@ -23,7 +23,7 @@ import pytest
 from docker import DockerClient
 from docker.errors import ImageNotFound
 
-from runner.images import archive
+from runner.images import archive, archives
 from runner.images.archives import DamagedArchive, archive_name, load_archive
 from runner.images.state import image_id_of
 from tests.support.tiny_image import remove
@@ -222,3 +222,22 @@ def prooflock_cli(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "runner.cli", *argv], capture_output=True, text=True, cwd=ROOT
     )
+
+
+def test_an_archive_changed_between_its_check_and_its_load_loads_nothing(
+    client, scene, tmp_path, monkeypatch
+):
+    good = scene.good
+    path = write_archive(tmp_path, good, [*members_of(good), ("manifest.json", good.manifest())])
+    other_bytes = make_image(f"swapped in after the check, {tmp_path}\n").layer
+    checked_then_swapped = archives.inspect_archive
+
+    def swap_after_check(*args, **kwargs):
+        found = checked_then_swapped(*args, **kwargs)
+        members = [(good.layer_name, other_bytes), ("manifest.json", good.manifest())]
+        write_archive(tmp_path, good, members)
+        return found
+
+    monkeypatch.setattr(archives, "inspect_archive", swap_after_check)
+    said = refused_and_nothing_loaded(client, path, scene)
+    assert "it changed while it was loaded" in said
