@@ -236,3 +236,20 @@ def test_the_cli_checks_a_file_against_a_challenge(cli, tmp_path):
     line = json.loads(done.stdout)
     assert line["verdict"] == "wrong_statement"
     assert line["comparator"]["exit_code"] == 1  # adapter details are top-level fields
+
+
+def test_an_image_without_the_re_check_is_an_infra_error_not_a_verdict(lean, tmp_path, monkeypatch):
+    # Today's lean image has no comparator: `lean-mathlib recheck` is lean reading a file named
+    # `recheck`. That is the machine's failure, never the file's.
+    wrapper = tmp_path / "older-image"
+    wrapper.mkdir()
+    (wrapper / "lean-mathlib").write_text(
+        '#!/bin/sh\nif [ "$1" = recheck ]; then echo "file not found: recheck" >&2; exit 1; fi\n'
+        f'exec "{tmp_path / "bin" / "lean-mathlib"}" "$@"\n'
+    )
+    (wrapper / "lean-mathlib").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    root = project(tmp_path / "p", *CASES["same_statement"][:3])
+    result = lean.checker.check_one(comparator.request_from_project(root, timeout=10))
+    assert result.verdict is Verdict.INFRA_ERROR
+    assert "did not run comparator: file not found: recheck" in result.diagnostics[0].message

@@ -33,6 +33,7 @@ CHALLENGE_MODULE, SOLUTION_MODULE = "Challenge", "Solution"
 CONFIG = "config.json"
 COMMAND = ("lean-mathlib", "recheck", CONFIG)
 ACCEPTED = "Your solution is okay!"  # comparator's last line when every check passed
+BUILDING = "Building "  # comparator's first line, before its sandboxed `lake build`
 DOUBLE_MARK = "double: "  # a protocol double's first line (tests/doubles/): the real one has none
 # Lean's runtime reports an uncaught `IO.userError` this way, and comparator throws one per
 # problem, naming the constant in quotes.
@@ -101,6 +102,7 @@ class Reading:
     accepted: bool
     message: str
     double: str | None
+    comparator_spoke: bool = True  # it printed what comparator prints (its build, its error)
 
 
 def read(done: Completed) -> Reading:
@@ -110,7 +112,8 @@ def read(done: Completed) -> Reading:
         return Reading(True, ACCEPTED, double)
     errors = [m.group(1).strip() for m in map(UNCAUGHT.match, lines) if m]
     tail = [ln for ln in lines if ln.strip()][-1:] or [f"exit status {done.exit_code}"]
-    return Reading(False, errors[-1] if errors else tail[0], double)
+    spoke = bool(errors) or any(ln.startswith(BUILDING) for ln in lines)
+    return Reading(False, errors[-1] if errors else tail[0], double, spoke)
 
 
 def outcome_of(done: Completed, project: Project, passed: Outcome) -> Outcome:
@@ -119,6 +122,11 @@ def outcome_of(done: Completed, project: Project, passed: Outcome) -> Outcome:
     if stopped is not None and (done.timed_out or done.out_of_memory or done.signal):
         return stopped
     reading = read(done)
+    if not reading.accepted and not reading.comparator_spoke:
+        return verdicts.infra_error(
+            f"the image's re-check (`{' '.join(COMMAND)}`) did not run comparator: "
+            f"{reading.message}"
+        )
     trust = Trust.DOUBLE if reading.double else Trust.REPLAYED
     details = {**passed.details, "comparator": result(project, reading)}
     if reading.accepted:
