@@ -260,13 +260,10 @@ def _load_checked(path: Path, client: DockerClient, label: str) -> str:
     if image_id_of(client, image_id) is not None:
         return image_id
     loaded = []
-    try:
-        for message in client.api.load_image(_rebuilt(path, checked, label)):
-            if "error" in message:
-                raise UserError(f"{label}: docker load refused it: {message['error']}")
-            loaded += _loaded(str(message.get("stream", "")))
-    except ValueError as exc:  # the file changed after it was checked
-        raise _refused(label, f"it changed while it was loaded ({exc})") from None
+    for message in client.api.load_image(_rebuilt(path, checked, label)):
+        if "error" in message:
+            raise UserError(f"{label}: docker load refused it: {message['error']}")
+        loaded += _loaded(str(message.get("stream", "")))
     if image_id_of(client, image_id) is None:
         raise UserError(f"{label}: docker loaded it, but not as {image_id}")
     unexpected = [what for what in loaded if what != image_id]
@@ -275,7 +272,7 @@ def _load_checked(path: Path, client: DockerClient, label: str) -> str:
         client.api.remove_image(name, noprune=True)
     if unexpected or names:
         raise UserError(
-            f"{label}: docker loaded {', '.join(unexpected + names)} besides {image_id}, "
+            f"{label}: docker loaded {', '.join(sorted({*unexpected, *names}))} besides {image_id}, "
             "which the kit did not ask for"
         )
     return image_id
@@ -302,7 +299,10 @@ def _rebuilt(path: Path, checked: CheckedArchive, label: str) -> Iterator[bytes]
                     data = cast(io.BufferedReader, tar.extractfile(member))
                     yield diff_id, member.size, _hashed(data, diff_id, label)
 
-        yield from archive.archive_chunks(checked.config, layers())
+        try:
+            yield from archive.archive_chunks(checked.config, layers())
+        except ValueError as exc:  # the file changed after its check: Docker gets no manifest
+            raise _refused(label, f"it changed while it was loaded ({exc})") from None
 
 
 def _hashed(data: BinaryIO, diff_id: str, label: str) -> Iterator[bytes]:
