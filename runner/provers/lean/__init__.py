@@ -175,7 +175,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     )
     double = boot.double or reply.get("double")
     outcome = verdicts.as_told_by(judging.outcome_of(reply, request, header), double)
-    project = _project(request, reply, outcome)
+    project = _project(request, reply, outcome, header)
     if project is not None and outcome.verdict is Verdict.PASS:
         outcome = _rechecked(project, outcome, sandboxes)
         if double and outcome.trust is Trust.REPLAYED:
@@ -191,7 +191,9 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     return outcome
 
 
-def _project(request: ResolvedRequest, reply: dict, passed: Outcome) -> recheck.Project | None:
+def _project(
+    request: ResolvedRequest, reply: dict, passed: Outcome, header: source.Header
+) -> recheck.Project | None:
     """The comparator project that re-checks this file, or None when there is nothing to name."""
     options = request.options_as(LeanOptions)
     permitted = recheck.permitted_axioms(
@@ -205,7 +207,7 @@ def _project(request: ResolvedRequest, reply: dict, passed: Outcome) -> recheck.
     elif request.target is not None:
         target = request.target
         # A target without `requires` is elaborated on the file's header, as the REPL did.
-        imports = target.requires or source.read(request.content).header.imports
+        imports = target.requires or header.imports
         challenge = recheck.target_challenge(imports, target.name, target.statement)
         theorems = (target.name,)
     else:
