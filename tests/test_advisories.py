@@ -423,6 +423,19 @@ def test_the_summary_counts_records_per_advisory():
     assert line is not None and "2 records flagged (PL-ROCQ-21051 2, PL-ROCQ-21685 1)" in line
 
 
+def test_let_ins_in_constructors_are_found_typed_or_not_but_named_arguments_are_not():
+    def flags(text: str) -> list[str]:
+        request = CheckRequest(prover="rocq", name="a.v", content=text + "\nModule M. End M.")
+        return advisories.flagged(request, image("rocq", "prooflock/rocq:8.16.1"))
+
+    assert "PL-ROCQ-22387" in flags("Inductive T := c (x : nat) (z : nat := 0).")
+    assert "PL-ROCQ-22387" in flags("Inductive I (n := 0) := C (m:=n).")
+    named = (
+        "Inductive ex (A:Type) (P:A -> Prop) : Prop := ex_intro : forall x:A, P x -> ex (A:=A) P."
+    )
+    assert "PL-ROCQ-22387" not in flags(named)
+
+
 def test_lean_records_are_flagged_for_metaprograms_and_compiler_trust_only():
     pinned = image("lean", "prooflock/lean:4.32.0")
 
