@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import orjson
+import pytest
 
 from runner.check.checker import Checker
 from runner.check.pool import KIT_GRACE_S
@@ -90,3 +91,27 @@ def test_a_server_boot_is_reported_once_and_is_not_the_checks_time(settings, mon
     assert first.provenance.extra["booted_in_check_ms"] >= 3000
     assert first.provenance.wall_ms < 3000
     assert "booted_in_check_ms" not in second.provenance.extra  # the warm server: no boot
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_from_python_an_over_size_artifact_is_its_refused_result_in_its_place(settings, workers):
+    good = "Lemma a : True. exact I. Qed.\n"
+    big = good + "(* " + "x" * (2 << 20) + " *)\n"
+    names = ["big-first.v", "good.v", "big-middle.v", "good-too.v", "big-last.v"]
+    requests = [
+        CheckRequest(prover="rocq", name=name, content=big if name.startswith("big") else good)
+        for name in names
+    ]
+    limited = settings.model_copy(update={"max_artifact_mb": 1, "workers": workers})
+    with Checker(limited) as checker:
+        results = list(checker.map(requests))
+        alone = checker.check_one(requests[0])
+    assert [(r.artifact, r.verdict) for r in results] == [
+        ("big-first.v", Verdict.REFUSED),
+        ("good.v", Verdict.PASS),
+        ("big-middle.v", Verdict.REFUSED),
+        ("good-too.v", Verdict.PASS),
+        ("big-last.v", Verdict.REFUSED),
+    ]
+    assert alone.verdict is Verdict.REFUSED and alone.result_digest == results[0].result_digest
+    assert alone.provenance.backend == "none"  # nothing ran

@@ -139,10 +139,9 @@ class Checker:
         `cold`: use no warm state (fresh servers), as a canary re-check does. A refused
         artifact (too large, not text) gives its `refused` record; bad input raises BadRequest.
         """
-        prepared = request if isinstance(request, ResolvedRequest) else self.prepare(request)
-        if isinstance(prepared, Refusal):
-            return prepared.result
-        resolved = prepared
+        resolved = self._prepared(request)
+        if isinstance(resolved, Refusal):
+            return resolved.result
         started, clock = now(), time.monotonic()
         attempts, worker_kind = 0, "none"
         environment = Environment({"prover": resolved.adapter.name}, "")

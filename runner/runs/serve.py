@@ -29,6 +29,7 @@ import orjson
 from pydantic import ValidationError
 
 from runner.check.checker import Checker, Disagreement
+from runner.check.resolve import Refusal
 from runner.core.errors import InfraFailure, UserError
 from runner.core.models import CheckRequest, CheckResult
 from runner.core.provenance import kit_version
@@ -316,7 +317,9 @@ class DaemonChecker(Checker):
     def check_one(
         self, request: CheckRequest | ResolvedRequest, *, cold: bool = False
     ) -> CheckResult:
-        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        resolved = self._prepared(request)
+        if isinstance(resolved, Refusal):  # nothing to run, here or in the daemon
+            return resolved.result
         try:
             reply = self._client().call(
                 {
