@@ -729,3 +729,19 @@ def test_a_thousand_record_run_reports_in_seconds(real_log, tmp_path, capsys):
     assert len(tables_of(page_of(tmp_path / "report"))["records"]) == 1000
     assert seconds < 30 and page < 10_000_000
     assert orjson.loads(orjson.dumps(summary.as_json()))["records"] == 1000
+
+
+def test_a_refused_artifact_shows_what_the_log_kept_and_counts_against_the_pass_rate(tmp_path):
+    good = "Lemma a : True. exact I. Qed.\n"
+    big = good + "(* " + "x" * (2 << 20) + " *)\n"
+    settings = Settings(backend="local", cache_dir=tmp_path / "cache", max_artifact_mb=1)
+    requests = [CheckRequest(prover="rocq", name=f"big{i}.v", content=big) for i in range(2)]
+    with Checker(settings) as checker:  # nothing runs: both are refused before any check
+        run_requests(requests, tmp_path / "run.jsonl", checker, source="refusals")
+    write_report(tmp_path / "run.jsonl", tmp_path / "report")
+    html = page_of(tmp_path / "report")
+    assert summary_cell(html, "rocq", "refused") == 2
+    assert '<td class="rate">0.0 %</td>' in html  # refused is never a pass
+    digest = sha256(big.encode())
+    assert f"not kept in the log: {len(big.encode())} bytes, sha256 {digest}" in html
+    assert "over the 1 MB limit" in html

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from runner.core import verdicts
-from runner.core.models import CheckResult, Diagnostic
+from runner.core.models import CheckRequest, CheckResult, Diagnostic
 from runner.report.load import Run
 from runner.report.replayed import ReplayRow, ReplayView
 from runner.report.text import visible, visible_block
@@ -110,9 +110,17 @@ def prover_tables(runs: list[Run], replay: ReplayView | None) -> list[ProverTabl
             table = tables[result.prover] = ProverTable(
                 prover=visible(result.prover), anchor=f"prover-{len(tables) + 1}"
             )
-        table.rows.append(row_of(index, result, request.content, replay))
+        table.rows.append(row_of(index, result, _source(request), replay))
         table.counts[result.verdict.value] += 1
     return list(tables.values())
+
+
+def _source(request: CheckRequest) -> str:
+    """The artifact's text, or what the log says of content it did not keep."""
+    if request.withheld is None:
+        return request.content
+    kept = request.withheld
+    return f"(not kept in the log: {kept.size} bytes, sha256 {kept.sha256}; {kept.reason})"
 
 
 def summary_rows(tables: list[ProverTable]) -> list[SummaryRow]:
