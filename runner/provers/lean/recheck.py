@@ -107,7 +107,9 @@ class Reading:
 
 def read(done: Completed) -> Reading:
     lines = done.text.splitlines()
-    double = next((ln[len(DOUBLE_MARK) :] for ln in lines if ln.startswith(DOUBLE_MARK)), None)
+    # Only the first line may announce a double: later lines carry the file's build messages.
+    first = lines[0] if lines else ""
+    double = first[len(DOUBLE_MARK) :] if first.startswith(DOUBLE_MARK) else None
     if done.exit_code == 0 and ACCEPTED in lines:
         return Reading(True, ACCEPTED, double)
     errors = [m.group(1).strip() for m in map(UNCAUGHT.match, lines) if m]
