@@ -12,7 +12,7 @@ import pytest
 
 from runner.core.models import CheckRequest, Trust, Verdict
 from runner.provers.rocq import report
-from tests.support.rocq_cheats import rocq_checker
+from tests.support.rocq_cheats import BACKENDS, rocq_checker
 
 # The shape of bugs/bug_2923.v, written afresh.
 BREAKS_COQCHK = (
@@ -23,9 +23,9 @@ BREAKS_COQCHK = (
 ANOMALY = 'Anomaly "Uncaught exception Modops.ModuleTypingError(_)."'
 
 
-@pytest.fixture(scope="module")
-def checker(tmp_path_factory):
-    with rocq_checker("local", tmp_path_factory.mktemp("kit"), timeout=120) as checker:
+@pytest.fixture(scope="module", params=BACKENDS)
+def checker(request, tmp_path_factory):
+    with rocq_checker(request.param, tmp_path_factory.mktemp("kit"), timeout=120) as checker:
         yield checker
 
 

@@ -50,6 +50,18 @@ FILES: dict[str, tuple[str, dict, Verdict]] = {
         {},
         Verdict.PASS,
     ),
+    # Settings that change how later sentences elaborate or what is printed.
+    "program-polymorphism-primitive-projections": (
+        CLASSICAL_UNUSED + "Global Set Program Mode.\nGlobal Set Universe Polymorphism.\n"
+        "Global Set Primitive Projections.\nGlobal Set Printing All.\nGlobal Unset Guard Checking.\n",
+        {"target": TWO},
+        Verdict.PASS,
+    ),
+    "warnings-as-errors": (
+        CLASSICAL_UNUSED + 'Global Set Warnings "+all".\n',
+        {"target": TWO},
+        Verdict.PASS,
+    ),
     "ltac2-proof-mode-audit": (
         "From Ltac2 Require Import Ltac2.\nRequire Import Classical.\n"
         "Lemma main : 1 + 1 = 2.\nProof. reflexivity. Qed.\n",
