@@ -622,6 +622,7 @@ class Recheck:
             print(f"double: {RECHECK_DOUBLE}")
         config = json.loads(Path(config_path).read_text())
         try:
+            fresh(Path.cwd(), config)
             challenge = self.build(config["challenge_module"])
             solution = self.build(config["solution_module"])
             theorems = [plain_name(n) for n in config["theorem_names"]]
@@ -654,6 +655,15 @@ class Recheck:
         if any(m["severity"] == "error" for m in reply.get("messages", [])):
             raise Rejected("Child exited with 1")
         return self.repl.envs[reply["env"]]
+
+
+def fresh(directory: Path, config: dict) -> None:
+    """The kit promises a sandbox the REPL never ran in: only the project's own files."""
+    own = {"config.json", "Solution.lean", module_parts(config["challenge_module"])[0]}
+    own.add(f"{module_parts(config['challenge_module'])[0]}.lean")
+    others = sorted(p.name for p in directory.iterdir() if p.name not in own)
+    if others:
+        raise Rejected(f"double: the re-check's directory is not fresh: {', '.join(others)}")
 
 
 class Rejected(Exception):
