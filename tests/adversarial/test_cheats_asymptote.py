@@ -1,6 +1,6 @@
 """Cheats an adversary writes into an Asymptote diagram, and what the kit answers, on both backends.
 
-Four classes, each with its own cheats (written for this round, not taken from a held-back set):
+Five classes, each with its own cheats (written for this round, not taken from a held-back set):
 
 - a render the diagram makes itself: it writes `out/diagram.<fmt>` with asy's `output()` or
   TeX's `\\openout`, after (or instead of) asy's shipout, or deletes asy's. The kit takes the
@@ -15,6 +15,9 @@ Four classes, each with its own cheats (written for this round, not taken from a
   `infra_error`.
 - escapes the sandbox, asy's safe mode and pdfTeX hold without any refusal: reading the
   reference, writing /tmp or `..`, TeX's shell and absolute paths, huge files, loops.
+- a comparison the diagram steers: it draws the reference only where it can tell that it is
+  not the render the record keeps (another format, another file name). asy runs once, and the
+  similarity is of the kept render: that of the square it drew.
 
 After every cheat nothing named after it exists outside a render's `out/` directory: not on the
 host (/tmp, /var/tmp, /dev/shm, $HOME, the current directory), not elsewhere in the sandbox (its
@@ -338,6 +341,7 @@ class RecordingSandboxes:
 
 HOST_PLACES = (Path("/tmp"), Path("/var/tmp"), Path.home())
 HOLDS_LIMIT = 1 << 16  # the first bytes of a new file searched for the cheat's name
+REMOVAL_WAIT_S = 300  # for a container's background removal: far more than it ever takes
 
 
 @dataclass
@@ -366,7 +370,7 @@ class HostWatch:
             if self.mark in _command(pid):
                 found.append(f"process {pid} ({_command(pid)}), named after the cheat")
         for api, container in sandboxes.containers:
-            if _container_exists(api, container):
+            if _container_stays(api, container):
                 found.append(f"container {container[:12]}")
         return found
 
@@ -435,14 +439,19 @@ def _command(pid: int) -> str:
         return ""
 
 
-def _container_exists(api, container: str) -> bool:
+def _container_stays(api, container: str) -> bool:
+    """Whether the container outlives its removal: the backend removes it in the background,
+    so this waits for that (a blocking wait on the daemon, not a timed assertion)."""
     import docker.errors  # the docker cases only
+    import requests.exceptions
 
     try:
-        api.inspect_container(container)
+        api.wait(container, timeout=REMOVAL_WAIT_S, condition="removed")
     except docker.errors.NotFound:
-        return False
-    return True
+        return False  # removed already
+    except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):  # no answer in time
+        return True
+    return False
 
 
 @pytest.fixture(scope="module")
