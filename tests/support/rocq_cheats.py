@@ -120,6 +120,14 @@ CHEATS: dict[str, tuple[str, set[Verdict], dict]] = {
         WRONG,
         {"target": {"name": "main", "statement": "forall T : Prop, T -> T"}, "mode": "statement"},
     ),
+    # The comparison's tactics are Coq's own: the file's are never imported into its session.
+    "tactic-notations-named-like-the-comparison": (
+        'Tactic Notation "constr_eq" constr(x) constr(y) := idtac.\n'
+        'Tactic Notation "is_const" constr(x) := idtac.\nLtac exact x := idtac.\n'
+        "Theorem main : forall T : Set, T -> T.\nProof. intros T x. apply x. Qed.\n",
+        WRONG,
+        {"target": {"name": "main", "statement": "forall T : Prop, T -> T"}},
+    ),
     # No tactic runs in the drivers' sessions: a proof mode without tactics changes nothing.
     "global-noedit-proof-mode-hides-an-axiom": (
         NEEDS_CHEAT + 'Global Set Default Proof Mode "Noedit".\n',
