@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from runner import run_itp
+from runner.backends.base import Completed
 from runner.check.checker import Checker
 from runner.core.errors import InfraFailure
-from runner.core.models import CheckRequest, Verdict
+from runner.core.models import CheckRequest, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import alphageometry
-from runner.provers.alphageometry import categories, problems, validator
+from runner.provers.alphageometry import categories, outcomes, problems, validator
+from runner.provers.alphageometry.engines import Policy, Run
 from tests.helpers import ARTIFACTS, artifact, resolved
 from tests.support.alphageometry import shared_data
 
@@ -314,6 +316,57 @@ def test_warm_forkserver_gives_the_same_result_as_a_cold_check(engine_settings):
     for request, hot, fresh in zip(requests, warm, cold, strict=True):
         assert fresh.provenance.worker == "fresh-server"
         assert fresh.result_digest == hot.result_digest, request.name
+
+
+# -- where newclid's sampler decides otherwise than AlphaGeometry ------------------------------
+
+REDEFINED = (
+    "a b = segment a b; c = on_bline c a b; d = on_bline d a b; "
+    "e = on_line e c d, on_line e a b; e = midpoint e a b ? cong a e e b"
+)
+PLACED_ON_A_POINT = {  # what the newclid driver reports: clause 4 drawn only on degenerate diagrams
+    "outcome": "logic_error",
+    "logic": "construction_impossible",
+    "index": 4,
+    "error": "PointTooCloseError",
+    "diagrams": 1,
+}
+
+
+def outcome_of_report(report: dict) -> Outcome:
+    """The record the kit makes of one newclid driver report on REDEFINED."""
+    done = Completed(argv=["python3"], exit_code=0, stdout=b"", stderr=b"")
+    problem = problems.Problem(title="redefined", line=REDEFINED)
+    return outcomes.from_run(problem, Run(report, done), None, "newclid", Policy(), 120)
+
+
+def test_newclids_solve_on_a_degenerate_diagram_carries_alphageometrys_outcome():
+    result = outcome_of_report({"status": "solved", "alphageometry": PLACED_ON_A_POINT})
+    assert (result.verdict, result.details["outcome"]) == (Verdict.PASS, "solved")
+    said = result.details["alphageometry"]
+    assert (said["outcome"], said["logic"]) == ("logic_error", "construction_impossible")
+    assert said["clause"] == {"index": 4, "text": "e = midpoint e a b"}
+    assert any(
+        d.severity == "warning" and d.message.startswith("AlphaGeometry's outcome differs")
+        for d in result.diagnostics
+    )
+
+
+def test_an_outcome_alphageometry_shares_carries_no_second_one():
+    same = outcome_of_report(
+        {
+            "status": "logic_error",
+            "logic": {"kind": "construction_impossible", "index": 4, "error": "PointTooCloseError"},
+            "alphageometry": PLACED_ON_A_POINT,
+        }
+    )
+    cut = outcome_of_report(
+        {"status": "timeout", "stage": "build", "alphageometry": PLACED_ON_A_POINT}
+    )
+    plain = outcome_of_report({"status": "solved"})
+    for result in (same, cut, plain):
+        assert "alphageometry" not in result.details
+        assert not any(d.severity == "warning" for d in result.diagnostics)
 
 
 # -- input formats and malformed input -----------------------------------------------------------
