@@ -206,7 +206,8 @@ def _mounts(private: Iterable[Path]) -> tuple[list[str], list[str]]:
                 base += ["--symlink", os.readlink(child), str(child)]
             else:
                 base += ["--ro-bind", str(child), str(child)]
-    base += ["--proc", "/proc", "--dev", "/dev"]
+    # The IPC namespace's own mqueue fs, so a server can see (and clear) the queues a check left.
+    base += ["--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue"]
     if os.path.isdir(HUGE_PAGES):
         base += [*parents(Path(HUGE_PAGES)), "--ro-bind", HUGE_PAGES, HUGE_PAGES]
     extra: list[str] = []

@@ -81,6 +81,9 @@ AGENT_SOURCE = Path(sandbox_agent.__file__).read_text(encoding="utf-8")
 AGENT_DIGEST = hashlib.sha256(AGENT_SOURCE.encode()).hexdigest()
 AGENT_COMMAND = ["python3", "-I", "-S", "-c", AGENT_SOURCE]
 AGENT_BOOT_S = 60  # python3's start-up, on a loaded machine
+# What a warm container's reset empties, the same on the agent and the exec path.
+WIPED = " ".join(sandbox_agent.WIPED)
+SYSV_TABLES = " ".join(f"/proc/sysvipc/{kind}" for kind in sandbox_agent.SYSV_KINDS)
 REMOVE_WAIT_S = 120
 Pool = tuple[str, Limits]  # (image, limits without the timeout)
 DAEMON_ERRORS = (DockerException, RequestException)
@@ -308,10 +311,14 @@ class DockerSandbox:
 
     def reset(self) -> bool:
         """Kill whatever the check left running and wipe the writable dirs; False if that failed."""
+        # SysV objects outlive every process and stay charged to the container's memory, and
+        # POSIX queues live in /dev/mqueue: the next check must find neither.
         wipe = (
-            "kill -9 -1 2>/dev/null; "
-            f"find {WORKDIR} /tmp /dev/shm -mindepth 1 -delete 2>/dev/null; "
-            f'test -z "$(find {WORKDIR} /tmp /dev/shm -mindepth 1 -print -quit)"'
+            "kill -9 -1 2>/dev/null; ipcrm --all 2>/dev/null; "
+            f"chmod -R u+rwx {WORKDIR} 2>/dev/null; "  # a check may have made a dir unreadable
+            f"find {WIPED} -mindepth 1 -delete 2>/dev/null; "
+            f'test -z "$(find {WIPED} -mindepth 1 -print -quit)" && '
+            f'test -z "$(tail -q -n +2 {SYSV_TABLES})"'
         )
         try:
             code, _, _, missed = self._exec(["sh", "-c", wipe], deadline_s=60)

@@ -37,6 +37,7 @@ WIPED = (WORKDIR, "/tmp", "/dev/shm", "/dev/mqueue")
 OOM_COUNTERS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
 IPC_RMID = 0
+SYSV_KINDS = ("shm", "msg", "sem")
 DRAIN_S = 2.0  # after the command exits (its group killed), how long its pipes may stay open
 MAX_REQUEST = 1 << 30
 HEAD = struct.Struct(">II")
@@ -215,21 +216,27 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def _remove_ipc() -> None:
-    """SysV shared memory, queues and semaphores of our uid: they outlive their processes."""
+def _sysv_ids(kind: str) -> list[int]:
+    """Ids of the IPC namespace's SysV objects of one kind (its /proc table's second column)."""
+    try:
+        with open(f"/proc/sysvipc/{kind}", "rb") as table:
+            return [int(line.split()[1]) for line in table.readlines()[1:]]
+    except OSError:
+        return []
+
+
+def _remove_ipc() -> list[str]:
+    """Remove SysV shared memory, queues and semaphores (they outlive their processes, and
+    shared memory stays charged to the container); the kinds some object of is left."""
     libc = ctypes.CDLL(None, use_errno=True)
-    for kind, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
-        try:
-            with open(f"/proc/sysvipc/{kind}", "rb") as table:
-                rows = [line.split() for line in table.readlines()[1:]]
-        except OSError:
-            continue
-        for row in rows:
-            ident = int(row[1])
+    removers = {"shm": libc.shmctl, "msg": libc.msgctl, "sem": libc.semctl}
+    for kind in SYSV_KINDS:
+        for ident in _sysv_ids(kind):
             if kind == "sem":
-                remove(ident, 0, IPC_RMID, None)
+                removers[kind](ident, 0, IPC_RMID, None)
             else:
-                remove(ident, IPC_RMID, None)
+                removers[kind](ident, IPC_RMID, None)
+    return [f"SysV {kind}" for kind in SYSV_KINDS if _sysv_ids(kind)]
 
 
 # -- operations ----------------------------------------------------------------------------------
@@ -354,7 +361,7 @@ class Agent:
                 return {"ok": False, "error": f"processes {left} survived SIGKILL"}
             time.sleep(0.005)
         self.drain_wakeups()
-        _remove_ipc()
+        ipc_left = _remove_ipc()
         with contextlib.suppress(OSError):
             os.chmod(WORKDIR, 0o700)
         for root in WIPED:
@@ -363,7 +370,7 @@ class Agent:
             for name in os.listdir(root):
                 with contextlib.suppress(OSError):
                     _remove(os.path.join(root, name))
-        litter = [root for root in WIPED if os.path.isdir(root) and os.listdir(root)]
+        litter = ipc_left + [root for root in WIPED if os.path.isdir(root) and os.listdir(root)]
         return {"ok": not litter, "error": f"cannot empty {litter}" if litter else None}
 
     def handle(self, header: Header, blobs: list[bytes]) -> tuple[Header, list[bytes]]:
