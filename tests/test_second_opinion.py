@@ -8,6 +8,7 @@ fails on version drift or agrees. The pinned line is the real Rocq 8.16.1 of thi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,21 @@ def test_on_the_real_8_20_line_a_renamed_lemma_is_drift_not_a_dispute(tmp_path):
     assert opinion["line"] == FIXED_LINE and opinion["verdict"] == "fail"
     assert "le_plus_l" in opinion["diagnostics"][0]["message"]  # 8.20.1 does not know it
     assert opinion["outcome"].startswith("says nothing")
+
+
+@pytest.mark.slow
+def test_run_records_its_second_opinion_and_a_resume_must_keep_it(cli, tmp_path):
+    """`run --second-opinion LINE` is in the log's header: resuming without it is refused,
+    and a line no prover pins is bad input before anything is written."""
+    request = exploit_request("control.v").model_dump_json()
+    (tmp_path / "requests.jsonl").write_text(request + "\n")
+    args = ("run", "requests.jsonl", "--checkpoint", "run.jsonl", "--daemon", "off")
+    bad = cli(*args, "--second-opinion", "rocq-7.0")
+    assert bad.returncode == 2 and "no prover pins a line" in bad.stderr
+    assert not (tmp_path / "run.jsonl").exists()
+    cli(*args, "--second-opinion", FIXED_LINE, check=True)
+    header = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
+    assert header["body"]["second_opinion"] == FIXED_LINE
+    resumed = cli(*args)
+    assert resumed.returncode == 2 and f"--second-opinion {FIXED_LINE}" in resumed.stderr
+    cli(*args, "--second-opinion", FIXED_LINE, check=True)  # the same option resumes

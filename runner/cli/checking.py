@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner import provers
+from runner.check.advisories import records_per_advisory
 from runner.check.advisories import summary as advisory_summary
 from runner.cli.attesting import attest_flags, check_attest_flags, write_attestation
 from runner.cli.common import (
@@ -157,6 +158,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "--mixed-backends",
         action="store_true",
         help="resume on another backend or isolation than the log's (recorded per result)",
+    )
+    run.add_argument(
+        "--second-opinion",
+        metavar="LINE",
+        help="re-check each pass that carries an advisory fixed on LINE (e.g. rocq-8.20) there; "
+        "a proof the fixed line rejects becomes `disputed` (recorded in the log's header)",
     )
     executor_flags(run)
     backend_flags(run)
@@ -343,16 +350,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                 on_resume=progress.skip,
                 executor=executor,
                 mixed_backends=args.mixed_backends,
+                second_opinion=args.second_opinion,
             )
             canary = canary_failed(checker)
     finally:
         if executor is not None:
             executor.close()
     code = max(exit_code(summary.results), EXIT_FAILED if canary else EXIT_OK)
+    if advisory_line := advisory_summary(summary.results):
+        notify_stderr(advisory_line)
     if args.json:
         print_json(
             {
                 "schema": RUN_SCHEMA,
+                "advisories": records_per_advisory(summary.results),
                 "checkpoint": str(checkpoint),
                 "requests": summary.total,
                 "resumed": summary.resumed,

@@ -39,6 +39,9 @@ class Trust(StrEnum):
 
     REPLAYED = "replayed"  # an independent re-check in a fresh process the artifact never ran in
     KERNEL = "kernel"  # the prover's own kernel, in the process that ran the artifact's code
+    # An independent kernel re-derived what the artifact's own process chose to export: which
+    # claims were checked is the artifact's word (HOL Light without a target).
+    SELF_REPORTED = "self_reported"
     DOUBLE = "double"  # a protocol double standing in for a prover that cannot run here
     KIT = "kit"  # the kit's own reading before any prover ran (a refusal), nothing more
     NONE = "none"  # no verdict on the artifact (an infra error)

@@ -19,6 +19,7 @@ from typing import Any
 
 from runner.check.checker import Checker
 from runner.check.resolve import Refusal
+from runner.check.second_opinion import with_second_opinion
 from runner.core.errors import InfraFailure, UserError
 from runner.core.exit_codes import EXIT_DRIFTED, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from runner.core.models import CheckRequest, CheckResult, Verdict
@@ -315,13 +316,24 @@ def replay(
             compared(index, prepared.result)
         else:
             work.append((index, prepared))
+    # A run that asked a second opinion is replayed with it, or its disputed records would differ.
+    checks = with_second_opinion(executor, checker, _second_opinion(chain)) or checker
     try:
-        for index, again in (executor or checker).map_unordered(work):
+        for index, again in checks.map_unordered(work):
             compared(index, again)
     except InfraFailure as exc:  # what was replayed so far is still reported
         report.stopped = str(exc)
     report.rows = [rows[index] for index in sorted(rows)]
     return report
+
+
+def _second_opinion(chain: ChainReport) -> str | None:
+    """The line the run's header says every flagged pass was re-checked on, if any."""
+    for record in chain.records:
+        if record.get("kind") == "header":
+            line = record["body"].get("second_opinion")
+            return line if isinstance(line, str) else None
+    return None
 
 
 def _on_line(request: CheckRequest, on: dict[str, str]) -> CheckRequest:

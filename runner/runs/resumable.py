@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from runner.check.checker import Checker
 from runner.check.resolve import Refusal
 from runner.check.schedule import longest_first
+from runner.check.second_opinion import with_second_opinion
 from runner.core.canonical import digest
 from runner.core.errors import UserError, explain
 from runner.core.models import CheckRequest, CheckResult, Verdict, Withheld
@@ -128,6 +129,7 @@ def run_requests(
     on_resume: Callable[[int], None] | None = None,
     executor: Executor | None = None,
     mixed_backends: bool = False,
+    second_opinion: str | None = None,
 ) -> RunSummary:
     """Check `requests` into `checkpoint`, resuming from what it already holds.
 
@@ -135,6 +137,7 @@ def run_requests(
     (each record keeps its request's index), longest predicted checks first. A log keeps the
     backend and isolation it was started with, and each image the backend it was checked on:
     resuming otherwise is refused unless `mixed_backends`. `on_resume(n)`: n already recorded.
+    `second_opinion`: a line that re-checks each pass resting on a bug it fixes (in the header).
     """
     resolved: list[ResolvedRequest | Refusal] = []
     for number, request in enumerate(requests, start=1):
@@ -142,12 +145,13 @@ def run_requests(
             resolved.append(checker.prepare(request))
         except UserError as exc:  # bad input: before anything is checked or written
             raise UserError(f"{source} request {number}: {exc}") from None
+    checks = with_second_opinion(executor, checker, second_opinion) or checker  # bad LINE: exit 2
     run_digest = digest([r.digest for r in resolved])
     summary = RunSummary(total=len(resolved))
     with CheckpointLog(checkpoint, fsync_every=checker.settings.fsync_every) as log:
         summary.repaired_bytes = log.repaired_bytes
         headers = list(log.of_kind("header"))
-        started_with = _started_with(checker)
+        started_with = _started_with(checker, second_opinion)
         if not headers:
             log.append("header", {**_header(run_digest, source, len(resolved)), **started_with})
         elif headers[0]["requests"] != run_digest:
@@ -180,7 +184,7 @@ def run_requests(
             else:
                 todo.append((index, prepared))
         ordered = longest_first(todo, checker.timings, checker.settings.workers)
-        for index, result in (executor or checker).map_unordered(ordered):
+        for index, result in checks.map_unordered(ordered):
             checked = resolved[index]
             assert isinstance(checked, ResolvedRequest)
             if not mixed_backends and result.verdict is not Verdict.INFRA_ERROR:
@@ -202,15 +206,23 @@ def _counted(
         on_result(result)
 
 
-def _started_with(checker: Checker) -> dict[str, str]:
-    return {"backend": checker.settings.backend, "isolation": checker.settings.isolation}
+def _started_with(checker: Checker, second_opinion: str | None) -> dict[str, str]:
+    started: dict[str, str] = {
+        "backend": checker.settings.backend,
+        "isolation": checker.settings.isolation,
+    }
+    if second_opinion is not None:  # a log older than the option says nothing of it
+        started["second_opinion"] = second_opinion
+    return started
 
 
 def _same_start(checkpoint: Path, header: dict[str, Any], now: dict[str, str]) -> None:
     """A resumed log keeps the backend and isolation it was started with (older logs say none)."""
     before = {key: header[key] for key in now if key in header}
-    if before and before != {key: now[key] for key in before}:
-        was = " ".join(f"--{key} {value}" for key, value in before.items())
+    if "second_opinion" in header:  # resuming without the option would drop it silently
+        before["second_opinion"] = header["second_opinion"]
+    if before and before != {key: now.get(key) for key in before}:
+        was = " ".join(f"--{key.replace('_', '-')} {value}" for key, value in before.items())
         raise CheckpointError(
             f"checkpoint {checkpoint} was started with {was}; resume it with the same "
             "(or pass --mixed-backends to record results of another backend in the same log)"
