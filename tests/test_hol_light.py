@@ -193,10 +193,15 @@ def test_new_definitions_constants_and_types_are_recorded(hol):
     things = hol.check("defines_things.ml").details
     assert things["definitions"] == ["|- double = (\\_1. _1 + _1)"]
     assert things["constants"] == [{"name": "double", "type": "num->num"}]
-    assert things["theorems"] == [
-        {"name": "double", "statement": "|- !n. double n = n + n"},
-        {"name": "DOUBLE_TWO", "statement": "|- double 2 = 4"},
+    assert [(t["name"], t["statement"]) for t in things["theorems"]] == [
+        ("double", "|- !n. double n = n + n"),
+        ("DOUBLE_TWO", "|- double 2 = 4"),
     ]
+    assert things["theorems"][1]["typed"] == (
+        "|- (({=:(num,(num,bool)fun)fun} ({double:(num,num)fun} ({NUMERAL:(num,num)fun} "
+        "({BIT0:(num,num)fun} ({BIT1:(num,num)fun} {_0:num}))))) ({NUMERAL:(num,num)fun} "
+        "({BIT0:(num,num)fun} ({BIT0:(num,num)fun} ({BIT1:(num,num)fun} {_0:num})))))"
+    )
     typed = hol.check("defines_type.ml").details
     assert typed["types"] == [{"name": "pos", "arity": 0}]
     assert [c["name"] for c in typed["constants"]] == ["mk_pos", "dest_pos"]
@@ -589,12 +594,19 @@ RAN = [("START", ""), ("END", ""), ("RESULT", "")]
             "none",
             Verdict.FAIL,
         ),
-        # The child measured itself at its address-space limit when Out_of_memory was raised.
+        # Out_of_memory, said the child, and the worker saw it at its address-space limit.
+        (
+            "exited 0",
+            [("START", ""), ("MEMORY", ""), ("FAILED", "Out of memory")],
+            "peak",
+            Verdict.MEMORY,
+        ),
+        # The child's word alone (a frame it can forge) is no memory verdict.
         (
             "exited 0",
             [("START", ""), ("MEMORY", ""), ("FAILED", "Out of memory")],
             "none",
-            Verdict.MEMORY,
+            Verdict.FAIL,
         ),
         # Killed by the kernel: memory only when the cgroup's OOM count says so.
         ("signaled 9", [("START", "")], "oom", Verdict.MEMORY),
@@ -623,6 +635,28 @@ def test_a_file_that_ran_is_judged_by_the_replay_alone():
     assert _outcome(raw, {"ok": False, "timeout": True}).verdict is Verdict.TIMEOUT
     # the child's RESULT with nothing exported is no proof of anything
     assert _outcome(_reply("exited 0", RAN, export=0)).verdict is Verdict.FAIL
+
+
+def test_a_record_names_the_claims_that_rest_on_the_childs_word():
+    raw = _reply("exited 0", RAN)
+    theorem = {"name": "T", "statement": "|- T", "typed": "|- {T:bool}", "target": "same"}
+    replay = {"ok": True, "theorems": [theorem], "axioms": []}
+    alone = _outcome(raw, replay)
+    assert alone.details["self_reported"] == ["ran_to_end", "theorems"]
+    assert alone.trust is protocol.SELF_REPORTED
+    assert alone.details["theorems"] == [{"name": "T", "statement": "|- T", "typed": "|- {T:bool}"}]
+    aimed = _outcome(raw, replay, target=Target(name="T", statement="T"))
+    assert aimed.verdict is Verdict.PASS and aimed.trust is Trust.REPLAYED
+    assert aimed.details["self_reported"] == ["ran_to_end"]
+    stated = _outcome(raw, replay, mode="statement")
+    assert stated.details["self_reported"] == ["ran_to_end", "theorems", "placeholders"]
+
+
+def test_an_axiom_too_large_to_key_is_never_allowed():
+    key = "<too large to key: over 20000 nodes>"
+    replay = {"ok": True, "theorems": [], "axioms": [{"statement": "|- F", "typed": key}]}
+    outcome = _outcome(_reply("exited 0", RAN), replay, allowed_axioms=(key,))
+    assert outcome.verdict is Verdict.AXIOM
 
 
 def test_a_reply_whose_report_does_not_add_up_is_the_kits_fault():

@@ -295,3 +295,42 @@ def test_a_type_whose_name_has_a_space_is_just_a_name(replayer):
     result = replayer(e)
     assert result["types"] == [{"name": "a b", "arity": 0}]
     assert result["theorems"][0]["statement"] == "|- x = x"
+
+
+def exponential(e: Export, depth: int) -> int:
+    """t(depth), where t(n+1) = (t(n) = t(n)): 2^depth nodes as a tree, depth as a DAG."""
+    term = e.var("x", e.bool())
+    for _ in range(depth):
+        term = e.eq(e.bool(), term, term)
+    return term
+
+
+def test_a_valid_proof_whose_statement_is_an_exponential_tree_is_reported_at_once(replayer):
+    e = Export()
+    e.root("BIG", e.thm("r", exponential(e, 60)))
+    goal = Export()
+    goal.target(goal.var("x", goal.bool()))
+    result = replayer(e, goal)  # within the 30 s the replayer gives it, or a timeout
+    assert result["ok"] is True, result
+    [theorem] = result["theorems"]
+    assert theorem["statement"] == "|- <a term too large to print: over 20000 nodes>"
+    assert theorem["typed"].startswith("<too large to key")
+    assert theorem["target"] == "differs"
+
+
+def test_a_name_that_reads_as_something_else_is_braced_and_quoted_in_keys(replayer):
+    e = Export()
+    e.new_type("num", 0)
+    num = e.tyapp("num")
+    for name in ("5", "a:b}"):
+        e._record("N", e.s(name), num)
+    e.root("FIVE", e.thm("r", e.const("5", num)))
+    e.root("ODD", e.thm("r", e.const("a:b}", num)))
+    e.root("SUM", e.thm("r", e.var("2 + 2", num)))
+    five, odd, var = replayer(e)["theorems"]
+    assert five["statement"] == "|- {5} = {5}"
+    assert five["typed"] == "|- (({=:(num,(num,bool)fun)fun} {5:num}) {5:num})"
+    assert odd["statement"] == "|- {a:b\\}} = {a:b\\}}"
+    assert '{"a:b}":num}' in odd["typed"]
+    assert var["statement"] == "|- {2 + 2} = {2 + 2}"
+    assert var["typed"] == "|- (({=:(num,(num,bool)fun)fun} (2 + 2:num)) (2 + 2:num))"

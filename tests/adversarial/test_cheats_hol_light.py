@@ -195,7 +195,12 @@ def test_a_forged_theorem_is_listed_as_what_the_replay_derived(hol):
     )
     assert result.verdict is Verdict.PASS
     assert result.trust is Trust.REPLAYED
-    assert result.details["theorems"] == [{"name": "FALSE_THM", "statement": "|- T"}]
+    [theorem] = result.details["theorems"]
+    assert (theorem["name"], theorem["statement"], theorem["typed"]) == (
+        "FALSE_THM",
+        "|- T",
+        "|- {T:bool}",
+    )
 
 
 def test_a_setsid_process_dies_with_its_check(hol):

@@ -34,8 +34,9 @@ from runner.provers.hol_light.options import HolLightOptions
 
 VERSION = "5"  # 5: proofs recorded and replayed by HOL Light's kernel alone; no refusals
 # The kit's judgement since VERSION 5 (a cache key, see ProverAdapter.rules). 1: an axiom is
-# allowed by its typed key only.
-RULES = "1"
+# allowed by its typed key only. 2: theorems and definitions keyed too; odd names quoted in keys
+# and braced in printings; memory from the worker's observation.
+RULES = "2"
 # Debian's layout (package hol-light); the image installs the same package.
 HOL_DIR = "/usr/share/hol-light"
 # The other line: Debian trixie's HOL Light 3.0.0 on OCaml 5.3. Its toplevel is ocaml-hol (the

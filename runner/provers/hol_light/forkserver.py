@@ -49,6 +49,8 @@ CONTROL = "let prooflock_control = ARITH_RULE `1 + 1 = 2`;;\n"
 BOOT_TIMEOUT_S = 1200
 # Beyond the check's own timeout: the reply's way back, and loading a declared library set.
 REPLY_SLACK_S = 30
+# A replay always gets this long, however little of the check's timeout the file left.
+REPLAY_MIN_MS = 1000
 PRELOAD_LIMIT_S = 900
 BOOT_ERROR = re.compile(r"^(Error|Exception:).*$", re.MULTILINE)
 
@@ -162,21 +164,32 @@ class Boot:
     work_dir: str
 
 
+# Each worker's boot, read once before any file ran on it: a check can write boot.log (and the
+# worker removes its boot files once the first check comes), so it is never read again.
+_boots: weakref.WeakKeyDictionary[SandboxServer, Boot] = weakref.WeakKeyDictionary()
+
+
 def read_boot(server: SandboxServer) -> Boot:
     """The worker's `@@BOOT ok|failed <ms> <version> <library_length> <library_digest> <dir>`
-    line; raises BackendUnavailable."""
+    line and its boot log, read once; raises BackendUnavailable."""
+    if server in _boots:
+        return _boots[server]
+    if server.served:  # a file ran on it already: its boot log is no longer evidence
+        server.retire()
+        raise BackendUnavailable("the HOL Light worker's boot was not read before its checks")
     fields = server.ready_line.decode("utf-8", errors="replace").strip().split(" ", 5)
     log = boot_log(server)
     if len(fields) != 6 or fields[0] != "ok" or not fields[3].isdigit() or BOOT_ERROR.search(log):
         server.retire()
         raise BackendUnavailable(boot_failure(log))
-    return Boot(
+    _boots[server] = Boot(
         ms=int(fields[1]),
         hol_version=fields[2],
         library_length=int(fields[3]),
         library_digest=fields[4],
         work_dir=fields[5],
     )
+    return _boots[server]
 
 
 def boot_failure(log: str) -> str:
@@ -246,7 +259,9 @@ def judge_reply(
     raw: bytes,
     framed: Framed,
     replayer: Replayer,
+    spent_s: float = 0.0,
 ) -> Outcome:
+    """The outcome of one reply; `spent_s`: the check's time so far (the replay gets the rest)."""
     try:
         reply = protocol.parse_reply(raw, framed.nonce)
     except protocol.MalformedReply as exc:
@@ -258,7 +273,7 @@ def judge_reply(
         assert server.sandbox is not None
         export = server.sandbox.read_file(EXPORT_FILE)
         clock = time.monotonic()
-        replayed = replay(replayer(), export, reply, request)
+        replayed = replay(replayer(), export, reply, request, spent_s)
         replay_ms = int((time.monotonic() - clock) * 1000)
         outcome = protocol.replayed_outcome(reply, replayed, request)
     outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
@@ -273,14 +288,23 @@ def judge_reply(
 
 
 def replay(
-    server: SandboxServer, export: bytes, reply: protocol.Reply, request: ResolvedRequest
+    server: SandboxServer,
+    export: bytes,
+    reply: protocol.Reply,
+    request: ResolvedRequest,
+    spent_s: float = 0.0,
 ) -> dict[str, object]:
-    """The replayer's account of one export (a JSON object, see replay.ml)."""
+    """The replayer's account of one export (a JSON object, see replay.ml), within what is left
+    of the check's timeout: a replay that outlives it is the file's timeout."""
     read_replayer(server)
     target = b"" if reply.target.startswith(b"!") else reply.target
-    timeout_ms = request.timeout_s * 1000
+    timeout_ms = max(REPLAY_MIN_MS, int((request.timeout_s - spent_s) * 1000))
     header = f"CHECK {len(export)} {len(target)} {timeout_ms}\n".encode()
-    raw = server.exchange(header + export + target, b"\n", request.timeout_s + REPLY_SLACK_S)
+    try:
+        raw = server.exchange(header + export + target, b"\n", timeout_ms / 1000 + REPLY_SLACK_S)
+    except ServerTimeout:  # the check's budget ran out during the replay: its time, not ours
+        server.retire()
+        return {"ok": False, "timeout": True, "error": "the replay outlived the check's budget"}
     try:
         answer = json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError:
@@ -295,8 +319,10 @@ def check_on(server: SandboxServer, request: ResolvedRequest, replayer: Replayer
     """Check one file on a started worker: send the framed request, read the reply, replay."""
     boot = read_boot(server)
     framed = frame(request)
+    clock = time.monotonic()
     raw = server.exchange(framed.data, protocol.done_marker(framed.nonce), framed.timeout_s)
-    return judge_reply(server, boot, request, raw, framed, replayer)
+    spent_s = time.monotonic() - clock
+    return judge_reply(server, boot, request, raw, framed, replayer, spent_s)
 
 
 def control_request(request: ResolvedRequest) -> ResolvedRequest:

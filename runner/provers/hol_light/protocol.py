@@ -12,8 +12,15 @@ worker's `proof.export`.
 The verdict of a file that ran to its end rests on the replay: the export re-derived by HOL
 Light's unmodified kernel in a process that never ran the file (one JSON line back: the
 theorems with the axioms and definitions under each, and whether the target is stated). What
-the child said can only make a check fail; memory and time come from how processes ended, never
-from text.
+the child said can only make a check fail; memory and time come from the worker's own
+observation of the child (its clock, the child's exit, the cgroup's kill count, the child's
+peak address space read from /proc), never from a frame.
+
+The child writes the export and says that the file ran to its end, and nothing outside its
+process can check either: which theorems the file bound, that it ran every phrase, which of its
+axioms a placeholder made. A record says which of its claims rest on that word
+(`details.self_reported`). With a target, the verdict rests on the replay of the target's
+statement alone.
 """
 
 from __future__ import annotations
@@ -64,7 +71,9 @@ class Reply:
     code: int
     cpu_ms: int
     parent: str  # plain or preloaded
-    oom: str  # oom (the cgroup killed something during the check), none, unknown
+    # The worker's observation of memory: oom (the cgroup killed something during the check),
+    # peak (the child grew to 3/4 of its address-space limit), none, unknown.
+    oom: str
     check_dir: str
     target: bytes = b""  # the target's export, or b"!" and why the statement is none
     export_length: int = 0  # bytes in proof.export; -1: too large to replay
@@ -139,7 +148,8 @@ def stopped_outcome(reply: Reply, request: ResolvedRequest, work_dir: str) -> Ou
         )
     if reply.has("SYNTAX"):
         return _failed(reply, clean(reply.payloads("SYNTAX")[-1]), None, content)
-    if reply.has("MEMORY"):  # Out_of_memory raised with the process at its address-space limit
+    # Out_of_memory raised, said the child; memory only if the worker saw it near its limit.
+    if reply.has("MEMORY") and reply.oom in ("peak", "oom"):
         message = f"HOL Light ran out of memory (limit {request.limits.memory_mb} MB)"
         return Outcome(
             verdict=Verdict.MEMORY, diagnostics=[_at_phrase(message, phrase, content)], cpu_ms=cpu
@@ -228,22 +238,23 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
             for t in replay.get("types", [])
             if isinstance(t, dict)
         ],
+        "definition_keys": [str(d) for d in replay.get("definition_keys", [])],
         "theorems": [
             {
                 "name": str(t.get("name")),
                 "statement": _cut(_one_line(str(t.get("statement"))), 1000),
+                "typed": str(t.get("typed", "")),
             }
             for t in theorems
         ],
         "phrases": _phrase_count(reply),
+        "self_reported": _self_reported(request),
     }
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
     # An axiom is allowed by its typed key only: its printing hides types and names (`|- ?x y.
     # ~(x = y)` reads the same at :bool, where it holds, and at :A, where it proves F).
     keys = [str(a.get("typed", "")) for a in made if not a.get("placeholder")]
-    forbidden = [
-        a for a, key in zip(axioms, keys, strict=True) if key not in request.allowed_axioms
-    ]
+    forbidden = [a for a, key in zip(axioms, keys, strict=True) if not _allowed(key, request)]
     if request.allowed_axioms:  # the keys to name them by (a request allowing none shows none)
         details["axiom_keys"] = list(keys)
     placeholders: list[str] = []
@@ -275,8 +286,28 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
         assumptions=assumptions,
         details=details,
         cpu_ms=cpu,
-        trust=Trust.REPLAYED,
+        trust=Trust.REPLAYED if target is not None else SELF_REPORTED,
     )
+
+
+# Without a target, the kernel re-derived what the file chose to export (see the module's
+# docstring): a trust tier of its own once models has one, `replayed` with details until then.
+SELF_REPORTED: Trust = getattr(Trust, "SELF_REPORTED", Trust.REPLAYED)
+
+
+def _self_reported(request: ResolvedRequest) -> list[JsonValue]:
+    """The claims of a replayed record that rest on the checking child's word alone."""
+    claims: list[JsonValue] = ["ran_to_end"]  # that every phrase ran: the child's END frame
+    if request.target is None:
+        claims.append("theorems")  # which theorems the file bound: the child's export
+    if request.mode == "statement":
+        claims.append("placeholders")  # which axioms a placeholder made: the child's marks
+    return claims
+
+
+def _allowed(key: str, request: ResolvedRequest) -> bool:
+    """An axiom is allowed by its whole typed key; a term too large to key never is."""
+    return key.startswith("|- ") and key in request.allowed_axioms
 
 
 def _unusable(target: bytes) -> str:

@@ -318,6 +318,44 @@ let load_library data =
 (* Printing, for the report only (no verdict depends on it): HOL-like notation.              *)
 (* ---------------------------------------------------------------------------------------- *)
 
+(* Printing walks a term as a tree, and a term's tree can be exponential in the DAG a valid
+   proof builds (REFL of t_{n+1} = t_n + t_n): every print spends from a budget of nodes, and a
+   term over it is printed as too large, so no valid proof can stall the report. *)
+exception Print_budget
+
+let print_nodes = 20000
+let print_budget = ref print_nodes
+
+let spend () = if !print_budget <= 0 then raise Print_budget else decr print_budget
+
+let too_large = Printf.sprintf "<a term too large to print: over %d nodes>" print_nodes
+
+(* A printing longer than this is cut: the kit shows a statement's first 1000 characters. *)
+let print_cut = 2000
+
+let bounded f x =
+  print_budget := print_nodes;
+  match f x with
+    text when String.length text > print_cut -> String.sub text 0 (print_cut - 3) ^ "..."
+  | text -> text
+  | exception Print_budget -> too_large
+
+(* The constants HOL Light's library has: a constant a checked file made is printed braced when
+   its name could read as anything else (a numeral, an operator, a term: `5`, `2 + 2`). *)
+let library_constants : (string, unit) Hashtbl.t = Hashtbl.create 4096
+
+let note_library_constants () =
+  List.iter (fun (name, _) -> Hashtbl.replace library_constants name ()) (constants ())
+
+let identifier name =
+  String.length name > 0
+  && (match name.[0] with 'a'..'z' | 'A'..'Z' | '_' -> true | _ -> false)
+  && String.for_all
+       (fun c -> match c with 'a'..'z' | 'A'..'Z' | '0'..'9' | '_' | '\'' -> true | _ -> false)
+       name
+
+let braced name = "{" ^ String.concat "\\}" (String.split_on_char '}' name) ^ "}"
+
 let infixes = [ "<=>", 2; "==>", 4; "\\/", 6; "/\\", 8; "=", 12; "<", 12; "<=", 12; ">", 12;
                 ">=", 12; "IN", 11; "SUBSET", 12; "UNION", 16; "INTER", 20; "DIFF", 18;
                 "+", 16; "-", 18; "*", 20; "/", 22; "EXP", 24; "DIV", 22; "MOD", 22;
@@ -357,6 +395,7 @@ let shown prefix name =
       fresh_names := (name, n) :: !fresh_names; n
 
 let rec print_type_at outer ty =
+  spend ();
   if is_vartype ty then shown '?' (dest_vartype ty) else
   match dest_type ty with
     "fun", [a; b] ->
@@ -366,39 +405,52 @@ let rec print_type_at outer ty =
   | name, [arg] -> print_type_at true arg ^ " " ^ name
   | name, args -> "(" ^ String.concat "," (List.map (print_type_at false) args) ^ ")" ^ name
 
-let print_type ty = fresh_names := []; print_type_at false ty
+let print_type ty = fresh_names := []; bounded (print_type_at false) ty
 
 let name_of tm =
   if is_var tm then shown '_' (fst (dest_var tm)) else if is_const tm then fst (dest_const tm) else ""
 
+(* A name as printed: a variable's or a file's constant's that is no plain identifier braced. *)
+let printed_name tm =
+  let name = name_of tm in
+  if identifier name || (is_var tm && is_fresh '_' (fst (dest_var tm))) then name
+  else if is_const tm && Hashtbl.mem library_constants name then name
+  else braced name
+
+let library_const tm = is_const tm && Hashtbl.mem library_constants (fst (dest_const tm))
+
 let rec print_term prec tm =
+  spend ();
   let paren p s = if p < prec then "(" ^ s ^ ")" else s in
-  if is_var tm then shown '_' (fst (dest_var tm))
+  if is_var tm then printed_name tm
   else if is_const tm then
-    let name = fst (dest_const tm) in
-    if List.mem_assoc name infixes || List.mem name binders then "(" ^ name ^ ")" else name
+    let name = printed_name tm in
+    if library_const tm && (List.mem_assoc name infixes || List.mem name binders) then
+      "(" ^ name ^ ")"
+    else name
   else if is_abs tm then
     let v, body = dest_abs tm in
-    let name = shown '_' (fst (dest_var v)) in
+    let name = printed_name v in
     paren 0 ("\\" ^ name ^ ". " ^ print_term 0 body)
   else
     let f, x = dest_comb tm in
-    let fname = name_of f in
+    let fname = if library_const f then name_of f else "" in
     if fname = "NUMERAL" then
       (match numeral x with Some n -> Num.string_of_num n | None -> "NUMERAL " ^ print_term 100 x)
     else if List.mem fname binders && is_abs x then
       (* !m n. body for !m. !n. body *)
       let rec gather acc tm =
         match (try Some (dest_comb tm) with Failure _ -> None) with
-          Some (g, y) when name_of g = fname && is_const g && is_abs y ->
-            let v, body = dest_abs y in gather (shown '_' (fst (dest_var v)) :: acc) body
+          Some (g, y) when name_of g = fname && library_const g && is_abs y ->
+            spend ();
+            let v, body = dest_abs y in gather (printed_name v :: acc) body
         | _ -> (List.rev acc, tm) in
       let names, body = gather [] tm in
       paren 0 (fname ^ String.concat " " names ^ ". " ^ print_term 0 body)
     else if fname = "~" then paren 30 ("~" ^ print_term 30 x)
     else
       match (try Some (dest_comb f) with Failure _ -> None) with
-        Some (op, l) when List.mem_assoc (name_of op) infixes && is_const op ->
+        Some (op, l) when library_const op && List.mem_assoc (name_of op) infixes ->
           let p = List.assoc (name_of op) infixes in
           let op_name = name_of op in
           let shown = match op_name with
@@ -412,34 +464,74 @@ let rec print_term prec tm =
       | _ -> paren 50 (print_term 50 f ^ " " ^ print_term 51 x)
 
 (* Printing is for the report only: a term it cannot print is shown as such, never a failure. *)
-let print_term prec tm = try print_term prec tm with Failure _ | Not_found -> "<term>"
+let print_term prec tm =
+  bounded (fun tm -> try print_term prec tm with Failure _ | Not_found -> "<term>") tm
 
 (* An axiom or a definition, printed as HOL Light prints the theorem it is. *)
 let print_fact tm = fresh_names := []; "|- " ^ print_term 0 tm
 
-(* An axiom as a key no printing can make ambiguous (the printing above hides types, shows
+(* A fact as a key no printing can make ambiguous (the printing above hides types, shows
    real_add as +, and prints a constant named 2 as the numeral): every variable and constant
    with its type, constants braced, type variables quoted, applications and abstractions
-   bracketed. An allowed axiom is named by this key, never by its printing. *)
+   bracketed. A name that could run into that syntax is written as a quoted string. An allowed
+   axiom is named by this key, never by its printing; theorems and definitions carry theirs. *)
+let key_name ~special ~leading name =
+  let odd c = String.contains special c || c = '"' || c < ' ' in
+  if name <> "" && (String.exists odd name || String.contains leading name.[0]) then begin
+    let b = Buffer.create (String.length name + 2) in
+    Buffer.add_char b '"';
+    String.iter
+      (fun c ->
+        if c = '"' || c = '\\' then (Buffer.add_char b '\\'; Buffer.add_char b c)
+        else if c < ' ' then Buffer.add_string b (Printf.sprintf "\\x%02x" (Char.code c))
+        else Buffer.add_char b c)
+      name;
+    Buffer.add_char b '"';
+    Buffer.contents b
+  end else name
+
+let term_name = key_name ~special:"{}():" ~leading:""
+let type_name = key_name ~special:"{}():," ~leading:"'"
+
 let rec typed_type ty =
-  if is_vartype ty then "'" ^ shown '?' (dest_vartype ty) else
+  spend ();
+  if is_vartype ty then "'" ^ type_name (shown '?' (dest_vartype ty)) else
   match dest_type ty with
-    name, [] -> name
-  | name, args -> "(" ^ String.concat "," (List.map typed_type args) ^ ")" ^ name
+    name, [] -> type_name name
+  | name, args -> "(" ^ String.concat "," (List.map typed_type args) ^ ")" ^ type_name name
 
 let rec typed_term tm =
+  spend ();
   if is_var tm then
-    let name, ty = dest_var tm in "(" ^ shown '_' name ^ ":" ^ typed_type ty ^ ")"
+    let name, ty = dest_var tm in
+    let name = shown '_' name in
+    let name = if name <> "" && name.[0] = '\\' then key_name ~special:"" ~leading:"\\" name
+      else term_name name in
+    "(" ^ name ^ ":" ^ typed_type ty ^ ")"
   else if is_const tm then
-    let name, ty = dest_const tm in "{" ^ name ^ ":" ^ typed_type ty ^ "}"
+    let name, ty = dest_const tm in "{" ^ term_name name ^ ":" ^ typed_type ty ^ "}"
   else if is_abs tm then
     let v, body = dest_abs tm in "(\\" ^ typed_term v ^ ". " ^ typed_term body ^ ")"
   else
     let f, x = dest_comb tm in "(" ^ typed_term f ^ " " ^ typed_term x ^ ")"
 
+(* Never cut: a key is whole or, past the budget, no key (which no allowed axiom names). *)
+let too_large_key = Printf.sprintf "<too large to key: over %d nodes>" print_nodes
+
 let typed_fact tm =
   fresh_names := [];
-  try "|- " ^ typed_term tm with Failure _ | Not_found | Stack_overflow -> "<term>"
+  print_budget := print_nodes;
+  try "|- " ^ typed_term tm with
+    Print_budget -> too_large_key
+  | Failure _ | Not_found | Stack_overflow -> "<term>"
+
+(* A theorem's key: its hypotheses' keys, then its conclusion's. *)
+let typed_sequent th =
+  fresh_names := [];
+  print_budget := print_nodes;
+  try String.concat ", " (List.map typed_term (hyp th)) ^ "|- " ^ typed_term (concl th) with
+    Print_budget -> too_large_key
+  | Failure _ | Not_found | Stack_overflow -> "<term>"
 
 let print_sequent th =
   fresh_names := [];
@@ -454,8 +546,27 @@ let canonical_types tm =
   let vars = type_vars_in_term tm in
   inst (List.mapi (fun i v -> (mk_vartype ("?" ^ string_of_int i), v)) vars) tm
 
+(* Whether a term's tree, its types' included, has at most `n` nodes: the comparison below
+   walks trees, and a statement larger than the target's (which is a parsed text, so a tree)
+   cannot state it, however large its tree is. *)
+let tree_within n tm =
+  let left = ref n in
+  let count () = decr left; if !left < 0 then raise Exit in
+  let rec ty t = count (); if not (is_vartype t) then List.iter ty (snd (dest_type t)) in
+  let rec term t =
+    count ();
+    if is_var t || is_const t then ty (type_of t)
+    else if is_abs t then (let v, b = dest_abs t in term v; term b)
+    else (let f, x = dest_comb t in term f; term x) in
+  try term tm; true with Exit -> false
+
+let tree_size tm =
+  let rec grow n = if tree_within n tm then n else grow (2 * n) in
+  grow 1024
+
 let states target th =
-  hyp th = [] && aconv (canonical_types (concl th)) (canonical_types target)
+  hyp th = [] && tree_within (tree_size target) (concl th)
+  && aconv (canonical_types (concl th)) (canonical_types target)
 
 (* ---------------------------------------------------------------------------------------- *)
 (* JSON.                                                                                      *)
@@ -511,9 +622,10 @@ let report st records =
         None -> "null"
       | Some t -> if states t th then "\"same\"" else "\"differs\"" in
     Printf.sprintf
-      "{\"name\":%s,\"statement\":%s,\"hypotheses\":%d,\"axioms\":%s,\"placeholders\":%s,\
-       \"definitions\":%s,\"library_axioms\":%s,\"target\":%s}"
-      (json_string name) (json_string (print_sequent th)) (List.length (hyp th))
+      "{\"name\":%s,\"statement\":%s,\"typed\":%s,\"hypotheses\":%d,\"axioms\":%s,\
+       \"placeholders\":%s,\"definitions\":%s,\"library_axioms\":%s,\"target\":%s}"
+      (json_string name) (json_string (print_sequent th)) (json_string (typed_sequent th))
+      (List.length (hyp th))
       (json_list (List.filter_map (fun k ->
            if snd axioms.(k) then None else Some (json_string (print_fact (fst axioms.(k))))) ax))
       (json_list (List.filter_map (fun k ->
@@ -524,7 +636,7 @@ let report st records =
   in
   Printf.sprintf
     "{\"ok\":true,\"records\":%d,\"theorems\":%s,\"axioms\":%s,\"definitions\":%s,\
-     \"constants\":%s,\"types\":%s,\"target\":%s}"
+     \"definition_keys\":%s,\"constants\":%s,\"types\":%s,\"target\":%s}"
     records
     (json_list (List.map theorem (List.rev st.roots)))
     (json_list (List.map (fun (t, p) ->
@@ -532,6 +644,7 @@ let report st records =
            (json_string (print_fact t)) p (json_string (typed_fact t)))
          (Array.to_list axioms)))
     (json_list (List.map (fun t -> json_string (print_fact t)) (Array.to_list definitions)))
+    (json_list (List.map (fun t -> json_string (typed_fact t)) (Array.to_list definitions)))
     (json_list (List.rev_map (fun (n, t) ->
          Printf.sprintf "{\"name\":%s,\"type\":%s}" (json_string n) (json_string (print_type t)))
          st.constants_made))

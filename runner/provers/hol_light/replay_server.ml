@@ -61,6 +61,7 @@ let serve () =
     with Replay_error msg | Sys_error msg ->
       print_string ("FAILED " ^ String.map (fun c -> if c = '\n' then ' ' else c) msg ^ "\n");
       exit 1 in
+  note_library_constants ();
   Gc.compact ();
   Printf.printf "READY %d %d %d %d\n%!" records (library_size ()) (library_axiom_count ())
     (int_of_float ((Unix.gettimeofday () -. started) *. 1000.));

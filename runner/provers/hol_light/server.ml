@@ -86,15 +86,24 @@ let () =
      open its file descriptors through /proc, so a checked file's shells cannot reach the worker
      or its checks (a check's child inherits it; what it execs does not).
    - A child subreaper: processes orphaned below the worker (a check's setsid escapees) become
-     its children, so the sweep after each check finds them. *)
+     its children, so the sweep after each check finds them.
+   - SysV IPC removal: shared memory, semaphores and message queues belong to the sandbox's IPC
+     namespace, not to a process, so they outlive a check (and its memory stays charged to the
+     sandbox) unless the worker removes them. *)
 let prooflock_stub_sources =
   [ ("prooflock_stubs.c",
      "#include <sys/prctl.h>\n#include <caml/mlvalues.h>\n\
       value prooflock_nondumpable(value unit) { return Val_int(prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)); }\n\
-      value prooflock_subreaper(value unit) { return Val_int(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)); }\n");
+      value prooflock_subreaper(value unit) { return Val_int(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)); }\n\
+      #include <sys/ipc.h>\n#include <sys/shm.h>\n#include <sys/sem.h>\n#include <sys/msg.h>\n\
+      value prooflock_ipc_rmid(value kind, value id) {\n\
+        int k = Int_val(kind), i = Int_val(id);\n\
+        return Val_int(k == 0 ? shmctl(i, IPC_RMID, 0) : k == 1 ? semctl(i, 0, IPC_RMID)\n\
+                       : msgctl(i, IPC_RMID, 0)); }\n");
     ("prooflock_prctl.ml",
      "external nondumpable : unit -> int = \"prooflock_nondumpable\"\n\
-      external subreaper : unit -> int = \"prooflock_subreaper\"\n") ];;
+      external subreaper : unit -> int = \"prooflock_subreaper\"\n\
+      external ipc_rmid : int -> int -> int = \"prooflock_ipc_rmid\"\n") ];;
 let () =
   List.iter
     (fun (name, text) -> let oc = open_out_bin name in output_string oc text; close_out oc)
@@ -276,7 +285,6 @@ end = struct
     Option.get (head_path env (Ctype.newconstr path []))
 
   let work_dir = Sys.getcwd ()
-  let boot_entries = Sys.readdir work_dir
 
   (* The report stays below what the kit reads of a reply (runner.backends.base, 4 MB). *)
   let report_cap = 3 lsl 20
@@ -320,13 +328,6 @@ end = struct
 
   let remove_quietly path = try remove_tree path with Unix.Unix_error _ | Sys_error _ -> ()
 
-  (* Anything a check left in the work dir goes, so no later check can read it. *)
-  let restore_work_dir () =
-    Array.iter
-      (fun e ->
-        if not (Array.mem e boot_entries || List.mem e [ "proof.export"; "library.export" ]) then
-          remove_quietly (Filename.concat work_dir e))
-      (try Sys.readdir work_dir with Sys_error _ -> [||])
 
   let write_file path s =
     let oc = open_out_bin path in
@@ -352,6 +353,42 @@ end = struct
           Buffer.contents lines
         end
     | exception Sys_error _ -> ""
+
+  let empty_dir ?(keep = []) dir =
+    Array.iter
+      (fun e -> if not (List.mem e keep) then remove_quietly (Filename.concat dir e))
+      (try Sys.readdir dir with Sys_error _ -> [||])
+
+  (* SysV IPC objects (/proc/sysvipc lists them: kind, then id in its second column). *)
+  let remove_ipc_objects () =
+    List.iteri
+      (fun kind table ->
+        match String.split_on_char '\n' (read_file ("/proc/sysvipc/" ^ table)) with
+        | [] -> ()
+        | _header :: rows ->
+            List.iter
+              (fun row ->
+                match List.filter (( <> ) "") (String.split_on_char ' ' (String.trim row)) with
+                | _key :: id :: _ -> (
+                    match int_of_string_opt id with
+                    | Some id -> ignore (Prooflock_prctl.ipc_rmid kind id)
+                    | None -> ())
+                | _ -> ())
+              rows)
+      [ "shm"; "sem"; "msg" ]
+
+  (* The writable places a check can leave state in besides the work dir: the sandbox's /tmp,
+     its shared-memory and message-queue file systems (POSIX shm and mqueues, where mounted). *)
+  let scratch_dirs = [ "/tmp"; "/dev/shm"; "/dev/mqueue" ]
+
+  (* Every check starts from the state the first one had: once its processes are gone, what it
+     left goes, in the work dir (whose boot files the kit read before the first check: nothing
+     there is needed afterwards), the scratch dirs and the IPC namespace. Only the check's
+     export stays, for the kit to read. *)
+  let restore_work_dir () =
+    empty_dir ~keep:[ "proof.export" ] work_dir;
+    List.iter empty_dir scratch_dirs;
+    remove_ipc_objects ()
 
   (* The number after `key` on a line of `text` (e.g. "oom_kill 3", "VmPeak:  123 kB"). *)
   let field_after key text =
@@ -384,18 +421,22 @@ end = struct
 
   (* Under an address-space limit (the local backend), OCaml raises Out_of_memory when the heap
      cannot grow: it counts as `memory` only if the process really came close to the limit. *)
+  let address_space_limit () =
+    List.find_map
+      (fun line ->
+        if String.starts_with ~prefix:"Max address space" line then
+          match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+          | _ :: _ :: _ :: soft :: _ -> int_of_string_opt soft
+          | _ -> None
+        else None)
+      (String.split_on_char '\n' (read_file "/proc/self/limits"))
+
+  (* A process's peak address space in kB, from the kernel's account (/proc/PID/status): the
+     worker reads its check's, which the check cannot write. *)
+  let vm_peak_kb pid = field_after "VmPeak:" (read_file (Printf.sprintf "/proc/%s/status" pid))
+
   let near_memory_limit () =
-    let limit =
-      List.find_map
-        (fun line ->
-          if String.starts_with ~prefix:"Max address space" line then
-            match List.filter (( <> ) "") (String.split_on_char ' ' line) with
-            | _ :: _ :: _ :: soft :: _ -> int_of_string_opt soft
-            | _ -> None
-          else None)
-        (String.split_on_char '\n' (read_file "/proc/self/limits"))
-    in
-    match limit, field_after "VmPeak:" (read_file "/proc/self/status") with
+    match address_space_limit (), vm_peak_kb "self" with
     | Some limit, Some peak_kb -> peak_kb * 1024 >= limit / 4 * 3
     | _ -> false
 
@@ -564,7 +605,9 @@ end = struct
      proof.export in its directory. *)
   let child_check ~report ~placeholders source =
     let mark tag payload =
-      send report (Printf.sprintf "%s %d\n%s" tag (String.length payload) payload)
+      send report (Printf.sprintf "%s %d\n%s" tag (String.length payload) payload);
+      (* Stopped until the worker has read this process's peak (it says whether it is memory). *)
+      if tag = "MEMORY" then Unix.kill (Unix.getpid ()) Sys.sigstop
     in
     wrap_placeholders placeholders;
     mark "START" "";
@@ -642,10 +685,12 @@ end = struct
     kept : Buffer.t;
     mutable last_phrase : string;
     mutable overflow : bool;
+    mutable memory_said : bool;  (* a MEMORY frame came: the child waits, stopped *)
   }
 
   let new_reader () =
-    { pending = Buffer.create 4096; kept = Buffer.create 4096; last_phrase = ""; overflow = false }
+    { pending = Buffer.create 4096; kept = Buffer.create 4096; last_phrase = ""; overflow = false;
+      memory_said = false }
 
   let rec take_frames reader =
     let data = Buffer.contents reader.pending in
@@ -660,6 +705,7 @@ end = struct
               Buffer.clear reader.pending;
               Buffer.add_string reader.pending
                 (String.sub data (eol + 1 + length) (String.length data - eol - 1 - length));
+              if tag = "MEMORY" then reader.memory_said <- true;
               if tag = "PHRASE" then reader.last_phrase <- frame
               else if Buffer.length reader.kept + String.length frame <= report_cap then
                 Buffer.add_string reader.kept frame
@@ -766,8 +812,12 @@ end = struct
   let export_file = Filename.concat work_dir "proof.export"
   let export_cap = 256 lsl 20
 
+  (* Whether no check ran yet: the first one finds what the boot left, and clears it first. *)
+  let pristine = ref true
+
   (* Fork a child that checks `source`, read its report, kill it at the deadline. *)
   let run_check ~nonce ~timeout_ms ~placeholders ~parsed ~target source =
+    if !pristine then (pristine := false; restore_work_dir ());
     incr check_counter;
     remove_quietly export_file;
     let target_text =
@@ -779,6 +829,7 @@ end = struct
     let report_r, report_w = Unix.pipe () in
     let deadline = Unix.gettimeofday () +. (float_of_int timeout_ms /. 1000.) in
     let oom_before = oom_kills () in
+    let peak_at_fork = Option.value (vm_peak_kb "self") ~default:max_int in
     flush_all ();
     let cpu_before = let t = Unix.times () in t.Unix.tms_cutime +. t.Unix.tms_cstime in
     match Unix.fork () with
@@ -802,12 +853,23 @@ end = struct
         Unix.close report_w;
         let reader = new_reader () in
         let chunk = Bytes.create 65536 in
+        (* The child's peak address space as this process saw it: read at each wake, and while
+           a child that said MEMORY waits, stopped, for it. *)
+        let peak = ref 0 in
+        let observe () =
+          (match vm_peak_kb (string_of_int pid) with Some kb -> peak := max !peak kb | None -> ());
+          if reader.memory_said then begin
+            reader.memory_said <- false;
+            try Unix.kill pid Sys.sigcont with Unix.Unix_error _ -> ()
+          end
+        in
         let rec pump () =
           let left = deadline -. Unix.gettimeofday () in
           if left <= 0. then Deadline
           else
             match Unix.select [ report_r ] [] [] (Float.min left 0.5) with
             | [], _, _ -> (
+                observe ();
                 (* Quiet: done if the child exited (a grandchild may still hold the pipe). *)
                 match Unix.waitpid [ Unix.WNOHANG ] pid with
                 | 0, _ -> pump ()
@@ -818,6 +880,7 @@ end = struct
                 else begin
                   Buffer.add_subbytes reader.pending chunk 0 n;
                   take_frames reader;
+                  observe ();
                   pump ()
                 end
             | exception Unix.Unix_error (Unix.EINTR, _, _) -> pump ()
@@ -838,9 +901,18 @@ end = struct
           | _, Unix.WEXITED code -> Exited code
           | _, (Unix.WSIGNALED s | Unix.WSTOPPED s) -> Signaled s
         in
+        (* Memory as this process observed it, never as the child said: the cgroup killed
+           something (oom), or the child grew to 3/4 of its address-space limit (peak). *)
+        let near_limit =
+          match address_space_limit () with
+          | Some limit -> !peak > peak_at_fork && !peak * 1024 >= limit / 4 * 3
+          | None -> false
+        in
         let oom =
           match oom_before, oom_kills () with
-          | Some before, Some after -> if after > before then "oom" else "none"
+          | Some before, Some after when after > before -> "oom"
+          | _ when near_limit -> "peak"
+          | Some _, Some _ -> "none"
           | _ -> "unknown"
         in
         (* The export the child left, moved where the kit reads it (the previous one is gone). *)
