@@ -1,0 +1,248 @@
+"""The provers' own test suites through the kit, beside the bare tool: agreement and time.
+
+`rows(quick)` (for `python -m benchmarks`): Coq's test-suite (success/, failure/, bugs/ of the
+Debian source package the rocq image pins, filtered as tests/support/corpora.py says), HOL
+Light's own example files and AlphaGeometry's JGEX and IMO sets. Each file is labelled by the
+bare tool, one process per file, one after another; the kit checks the same files in one
+`Checker` on the local backend with its default workers. A row says how many agree, how many
+the kit refuses by design, and names each disagreement. `quick` takes the CI samples.
+
+    python -m benchmarks.corpora [--quick] [--backend local|docker] [--json OUT] [CORPUS ...]
+        the same, with one line per disagreement and design refusal, and every file's label and
+        verdict in OUT
+
+A report, not a test: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.table import Row, markdown, median_ms
+from runner.check.checker import Checker
+from runner.core.models import CheckRequest, CheckResult
+from runner.core.settings import Settings
+from tests.support.alphageometry import shared_data
+from tests.support.corpora import (
+    HOL_LIGHT_CI_SAMPLE,
+    Agreement,
+    Bare,
+    agreement,
+    alphageometry_ci_sample,
+    alphageometry_problems,
+    bare_coqc,
+    bare_hol_light,
+    bare_newclid,
+    coq_ci_sample,
+    coq_suite_files,
+    coq_test_suite,
+    hol_light_examples,
+)
+
+COQ_TIMEOUT_S = 120
+HOL_LIGHT_TIMEOUT_S = 300
+HOL_LIGHT_BARE_TIMEOUT_S = 1200  # a bare toplevel loads all of hol.ml first
+AG_TIMEOUT_S = 60
+
+
+@dataclass
+class Compared:
+    """One corpus: each file's bare label, the kit's result, and the totals of both."""
+
+    corpus: str
+    bare: dict[str, Bare] = field(default_factory=dict)
+    kit: dict[str, CheckResult] = field(default_factory=dict)
+    bare_total_s: float = 0.0
+    kit_total_s: float = 0.0
+
+    def outcome(self, name: str) -> Agreement:
+        return agreement(self.bare[name], self.kit[name])
+
+    def named(self, kind: Agreement) -> list[str]:
+        return [name for name in self.kit if self.outcome(name) is kind]
+
+    def explain(self, name: str) -> str:
+        result = self.kit[name]
+        said = result.diagnostics[0].message.splitlines()[0] if result.diagnostics else ""
+        bare = self.bare[name]
+        label = "times out" if bare.timed_out else "accepts" if bare.accepted else "rejects"
+        return f"{name}: bare {label}, kit {result.verdict.value} ({said[:160]})"
+
+    def row(self, prover: str, baseline: str, backend: str) -> Row:
+        agree = self.named(Agreement.AGREE)
+        refused = self.named(Agreement.DESIGN_REFUSAL)
+        differ = self.named(Agreement.DISAGREE)
+        column = "local warm" if backend == "local" else "docker warm"
+        walls = [r.provenance.wall_ms / 1000 for r in self.kit.values()]
+        note = (
+            f"{len(agree)}/{len(self.kit)} agree with {baseline.split()[0]}, "
+            f"{len(refused)} refused by design, {len(differ)} differ"
+            + "".join(f"; {self.explain(name)}" for name in differ)
+        )
+        return Row(
+            prover=prover,
+            corpus=self.corpus,
+            checks=len(self.kit),
+            baseline=baseline,
+            baseline_ms=median_ms([b.wall_s for b in self.bare.values()]) if self.bare else None,
+            kit_ms={column: median_ms(walls)} if walls else {},
+            identical=not differ,
+            note=note,
+            baseline_total_s=round(self.bare_total_s, 1),
+            kit_total_s=round(self.kit_total_s, 1),
+            kit_total_how=f"one Checker, {backend}, default workers",
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            name: {
+                "bare_accepted": self.bare[name].accepted,
+                "bare_s": round(self.bare[name].wall_s, 2),
+                "bare_said": self.bare[name].said,
+                "kit": result.verdict.value,
+                "trust": result.trust.value if result.trust else None,
+                "kit_s": result.provenance.wall_ms / 1000,
+                "agreement": self.outcome(name).value,
+                "diagnostics": [d.message[:300] for d in result.diagnostics[:3]],
+            }
+            for name, result in self.kit.items()
+        }
+
+
+def compare(
+    corpus: str,
+    names: list[str],
+    label: Callable[[str], Bare],
+    request: Callable[[str], CheckRequest],
+    backend: str,
+    timeout_s: int,
+) -> Compared:
+    """Label each file by the bare tool, then check them all in one kit Checker."""
+    compared = Compared(corpus)
+    started = time.monotonic()
+    for name in names:
+        compared.bare[name] = label(name)
+    compared.bare_total_s = time.monotonic() - started
+    settings = Settings(backend=backend, cache=False, retries=0, timeout=timeout_s)
+    started = time.monotonic()
+    with Checker(settings) as checker:
+        for name, result in zip(names, checker.map(request(n) for n in names), strict=True):
+            compared.kit[name] = result
+    compared.kit_total_s = time.monotonic() - started
+    return compared
+
+
+def coq_suite(quick: bool, backend: str = "local") -> Compared | str:
+    """Coq's test-suite (or its CI sample) beside bare coqc; a string says why it cannot run."""
+    root = coq_test_suite()
+    if root is None:
+        return (
+            "Coq's source package is not in the kit's store: `prooflock images build rocq` "
+            "(or images/rocq/checker-sources) puts it there"
+        )
+    files = coq_suite_files(root)
+    names = coq_ci_sample(files) if quick else sorted(files)
+
+    def request(name: str) -> CheckRequest:
+        path = files[name]
+        return CheckRequest(
+            prover="rocq", name=path.name, content=path.read_text(), timeout=COQ_TIMEOUT_S
+        )
+
+    corpus = f"Coq 8.16.1 test-suite ({'CI sample' if quick else 'success, failure, bugs'})"
+    label = functools.partial(bare_coqc, timeout_s=COQ_TIMEOUT_S)
+    return compare(corpus, names, lambda n: label(files[n]), request, backend, COQ_TIMEOUT_S)
+
+
+def hol_light_examples_corpus(quick: bool, backend: str = "local") -> Compared | str:
+    """HOL Light's own examples (or the CI sample) beside a fresh bare toplevel for each."""
+    files = hol_light_examples()
+    if not files:
+        return "HOL Light's Examples/ are not here: apt-get install hol-light"
+    names = list(HOL_LIGHT_CI_SAMPLE) if quick else sorted(files)
+
+    def request(name: str) -> CheckRequest:
+        text = files[name].read_text()
+        return CheckRequest(
+            prover="hol-light", name=name, content=text, timeout=HOL_LIGHT_TIMEOUT_S
+        )
+
+    corpus = f"HOL Light Examples/ ({'CI sample' if quick else 'core and Library only'})"
+    label = functools.partial(bare_hol_light, timeout_s=HOL_LIGHT_BARE_TIMEOUT_S)
+    return compare(corpus, names, lambda n: label(files[n]), request, backend, HOL_LIGHT_TIMEOUT_S)
+
+
+def alphageometry_sets(quick: bool, backend: str = "local") -> Compared | str:
+    """AlphaGeometry's JGEX and IMO sets (or the CI sample) beside bare newclid."""
+    data = shared_data()
+    if data is None:
+        return "AlphaGeometry's sets are not here: set PROOFLOCK_ALPHAGEOMETRY_DATA"
+    problems = alphageometry_problems(data)
+    names = alphageometry_ci_sample(problems) if quick else sorted(problems)
+
+    def request(name: str) -> CheckRequest:
+        return CheckRequest(
+            prover="alphageometry", name=name, content=problems[name], timeout=AG_TIMEOUT_S
+        )
+
+    corpus = f"AlphaGeometry JGEX-231 and IMO-30 ({'CI sample' if quick else 'whole'})"
+    label = functools.partial(bare_newclid, timeout_s=AG_TIMEOUT_S)
+    return compare(corpus, names, lambda n: label(problems[n]), request, backend, AG_TIMEOUT_S)
+
+
+CORPORA: dict[str, tuple[str, str, Callable[[bool, str], Compared | str]]] = {
+    "coq": ("rocq", "coqc per file", coq_suite),
+    "hol-light": ("hol-light", "hol-light toplevel per file", hol_light_examples_corpus),
+    "alphageometry": ("alphageometry", "newclid per problem", alphageometry_sets),
+}
+
+
+def rows(quick: bool, names: list[str] | None = None, backend: str = "local") -> list[Row]:
+    made = []
+    for name in names or list(CORPORA):
+        prover, baseline, run = CORPORA[name]
+        compared = run(quick, backend)
+        if isinstance(compared, str):
+            made.append(Row(prover, name, 0, baseline, None, note=compared))
+        else:
+            made.append(compared.row(prover, baseline, backend))
+    return made
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpora", nargs="*", help=f"which (default: all of {list(CORPORA)})")
+    parser.add_argument("--quick", action="store_true", help="the CI samples only")
+    parser.add_argument("--backend", default="local", choices=("local", "docker"))
+    parser.add_argument("--json", type=Path, help="every file's label and verdict, as JSON")
+    args = parser.parse_args()
+    if unknown := sorted(set(args.corpora) - set(CORPORA)):
+        parser.error(f"no corpus named {', '.join(unknown)} (there are: {', '.join(CORPORA)})")
+    report: dict[str, object] = {}
+    table = []
+    for name in args.corpora or list(CORPORA):
+        prover, baseline, run = CORPORA[name]
+        compared = run(args.quick, args.backend)
+        if isinstance(compared, str):
+            print(f"{name}: {compared}", file=sys.stderr)
+            continue
+        for kind in (Agreement.DESIGN_REFUSAL, Agreement.DISAGREE):
+            for item in compared.named(kind):
+                print(f"{kind.value}: {compared.explain(item)}")
+        table.append(compared.row(prover, baseline, args.backend))
+        report[name] = compared.as_json()
+    print(markdown(table))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

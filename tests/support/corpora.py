@@ -1,0 +1,253 @@
+"""The provers' own test suites as corpora: where each is, which files count, and bare labels.
+
+A corpus file is labelled by the bare tool (`coqc`, `hol-light`), run on the file alone in an
+empty directory, and the kit's verdict is compared with that label by `agreement`. The kit
+agrees when it passes exactly what the bare tool accepts; a file the kit refuses before any
+prover runs (trust `kit`) is a design refusal, listed apart with the kit's reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+
+from runner.core.models import CheckResult, Trust, Verdict
+from runner.core.settings import Settings
+from runner.images.lock import load_lock
+from runner.images.store import InputStore
+
+# What the kit says when it checked a file and the prover accepted it: a test-suite file may
+# declare axioms or admit a lemma, which the kit reports as such, never as a rejection.
+ACCEPTED = frozenset({Verdict.PASS, Verdict.AXIOM, Verdict.PLACEHOLDER})
+COQ_SUITE_DIRS = ("success", "failure", "bugs")
+# Files that need what a single-file check does not give: flags in the header, the
+# test-suite's own prerequisite library, another file of the suite, or a plugin.
+COQ_NEEDS_MORE = ("coq-prog-args", "TestSuite", "Load ", "LoadPath", "Declare ML Module")
+# The CI sample: files chosen by hash, less those bare coqc takes minutes on (the bench has them).
+COQ_CI_SAMPLE = 40
+COQ_TOO_SLOW_FOR_CI = ("success/Nia.v",)
+
+
+class Agreement(StrEnum):
+    AGREE = "agree"
+    DESIGN_REFUSAL = "design refusal"  # the kit refused it before any prover ran
+    DISAGREE = "disagree"
+
+
+@dataclass(frozen=True)
+class Bare:
+    """The bare tool's label for one file: accepted or not, and how long it took."""
+
+    accepted: bool
+    wall_s: float
+    said: str  # the last line it printed, to explain a disagreement
+    timed_out: bool = False  # no label: the bare tool gave no answer within the timeout
+
+
+def agreement(bare: Bare, result: CheckResult) -> Agreement:
+    """Whether the kit's verdict is the bare tool's label."""
+    if bare.timed_out:
+        return Agreement.AGREE if result.verdict is Verdict.TIMEOUT else Agreement.DISAGREE
+    if bare.accepted and result.trust is Trust.KIT:
+        return Agreement.DESIGN_REFUSAL
+    kit_accepts = result.verdict in ACCEPTED
+    if bare.accepted:
+        return Agreement.AGREE if kit_accepts else Agreement.DISAGREE
+    return Agreement.AGREE if result.verdict is Verdict.FAIL else Agreement.DISAGREE
+
+
+def stable_sample(names: Iterable[str], count: int) -> list[str]:
+    """`count` names chosen by their sha256: the same ones on every machine and every run."""
+    ranked = sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest())
+    return sorted(ranked[:count])
+
+
+def _exit_zero(returncode: int, said: str) -> tuple[bool, str]:
+    lines = said.strip().splitlines()
+    return returncode == 0, lines[-1] if lines else ""
+
+
+def run_bare(
+    argv: list[str],
+    work: Path,
+    timeout_s: int,
+    stdin: bytes = b"",
+    judge: Callable[[int, str], tuple[bool, str]] = _exit_zero,
+) -> Bare:
+    """One bare tool run in `work`, with its own HOME and nothing of the kit; `judge` reads
+    its exit code and output as accepted or not, and the line that says why."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "LC_ALL": "C.UTF-8"}
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv, cwd=work, env=env, input=stdin, capture_output=True, timeout=timeout_s
+        )
+        accepted, said = judge(
+            done.returncode, (done.stdout + done.stderr).decode(errors="replace")
+        )
+    except subprocess.TimeoutExpired:
+        return Bare(False, time.monotonic() - started, f"no answer within {timeout_s} s", True)
+    return Bare(accepted, time.monotonic() - started, said)
+
+
+# --- Coq's test-suite, from Debian's source package of the image's coq -----------------------
+
+
+def coq_source_tarball(image: str = "rocq") -> Path | None:
+    """The coq orig tarball the image's lock pins, if the kit's store holds it."""
+    downloads = load_lock().entry(image).downloads
+    for name, item in downloads.items():
+        if name.startswith("coq_") and ".orig.tar." in name:
+            store = InputStore(Settings().cache_dir)
+            return store.path(item) if store.has(item) else None
+    return None
+
+
+def coq_test_suite(image: str = "rocq") -> Path | None:
+    """Coq's test-suite/ (success, failure, bugs), unpacked once under the kit's cache."""
+    tarball = coq_source_tarball(image)
+    if tarball is None:
+        return None
+    root = Settings().cache_dir / "corpora" / f"coq-test-suite-{tarball.name[:16]}"
+    if not (root / "done").is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(tarball) as archive:
+            for member in archive.getmembers():
+                parts = member.name.split("/")  # coq-VERSION/test-suite/DIR/NAME.v
+                if not (
+                    len(parts) == 4 and parts[1] == "test-suite" and parts[2] in COQ_SUITE_DIRS
+                ):
+                    continue
+                if not (member.isfile() and member.name.endswith(".v")):
+                    continue
+                target = root / parts[2] / parts[3]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                extracted = archive.extractfile(member)
+                assert extracted is not None
+                target.write_bytes(extracted.read())
+        (root / "done").write_text("")
+    return root
+
+
+def coq_suite_files(root: Path) -> dict[str, Path]:
+    """Every file a single-file check can take, by `dir/name.v` (the filter: COQ_NEEDS_MORE)."""
+    files = {}
+    for folder in COQ_SUITE_DIRS:
+        for path in sorted((root / folder).glob("*.v")):
+            text = path.read_text(errors="replace")
+            if not any(word in text for word in COQ_NEEDS_MORE):
+                files[f"{folder}/{path.name}"] = path
+    return files
+
+
+def coq_ci_sample(files: Iterable[str]) -> list[str]:
+    """The fixed sample CI checks: the same files on every machine."""
+    return stable_sample((n for n in files if n not in COQ_TOO_SLOW_FOR_CI), COQ_CI_SAMPLE)
+
+
+def bare_coqc(path: Path, timeout_s: int) -> Bare:
+    """Bare `coqc` on the file alone, under its own name, in an empty directory."""
+    with tempfile.TemporaryDirectory(prefix="bare-coqc-") as work:
+        (Path(work) / path.name).write_bytes(path.read_bytes())
+        return run_bare(["coqc", "-q", path.name], Path(work), timeout_s)
+
+
+# --- HOL Light's own examples, from Debian's hol-light ----------------------------------------
+
+HOL_LIGHT_DIR = Path("/usr/share/hol-light")
+# Examples that need only HOL Light's core or its Library/ (Multivariate takes far longer to
+# load than a check's budget; prover9.ml and sos.ml call external provers).
+HOL_LIGHT_EXAMPLES = (
+    "cong.ml",
+    "dickson.ml",
+    "dlo.ml",
+    "forster.ml",
+    "gcdrecurrence.ml",
+    "harmonicsum.ml",
+    "kb.ml",
+    "lagrange_lemma.ml",
+    "mccarthy.ml",
+    "miller_rabin.ml",
+    "multiwf.ml",
+    "rectypes.ml",
+    "reduct.ml",
+    "safetyliveness.ml",
+    "ste.ml",
+)
+# The CI sample: the three smallest (a bare boot takes minutes; the kit's worker boots once).
+HOL_LIGHT_CI_SAMPLE = ("dickson.ml", "forster.ml", "safetyliveness.ml")
+# What HOL Light's toplevel prints when a loaded file fails (hol.ml's use_file), or a phrase
+# raises: the toplevel itself always exits 0 at the end of its input.
+HOL_LIGHT_FAILED = ("Error in included file", "Exception:", "Error:")
+
+
+def hol_light_examples() -> dict[str, Path]:
+    """HOL Light's own Examples/ files this corpus takes, by name; empty without hol-light."""
+    folder = HOL_LIGHT_DIR / "Examples"
+    return {name: folder / name for name in HOL_LIGHT_EXAMPLES if (folder / name).is_file()}
+
+
+def _hol_light_loaded(returncode: int, said: str) -> tuple[bool, str]:
+    failed = [line for line in said.splitlines() if line.startswith(HOL_LIGHT_FAILED)]
+    return (returncode == 0 and not failed), (failed[0] if failed else "")
+
+
+def bare_hol_light(path: Path, timeout_s: int) -> Bare:
+    """A fresh bare `hol-light` toplevel that loads the file, as HOL Light's holtest does."""
+    with tempfile.TemporaryDirectory(prefix="bare-hol-light-") as work:
+        (Path(work) / path.name).write_bytes(path.read_bytes())
+        phrase = f'loadt "{Path(work) / path.name}";;\n'.encode()
+        return run_bare(["hol-light"], Path(work), timeout_s, phrase, _hol_light_loaded)
+
+
+# --- AlphaGeometry's JGEX and IMO sets, labelled by bare newclid -------------------------------
+
+AG_SETS = ("jgex_ag_231.txt", "imo_ag_30.txt")
+
+
+def alphageometry_problems(data: Path) -> dict[str, str]:
+    """Each problem of both sets by `set:name`: its name line, then its problem line."""
+    problems = {}
+    for set_name in AG_SETS:
+        lines = (data / set_name).read_text().splitlines()
+        for name, problem in zip(lines[0::2], lines[1::2], strict=True):
+            problems[f"{set_name.split('_')[0]}:{name}"] = f"{name}\n{problem}\n"
+    return problems
+
+
+def alphageometry_ci_sample(problems: Iterable[str]) -> list[str]:
+    """The fixed sample CI checks: four JGEX problems and one IMO problem, chosen by hash."""
+    names = list(problems)
+    return [
+        *stable_sample((n for n in names if n.startswith("jgex:")), 4),
+        *stable_sample((n for n in names if n.startswith("imo:")), 1),
+    ]
+
+
+def _newclid_solved(returncode: int, said: str) -> tuple[bool, str]:
+    infos = [line for line in said.splitlines() if "Run infos:" in line]
+    return returncode == 0 and "'success': True" in "".join(infos), (infos or [""])[-1][-120:]
+
+
+def bare_newclid(problem: str, timeout_s: int) -> Bare:
+    """newclid's own command on the problem alone (`newclid --problem FILE:NAME`)."""
+    name = problem.split("\n", 1)[0]
+    with tempfile.TemporaryDirectory(prefix="bare-newclid-") as work:
+        (Path(work) / "problem.txt").write_text(problem)
+        argv = [
+            str(Path(sys.executable).with_name("newclid")),
+            *("--problem", f"problem.txt:{name}", "--timeout", str(timeout_s)),
+            *("-o", str(Path(work) / "out")),
+        ]
+        bare = run_bare(argv, Path(work), timeout_s + 30, judge=_newclid_solved)
+    # newclid stops itself at its --timeout and says so: no label, as for any bare timeout
+    return replace(bare, timed_out=True) if "'timeout': True" in bare.said else bare
