@@ -44,6 +44,7 @@ from tests.support.corpora import (
     coq_suite_files,
     coq_test_suite,
     hol_light_examples,
+    newclid_skip_reason,
 )
 
 COQ_TIMEOUT_S = 120
@@ -184,6 +185,8 @@ def alphageometry_sets(quick: bool, backend: str = "local") -> Compared | str:
     data = shared_data()
     if data is None:
         return "AlphaGeometry's sets are not here: set PROOFLOCK_ALPHAGEOMETRY_DATA"
+    if reason := newclid_skip_reason(backend):
+        return f"{reason} (or --backend docker)"
     problems = alphageometry_problems(data)
     names = alphageometry_ci_sample(problems) if quick else sorted(problems)
 
