@@ -56,7 +56,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
 def checker(request, tmp_path_factory):
-    if request.param == "docker" and (reason := docker_skip_reason()):
+    if request.param == "docker" and (reason := docker_skip_reason("rocq")):
         pytest.skip(reason)
     settings = Settings(
         backend=request.param,
