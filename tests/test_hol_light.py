@@ -627,7 +627,7 @@ def test_a_file_that_ran_is_judged_by_the_replay_alone():
     raw = _reply("exited 0", RAN)
     theorem = {"name": "T", "statement": "|- T", "hypotheses": 0, "target": None}
     passed = _outcome(raw, {"ok": True, "theorems": [theorem], "axioms": []})
-    assert passed.verdict is Verdict.PASS and passed.trust is Trust.REPLAYED
+    assert passed.verdict is Verdict.PASS and passed.trust is Trust.SELF_REPORTED
     axiom = {"ok": True, "theorems": [theorem], "axioms": [{"statement": "|- F"}]}
     assert _outcome(raw, axiom).verdict is Verdict.AXIOM
     refused = _outcome(raw, {"ok": False, "error": "record 7: TRANS"})
@@ -643,7 +643,7 @@ def test_a_record_names_the_claims_that_rest_on_the_childs_word():
     replay = {"ok": True, "theorems": [theorem], "axioms": []}
     alone = _outcome(raw, replay)
     assert alone.details["self_reported"] == ["ran_to_end", "theorems"]
-    assert alone.trust is protocol.SELF_REPORTED
+    assert alone.trust is Trust.SELF_REPORTED
     assert alone.details["theorems"] == [{"name": "T", "statement": "|- T", "typed": "|- {T:bool}"}]
     aimed = _outcome(raw, replay, target=Target(name="T", statement="T"))
     assert aimed.verdict is Verdict.PASS and aimed.trust is Trust.REPLAYED

@@ -194,7 +194,7 @@ def test_a_forged_theorem_is_listed_as_what_the_replay_derived(hol):
         "forged.ml", content=CONFUSE + "let FALSE_THM = forge ([], `F`, proof_of TRUTH);;\n"
     )
     assert result.verdict is Verdict.PASS
-    assert result.trust is Trust.REPLAYED
+    assert result.trust is Trust.SELF_REPORTED
     [theorem] = result.details["theorems"]
     assert (theorem["name"], theorem["statement"], theorem["typed"]) == (
         "FALSE_THM",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from runner.core.models import Target, Trust, Verdict
-from runner.provers.hol_light import protocol
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
 
 pytestmark = [pytest.mark.slow, SHARES_HOL_LIGHT_BOOTS]
@@ -135,7 +134,7 @@ def test_a_forged_export_without_a_target_is_a_pass_that_says_whose_word_it_is(h
     result = hol.check("forged.ml", content="let main = new_axiom `1 = 2`;;\n" + FORGED_EXPORT)
     assert result.verdict is Verdict.PASS, result.diagnostics
     assert result.details["self_reported"] == ["ran_to_end", "theorems"]
-    assert result.trust is protocol.SELF_REPORTED
+    assert result.trust is Trust.SELF_REPORTED
 
 
 def test_a_forged_export_never_meets_a_target_it_does_not_prove(hol):

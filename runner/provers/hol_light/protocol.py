@@ -286,13 +286,9 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
         assumptions=assumptions,
         details=details,
         cpu_ms=cpu,
-        trust=Trust.REPLAYED if target is not None else SELF_REPORTED,
+        # Without a target, the kernel re-derived what the file chose to export.
+        trust=Trust.REPLAYED if target is not None else Trust.SELF_REPORTED,
     )
-
-
-# Without a target, the kernel re-derived what the file chose to export (see the module's
-# docstring): a trust tier of its own once models has one, `replayed` with details until then.
-SELF_REPORTED: Trust = getattr(Trust, "SELF_REPORTED", Trust.REPLAYED)
 
 
 def _self_reported(request: ResolvedRequest) -> list[JsonValue]:
