@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -30,7 +31,8 @@ from runner.images.store import InputStore
 ACCEPTED = frozenset({Verdict.PASS, Verdict.AXIOM, Verdict.PLACEHOLDER})
 COQ_SUITE_DIRS = ("success", "failure", "bugs")
 # Files that need what a single-file check does not give: flags in the header, the
-# test-suite's own prerequisite library, another file of the suite, or a plugin.
+# test-suite's own prerequisite library (also `Require`d by short name: coq_suite_files),
+# another file of the suite, or a plugin.
 COQ_NEEDS_MORE = ("coq-prog-args", "TestSuite", "Load ", "LoadPath", "Declare ML Module")
 # The CI sample: files chosen by hash, less those bare coqc takes minutes on (the bench has them).
 COQ_CI_SAMPLE = 40
@@ -113,38 +115,42 @@ def coq_source_tarball(image: str = "rocq") -> Path | None:
 
 
 def coq_test_suite(image: str = "rocq") -> Path | None:
-    """Coq's test-suite/ (success, failure, bugs), unpacked once under the kit's cache."""
+    """Coq's test-suite/ (its corpus folders and prerequisite/), unpacked once under the kit's
+    cache."""
     tarball = coq_source_tarball(image)
     if tarball is None:
         return None
     root = Settings().cache_dir / "corpora" / f"coq-test-suite-{tarball.name[:16]}"
-    if not (root / "done").is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(tarball) as archive:
-            for member in archive.getmembers():
-                parts = member.name.split("/")  # coq-VERSION/test-suite/DIR/NAME.v
-                if not (
-                    len(parts) == 4 and parts[1] == "test-suite" and parts[2] in COQ_SUITE_DIRS
-                ):
-                    continue
-                if not (member.isfile() and member.name.endswith(".v")):
-                    continue
-                target = root / parts[2] / parts[3]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                extracted = archive.extractfile(member)
-                assert extracted is not None
-                target.write_bytes(extracted.read())
-        (root / "done").write_text("")
+    if (root / "done").is_file() and (root / "prerequisite").is_dir():
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball) as archive:
+        for member in archive.getmembers():
+            parts = member.name.split("/")  # coq-VERSION/test-suite/DIR/NAME.v
+            wanted = (*COQ_SUITE_DIRS, "prerequisite")
+            if not (len(parts) == 4 and parts[1] == "test-suite" and parts[2] in wanted):
+                continue
+            if not (member.isfile() and member.name.endswith(".v")):
+                continue
+            target = root / parts[2] / parts[3]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            extracted = archive.extractfile(member)
+            assert extracted is not None
+            target.write_bytes(extracted.read())
+    (root / "done").write_text("")
     return root
 
 
 def coq_suite_files(root: Path) -> dict[str, Path]:
-    """Every file a single-file check can take, by `dir/name.v` (the filter: COQ_NEEDS_MORE)."""
+    """Every file a single-file check can take, by `dir/name.v`: none that has a word of
+    COQ_NEEDS_MORE or `Require`s a prerequisite by its short name (`Require Import make_local.`)."""
+    prerequisites = "|".join(sorted(p.stem for p in (root / "prerequisite").glob("*.v")))
+    requires_one = re.compile(rf"Require[^.]*\b({prerequisites})\b")
     files = {}
     for folder in COQ_SUITE_DIRS:
         for path in sorted((root / folder).glob("*.v")):
             text = path.read_text(errors="replace")
-            if not any(word in text for word in COQ_NEEDS_MORE):
+            if not any(word in text for word in COQ_NEEDS_MORE) and not requires_one.search(text):
                 files[f"{folder}/{path.name}"] = path
     return files
 
