@@ -58,6 +58,7 @@ HOST_PACKAGES = [
     # once per machine, to make the CRIU bundle that keeps booted servers as snapshots
     "patchelf",
     "gcc",
+    "libseccomp-dev",  # the snapshot guard's allow-list, linked static
 ]
 TEST_PACKAGES = [*HOST_PACKAGES, "chromium", "asymptote-doc"]  # the browser test; asy's gallery
 CHECKER_SOURCES = Path("/usr/share/prooflock/coq-checker/validate.ml")

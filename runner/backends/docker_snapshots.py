@@ -10,14 +10,16 @@ back, then `criu restore` brings the process tree back with its stdin and stdout
 new exec's pipes. The kit reads the ready line the boot printed (kept with the snapshot) and
 talks to the server as to a booted one.
 
-What such a container allows: CRIU needs CAP_SYS_ADMIN, CAP_SYS_PTRACE and no seccomp filter of
-its own (the kernel suspends a tracee's filter only for an unfiltered tracer), so these
-containers get those, with the rest of the kit's hardening (no network, read-only root, memory,
-pid and CPU limits, no-new-privileges). CRIU runs as root with the server's real uid (prlimit
-on another uid's process needs CAP_SYS_RESOURCE, which not every host grants). The server and
-everything a checked file starts run as the check user, without capabilities, under the guard's
-filter, which the dump took and the restore puts back: no namespaces, mounts or ptrace, however
-the container is configured. The snapshot is mounted read-only, root's only, into restoring
+What such a container allows: CRIU needs CAP_SYS_ADMIN, CAP_SYS_PTRACE and a few file and id
+capabilities (RESTORE_CAPS, each measured), with the rest of the kit's hardening (no network,
+read-only root, memory, pid and CPU limits, no-new-privileges). A restoring container, where
+checked files run, keeps Docker's default seccomp allow-list; only the dumping one, where none
+runs, has none (the kernel suspends a tracee's filter only for an unfiltered tracer). CRIU runs
+as root with the server's real uid (prlimit on another uid's process needs CAP_SYS_RESOURCE,
+which not every host grants), and root's scripts run only the image's own binaries. The server
+and everything a checked file starts run as the check user, without capabilities, under the
+guard's allow-list, which the dump took and the restore puts back: no namespaces, mounts or
+ptrace, however the container is configured. The snapshot is mounted read-only, root's only, into restoring
 containers, and writable only into the container that dumps it, which is removed before any
 request is sent.
 """
@@ -46,13 +48,23 @@ if TYPE_CHECKING:
 FORMAT = "1"  # of the scripts below and what a snapshot holds: part of every key
 MOUNT = "/snapshot"
 ROOT = "0:0"
-CAPS = ["SYS_ADMIN", "SYS_PTRACE", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER", "KILL"]
-CAPS += ["SETPCAP", "CHOWN", "NET_ADMIN"]
+# Measured one by one (Docker 20.10, kernel 6.18, CRIU 4.1): a restore fails without any of
+# these (CAP_KILL and CAP_NET_ADMIN it does not need). CRIU would take CAP_CHECKPOINT_RESTORE for CAP_SYS_ADMIN, but Docker 20.10 refuses to
+# grant it ("unknown capability"). A restore works under Docker's default seccomp profile.
+RESTORE_CAPS = ["SYS_ADMIN", "SYS_PTRACE", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER"]
+RESTORE_CAPS += ["SETPCAP", "CHOWN"]
+RESTORE_SECCOMP: list[str] = []
+# A dump must suspend the server's own filter, which the kernel allows only to an unfiltered
+# tracer; its container runs no checked file (it is removed before any request).
+DUMP_CAPS = RESTORE_CAPS
+DUMP_SECCOMP = ["seccomp=unconfined"]
 STATE = "/dev/shm/prooflock-server"  # the spawned server's pid and pipes (not in the snapshot)
 CRIU_WORK = "/dev/shm/prooflock-criu"
 PID_FLOOR = 300  # dumped pids stay above what a restoring container's own processes take
 DUMP_TIMEOUT_S = 600
 UID, GID = CHECK_USER.split(":")
+# What root's scripts run comes from the image's read-only root (by its ID), never a writable dir.
+ROOT_PATH = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 AS_SERVER_OWNER = f"setpriv --ruid {UID} --euid 0 --rgid {GID} --egid 0 --clear-groups"
 
 # $1: the guard; the rest, the server's argv. Records its pid and its stdio's pipes first.
@@ -86,7 +98,7 @@ if ! {AS_SERVER_OWNER} "$0" restore --unprivileged -d -D {MOUNT}/images -W {CRIU
 fi
 pid=$(cat {CRIU_WORK}/restored.pid)
 cat {MOUNT}/ready
-while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+while [ -d "/proc/$pid" ]; do sleep 1; done  # kill -0 would need CAP_KILL: the server is not root's
 """
 
 
@@ -106,7 +118,7 @@ class SnapshotBox(DockerSandbox):
 
     def run_as_root(self, script: str, *args: str, deadline_s: float) -> tuple[int | None, str]:
         code, out, err, missed = self._exec(
-            ["sh", "-c", script, *args], deadline_s=deadline_s, user=ROOT
+            ["sh", "-c", script, *args], deadline_s=deadline_s, user=ROOT, env=ROOT_PATH
         )
         text = (out + err).decode("utf-8", errors="replace").strip()
         return (None if missed else code), text
@@ -163,6 +175,7 @@ class RestoringBox(SnapshotBox):
     """Its `spawn` restores the snapshot's server (the argv was the snapshot's own)."""
 
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
+        env = {**(env or {}), **ROOT_PATH}
         return self._spawn(["sh", "-c", RESTORE, self.bundle.criu], env=env, user=ROOT)
 
 
@@ -246,8 +259,8 @@ class DockerSnapshots:
             user=ROOT,  # an exec as root has the capabilities only when the container's user is
             labels=self.backend._labels(),
         )
-        config["cap_add"] = CAPS
-        config["security_opt"] = [*config["security_opt"], "seccomp=unconfined"]
+        config["cap_add"] = DUMP_CAPS if writable else RESTORE_CAPS
+        config["security_opt"] += DUMP_SECCOMP if writable else RESTORE_SECCOMP
         config["volumes"] = {
             str(bundle.path): {"bind": criu.MOUNT, "mode": "ro"},
             str(snapshot): {"bind": MOUNT, "mode": "rw" if writable else "ro"},

@@ -4,7 +4,8 @@ Debian bookworm's CRIU (3.17) stops at its feature check on current kernels; tri
 works. Its package and the libraries it needs (trixie's glibc included) are downloaded with
 this machine's apt, unpacked, and the binary's loader and library path pointed at the bundle's
 own directory (patchelf), so it runs unchanged in a bookworm image, a trixie one or any other,
-mounted read-only at `MOUNT`. The guard (guard.c, compiled static here) goes with it.
+mounted read-only at `MOUNT`. The guard (guard.c, compiled static here with libseccomp) goes
+with it, one file per version of its source, so a changed guard makes new snapshots.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ PACKAGES = (
 )
 LIBRARY_DIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
 STEP_TIMEOUT_S = 300
+SECCOMP_ARCHIVE = "/usr/lib/x86_64-linux-gnu/libseccomp.a"  # Debian's libseccomp-dev
 
 
 class CriuUnavailable(Exception):
@@ -62,7 +64,8 @@ class CriuUnavailable(Exception):
 @dataclass(frozen=True)
 class Bundle:
     path: Path  # host directory, mounted read-only at MOUNT
-    version: str  # `criu --version`'s first line, part of every snapshot's key
+    version: str  # `criu --version`'s first line and the guard's digest: in every snapshot's key
+    guard_name: str
 
     @property
     def criu(self) -> str:
@@ -70,7 +73,7 @@ class Bundle:
 
     @property
     def guard(self) -> str:
-        return f"{MOUNT}/guard"
+        return f"{MOUNT}/{self.guard_name}"
 
 
 def bundle(root: Path) -> Bundle:
@@ -78,11 +81,30 @@ def bundle(root: Path) -> Bundle:
     done = root / "criu"
     if not (done / "VERSION").is_file():
         _make(done)
-    return Bundle(done, (done / "VERSION").read_text().strip())
+    source = files(__package__).joinpath("guard.c").read_bytes()
+    name = f"guard-{hashlib.sha256(source).hexdigest()[:12]}"
+    if not (done / name).is_file():
+        _compile_guard(source, done / name)
+    version = (done / "VERSION").read_text().strip()
+    return Bundle(done, f"{version}, {name}", name)
+
+
+def _compile_guard(source: bytes, target: Path) -> None:
+    """Compile the guard next to the bundle, put in place whole (checks at once may race)."""
+    if shutil.which("cc") is None:
+        raise CriuUnavailable("`cc` is not installed (needed once, to make CRIU's bundle)")
+    if not Path(SECCOMP_ARCHIVE).is_file():
+        raise CriuUnavailable("libseccomp-dev is not installed (the guard's filter needs it)")
+    with tempfile.TemporaryDirectory(prefix="guard-", dir=target.parent.parent) as work:
+        (Path(work) / "guard.c").write_bytes(source)
+        built = Path(work) / "guard"
+        _run(["cc", "-O2", "-static", "-o", str(built), str(Path(work) / "guard.c"), "-lseccomp"])
+        built.chmod(0o755)
+        built.replace(target)
 
 
 def _make(target: Path) -> None:
-    for tool in ("apt-get", "dpkg-deb", "patchelf", "cc"):
+    for tool in ("apt-get", "dpkg-deb", "patchelf"):
         if shutil.which(tool) is None:
             raise CriuUnavailable(f"`{tool}` is not installed (needed once, to make CRIU's bundle)")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -102,9 +124,6 @@ def _make(target: Path) -> None:
             ["patchelf", "--set-interpreter", f"{MOUNT}/lib/ld-linux-x86-64.so.2"]
             + ["--force-rpath", "--set-rpath", f"{MOUNT}/lib", str(staging / "criu")]
         )
-        guard = Path(work) / "guard.c"
-        guard.write_bytes(files(__package__).joinpath("guard.c").read_bytes())
-        _run(["cc", "-O2", "-static", "-o", str(staging / "guard"), str(guard)])
         version = _version(staging)
         (staging / "VERSION").write_text(version + "\n")
         staging.chmod(0o755)
