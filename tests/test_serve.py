@@ -112,6 +112,15 @@ def test_commands_on_a_warm_daemon_never_boot_a_worker_themselves(cli, tmp_path,
     assert daemon_log(tmp_path).count("starting Rocq worker") == 1
 
 
+def test_two_runs_with_their_own_checkpoints_share_the_daemons_worker(cli, tmp_path, daemon):
+    """Each run keeps its output files beside its own checkpoint: that never costs the
+    daemon's warm workers (one boot for two runs)."""
+    for name in ("first", "second"):
+        results, stderr = run_records(cli, tmp_path, name, rocq_requests("pass_arith.v"))
+        assert [r["verdict"] for r in results] == ["pass"], stderr
+    assert daemon_log(tmp_path).count("starting Rocq worker") == 1
+
+
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.xdist_group("hol-light-docker")

@@ -129,7 +129,11 @@ class Checker:
     # -- checking ----------------------------------------------------------------------------
 
     def check_one(
-        self, request: CheckRequest | ResolvedRequest, *, cold: bool = False
+        self,
+        request: CheckRequest | ResolvedRequest,
+        *,
+        cold: bool = False,
+        keep_outputs: Path | None = None,
     ) -> CheckResult:
         """Check one request. Never raises for artifact trouble or a transient machine failure.
 
@@ -138,6 +142,7 @@ class Checker:
         raise, so a command stops at once instead of failing every artifact the same way.
         `cold`: use no warm state (fresh servers), as a canary re-check does. A refused
         artifact (too large, not text) gives its `refused` record; bad input raises BadRequest.
+        `keep_outputs`: this request's directory for output files, if not the checker's.
         """
         resolved = self._prepared(request)
         if isinstance(resolved, Refusal):
@@ -167,10 +172,16 @@ class Checker:
         result = self.result(
             resolved, environment, outcome, started, clock, attempts, worker_kind, worker_info
         )
-        return self.finish(resolved, result, outcome, cold=cold)
+        return self.finish(resolved, result, outcome, cold=cold, keep_outputs=keep_outputs)
 
     def finish(
-        self, request: ResolvedRequest, result: CheckResult, outcome: Outcome, *, cold: bool
+        self,
+        request: ResolvedRequest,
+        result: CheckResult,
+        outcome: Outcome,
+        *,
+        cold: bool,
+        keep_outputs: Path | None = None,
     ) -> CheckResult:
         """What every fresh result goes through: the canary, the cache, timings, kept files."""
         warm = result.provenance.worker in WARM_KINDS
@@ -179,7 +190,7 @@ class Checker:
         if self.cache is not None and not cold:
             self.cache.put(result, request.adapter.rules)
         self.timings.add(request.adapter.name, outcome.cpu_ms, len(request.content))
-        self._keep(outcome)
+        self._keep(outcome, keep_outputs or self.keep_outputs)
         return result
 
     def cached(self, request: ResolvedRequest) -> tuple[Environment, CheckResult | None]:
@@ -380,14 +391,14 @@ class Checker:
         except (BackendUnavailable, InfraFailure):
             return None
 
-    def _keep(self, outcome: Outcome) -> None:
-        if self.keep_outputs is None or not outcome.files:
+    def _keep(self, outcome: Outcome, directory: Path | None) -> None:
+        if directory is None or not outcome.files:
             return
-        self.keep_outputs.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
         for sha, data in outcome.files.items():
             if hashlib.sha256(data).hexdigest() != sha:
                 continue  # an adapter bug; never store bytes under a name they do not have
-            path = self.keep_outputs / sha
+            path = directory / sha
             if not path.exists():
                 tmp = path.with_name(f".{sha}.{os.getpid()}.tmp")
                 tmp.write_bytes(data)

@@ -119,13 +119,13 @@ class Daemon(socketserver.ThreadingUnixStreamServer):
         finally:
             os.umask(old_umask)
 
-    def checker(self, fields: dict[str, Any], keep_outputs: str | None) -> Checker:
-        key = _settings_key({**fields, "keep_outputs": keep_outputs})
+    def checker(self, fields: dict[str, Any]) -> Checker:
+        """One checker, and so one set of warm workers, per settings: where a command keeps
+        its output files is said per request, so every `run` reuses the same workers."""
+        key = _settings_key(fields)
         with self._lock:
             if key not in self._checkers:
-                settings = Settings(**fields)
-                keep = Path(keep_outputs) if keep_outputs else None
-                self._checkers[key] = Checker(settings, notify=self.log, keep_outputs=keep)
+                self._checkers[key] = Checker(Settings(**fields), notify=self.log)
             return self._checkers[key]
 
     def log(self, message: str) -> None:
@@ -179,9 +179,12 @@ class Handler(socketserver.StreamRequestHandler):
         daemon = self.server
         daemon.busy += 1
         try:
-            checker = daemon.checker(message.get("settings") or {}, message.get("keep_outputs"))
+            checker = daemon.checker(message.get("settings") or {})
             request = CheckRequest.model_validate(message["request"])
-            result = checker.check_one(request, cold=bool(message.get("cold")))
+            keep = message.get("keep_outputs")
+            result = checker.check_one(
+                request, cold=bool(message.get("cold")), keep_outputs=Path(keep) if keep else None
+            )
             return {"result": result.model_dump(mode="json")}
         except (UserError, ValidationError, KeyError) as exc:
             return {"error": {"kind": "user", "message": str(exc)}}
@@ -315,9 +318,14 @@ class DaemonChecker(Checker):
         return client
 
     def check_one(
-        self, request: CheckRequest | ResolvedRequest, *, cold: bool = False
+        self,
+        request: CheckRequest | ResolvedRequest,
+        *,
+        cold: bool = False,
+        keep_outputs: Path | None = None,
     ) -> CheckResult:
         resolved = self._prepared(request)
+        keep = keep_outputs or self.keep_outputs
         if isinstance(resolved, Refusal):  # nothing to run, here or in the daemon
             return resolved.result
         try:
@@ -327,7 +335,7 @@ class DaemonChecker(Checker):
                     "settings": self._fields,
                     "request": resolved.request.record(),
                     "cold": cold,
-                    "keep_outputs": str(self.keep_outputs.resolve()) if self.keep_outputs else None,
+                    "keep_outputs": str(keep.resolve()) if keep else None,
                 }
             )
         except (OSError, ConnectionError, ValueError) as exc:
