@@ -6,9 +6,9 @@ in a fresh toplevel). The corpus is those that need only HOL Light's core or its
 `hol-light` toplevel that `loadt`s it, as holtest does: loaded when the toplevel printed no
 error. The kit must pass what bare hol-light loads, its theorems replayed, and fail the rest.
 
-A bare boot takes minutes, so CI checks the two smallest on the local backend (the kit's worker
-boots once for both; the two bare boots run side by side); `python -m benchmarks.corpora hol-light` runs the whole corpus beside bare
-hol-light.
+A bare boot takes minutes, so CI checks one small file on the local backend (its bare label is
+one boot; the kit's worker is the one the HOL Light modules share); `python -m benchmarks.corpora
+hol-light` runs the whole corpus beside bare hol-light.
 """
 
 from __future__ import annotations
