@@ -19,20 +19,23 @@ from runner import provers
 from runner.check import advisories
 from runner.check.advisories import Version
 from runner.check.checker import Checker
-from runner.core.models import CheckRequest, CheckResult, Provenance, Target, Verdict
+from runner.core.models import CheckRequest, CheckResult, Provenance, Verdict
 from runner.core.settings import Settings
 from runner.images.lock import load_lock
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, session_checker
+from tests.support.exploits import (
+    EXPLOITS,
+    by_id,
+    check,
+    exploit_cases,
+    judge,
+)
 
 pytestmark = SHARES_HOL_LIGHT_BOOTS
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPLOITS = Path(__file__).parent / "exploits"
 FILES = sorted((ROOT / advisories.DIRECTORY).glob("*.toml"))
 # Each exploit proves False as `main`; each control proves this as `main`.
-FALSE = {"rocq": "False", "hol-light": "F"}
-CONTROL = {"rocq": "True", "hol-light": "2 + 2 = 4"}
-SUFFIX = {"rocq": ".v", "hol-light": ".ml"}
 
 
 def rocq(version_line: str) -> dict:
@@ -70,15 +73,6 @@ def flagged_result(flags: list[str]) -> CheckResult:
         result_digest="d",
         provenance=provenance,
     )
-
-
-def by_id() -> dict[str, advisories.Advisory]:
-    found = {}
-    for path in FILES:
-        loaded = advisories.load(path.stem)
-        assert loaded is not None
-        found.update((advisory.id, advisory) for advisory in loaded.advisory)
-    return found
 
 
 # -- the data --------------------------------------------------------------------------------
@@ -196,43 +190,6 @@ def test_the_stderr_line_counts_what_applies_and_what_is_flagged(monkeypatch):
 
 
 # -- the known-exploit suite -----------------------------------------------------------------
-
-
-def exploit_cases(prover: str) -> list[Path]:
-    return sorted((EXPLOITS / prover).glob(f"*{SUFFIX[prover]}"))
-
-
-def check(checker: Checker, path: Path, prover: str, line: str | None = None):
-    control = not path.stem.startswith("PL-")
-    statement = CONTROL[prover] if control else FALSE[prover]
-    request = CheckRequest(
-        prover=prover,
-        name=path.name,
-        content=path.read_text(),
-        timeout=60,
-        target=Target(name="main", statement=statement),
-        line=line,
-    )
-    return checker.check_one(request)
-
-
-def judge(prover: str, path: Path, result) -> None:
-    assert result.verdict is not Verdict.INFRA_ERROR, result.diagnostics
-    if not path.stem.startswith("PL-"):
-        assert result.verdict is Verdict.PASS, result.diagnostics  # a real proof is never refused
-        if path.stem == "control":
-            assert result.advisories == []
-        return
-    advisory = by_id()[path.stem]
-    loaded = advisories.load(prover)
-    assert loaded is not None
-    if advisory.affects(loaded.version_of(result.environment)):
-        assert path.stem in result.advisories
-        # What the data claims, held to it: a re-check that catches it, or a kit that refuses it.
-        if advisory.independent_check == "catches" or advisory.kit.startswith("refused"):
-            assert result.verdict is not Verdict.PASS, result.diagnostics
-    else:
-        assert result.verdict is not Verdict.PASS, "a bug fixed on this line passed"
 
 
 ROCQ_LINES = [

@@ -18,8 +18,8 @@ from runner.check.checker import Checker
 from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.images.lock import load_lock
-from tests.test_advisories import check as check_exploit
-from tests.test_advisories import exploit_cases, judge
+from tests.support.exploits import check as check_exploit
+from tests.support.exploits import exploit_cases, judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker, pytest.mark.xdist_group("hol-light-3.0")]
 

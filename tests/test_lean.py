@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,56 +21,17 @@ from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers.lean import source, worker
-
-DOUBLES = Path(__file__).parent / "doubles"
-sys.path.insert(0, str(DOUBLES))
-import lean_repl_double  # noqa: E402
-import shims  # noqa: E402
+from tests.support.lean_doubles import DOUBLES, Lean, lean_on_doubles, lean_repl_double, shims
 
 HEADER = "import Mathlib.Tactic\n\n"
 GOOD = HEADER + "theorem add_zero' (n : ℕ) : n + 0 = n := by simp\n"
 
 
-class Lean:
-    """A checker whose PATH finds the double as `lean-mathlib` and `lean`."""
-
-    def __init__(self, checker: Checker, log: Path):
-        self.checker, self.log = checker, log
-
-    def check(self, content: str, **fields) -> CheckResult:
-        fields.setdefault("timeout", 10)
-        request = CheckRequest(prover="lean", name="Artifact.lean", content=content, **fields)
-        return self.checker.check_one(request)
-
-    def commands(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def headers_elaborated(self) -> int:
-        return sum(1 for c in self.commands() if "env" not in c)
-
-
 @pytest.fixture
 def lean(tmp_path, monkeypatch, request) -> Iterator[Lean]:
-    log = tmp_path / "repl.log"
     # `@pytest.mark.parametrize("lean", [{"conceal": True}], indirect=True)`: a double that does
     # not announce itself, as the real REPL would not.
-    shims.write_shims(tmp_path / "bin", DOUBLES, log, **getattr(request, "param", {}))
-    # The doubles and their logs live in this test's tmp dir, which the local backend's
-    # bubblewrap sandbox hides (private /tmp and /work): run unsandboxed here, and see
-    # test_the_server_runs_inside_the_local_sandbox for the sandboxed path.
-    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    settings = Settings(
-        backend="local",
-        cache=False,
-        checkpoint_dir=tmp_path / "checkpoints",
-        cache_dir=tmp_path / "cache",
-        retries=0,
-    )
-    with Checker(settings) as checker:
-        yield Lean(checker, log)
+    yield from lean_on_doubles(tmp_path, monkeypatch, getattr(request, "param", {}))
 
 
 def only(result: CheckResult):

@@ -16,18 +16,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_lean
-from test_lean import DOUBLES, Lean, shims
 
 from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, Trust, Verdict
 from runner.provers.lean import comparator
+from tests.support.lean_doubles import DOUBLES, Lean, lean_on_doubles, shims
 
 
 @pytest.fixture
 def lean(tmp_path, monkeypatch, request) -> Iterator[Lean]:
-    """test_lean's checker on the REPL double; its shims also stand in for comparator."""
-    yield from test_lean.lean.__wrapped__(tmp_path, monkeypatch, request)
+    """The checker on the REPL double; its shims also stand in for comparator."""
+    yield from lean_on_doubles(tmp_path, monkeypatch, getattr(request, "param", {}))
 
 
 COMM = "theorem swap_sum (a b : Nat) : a + b = b + a := by\n  sorry\n"

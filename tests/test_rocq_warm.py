@@ -16,6 +16,7 @@ from runner import Checker
 from runner.core.models import CheckRequest, Verdict
 from runner.provers.rocq import source, worker
 from tests.helpers import ARTIFACTS
+from tests.support.pool_servers import PoolServers
 
 CORPUS = sorted((ARTIFACTS / "rocq").glob("*.v"))
 # Files that run until they are stopped: a short limit decides them as well as a long one.
@@ -166,7 +167,7 @@ def test_a_worker_refuses_a_file_whose_prefix_is_not_its_own(checker):
     bools = "Require Import Bool.\nLemma b : negb true = false.\nProof. reflexivity. Qed.\n"
     for _ in range(2):
         checker.check_one(CheckRequest(prover="rocq", name="a.v", content=arith))
-    runner = _Runner(checker)
+    runner = PoolServers(checker)
     server = worker.start(runner, source.prefix(arith))
     request = checker.resolve(CheckRequest(prover="rocq", name="b.v", content=bools))
     with pytest.raises(worker.CannotServe):
@@ -201,28 +202,3 @@ def test_no_audit_sees_the_library_another_file_compiled(checker, first_has_axio
             result = checker.check_one(CheckRequest(prover="rocq", name=name, content=content))
             assert result.provenance.extra["rocq_path"].startswith("worker:")
             assert result.verdict is verdict, (name, result.diagnostics, result.assumptions)
-
-
-class _Runner:
-    """Servers straight from the checker's pool, so a test can talk to one directly."""
-
-    cold = False
-
-    def __init__(self, checker: Checker):
-        self._checker = checker
-
-    def sandbox(self):
-        raise AssertionError("no cold sandbox here")
-
-    def server(self, spec):
-        from runner.check.pool import CheckSandboxes
-
-        request = self._checker.resolve(CheckRequest(prover="rocq", name="x.v", content=""))
-        run = CheckSandboxes(
-            request,
-            self._checker.backend_for,
-            self._checker.pool,
-            cold=True,
-            install_dir=lambda: self._checker.settings.cache_dir,
-        )
-        return run.server(spec)

@@ -16,8 +16,8 @@ import pytest
 
 from runner.core.models import CheckRequest
 from runner.provers.rocq import source, worker
+from tests.support.pool_servers import PoolServers
 from tests.support.rocq_cheats import BACKENDS, rocq_checker
-from tests.test_rocq_warm import _Runner
 
 PLANTS = (
     'Redirect "planted" Print nat.\nRedirect "srv/planted" Print nat.\n'
@@ -38,7 +38,7 @@ def checker(request, tmp_path_factory):
 
 @pytest.fixture
 def server(checker):
-    server = worker.start(_Runner(checker), source.prefix(""), key="state-test")
+    server = worker.start(PoolServers(checker), source.prefix(""), key="state-test")
     yield server
     server.close()
 
