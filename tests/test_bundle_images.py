@@ -140,7 +140,7 @@ class RecordedAgain:
         self.notify = said.append
         self.results = [result for _, result in recorded_runs(load_recorded(log)[0].records)]
 
-    def resolve(self, request):
+    def prepare(self, request):
         return request
 
     def map_unordered(self, work):

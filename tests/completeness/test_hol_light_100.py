@@ -48,5 +48,7 @@ def hol(request) -> HolLight:
 def test_a_100_theorems_file_passes_on_its_replayed_proofs(hol, name):
     result = hol.check(name, content=(HUNDRED / name).read_text())
     assert result.verdict is Verdict.PASS, result.diagnostics
-    assert result.trust is Trust.REPLAYED
+    # No target: which theorems the file bound is its own process's word, replayed all the same.
+    assert result.trust is Trust.SELF_REPORTED
+    assert "theorems" in result.details["self_reported"]
     assert result.details["theorems"], "a pass says which theorems it replayed"

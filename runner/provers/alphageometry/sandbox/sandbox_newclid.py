@@ -352,7 +352,7 @@ class Placements:
 
     def checked(self, new, existing):
         """Called with each too-close check newclid makes for a clause's new points."""
-        if len(existing) < 2:
+        if len(existing) < 2 or not new:  # a bare ` =` clause adds no point
             return
         centre = sum(existing[1:], existing[0]) * (1.0 / len(existing))
         size = max(point.distance(centre) for point in existing)
