@@ -24,6 +24,7 @@ from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers.isabelle import judging, source, worker
+from tests.support.doubles import checker_on_doubles
 
 DOUBLES = Path(__file__).parent / "doubles"
 sys.path.insert(0, str(DOUBLES))
@@ -57,20 +58,7 @@ def isabelle(tmp_path, monkeypatch, request) -> Iterator[Isabelle]:
     log = tmp_path / "server.log"
     # `@pytest.mark.parametrize("isabelle", [{"conceal": True}], indirect=True)`: a double that
     # does not announce itself, as the real server would not.
-    shims.write_shims(tmp_path / "bin", DOUBLES, log, **getattr(request, "param", {}))
-    # The doubles and their logs live in this test's tmp dir, which the local backend's
-    # bubblewrap sandbox hides (private /tmp and /work): run unsandboxed here, and see
-    # test_the_server_runs_inside_the_local_sandbox for the sandboxed path.
-    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    settings = Settings(
-        backend="local",
-        cache=False,
-        checkpoint_dir=tmp_path / "checkpoints",
-        cache_dir=tmp_path / "cache",
-        retries=0,
-    )
-    with Checker(settings) as checker:
+    for checker in checker_on_doubles(tmp_path, monkeypatch, log, getattr(request, "param", {})):
         yield Isabelle(checker, log)
 
 

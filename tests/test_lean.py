@@ -21,7 +21,7 @@ from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, CheckResult, Target, Trust, Verdict
 from runner.core.settings import Settings
 from runner.provers.lean import source, worker
-from tests.support.lean_doubles import DOUBLES, Lean, lean_on_doubles, lean_repl_double, shims
+from tests.support.doubles import DOUBLES, Lean, lean_on_doubles, lean_repl_double, shims
 
 HEADER = "import Mathlib.Tactic\n\n"
 GOOD = HEADER + "theorem add_zero' (n : ℕ) : n + 0 = n := by simp\n"

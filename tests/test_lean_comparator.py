@@ -20,7 +20,7 @@ import pytest
 from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, Trust, Verdict
 from runner.provers.lean import comparator
-from tests.support.lean_doubles import DOUBLES, Lean, lean_on_doubles, shims
+from tests.support.doubles import DOUBLES, Lean, lean_on_doubles, shims
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The Lean REPL double on a real checker: what the Lean test modules share."""
+"""The prover doubles on a real checker: what the Lean and Isabelle test modules share."""
 
 from __future__ import annotations
 
@@ -20,7 +20,14 @@ sys.path.insert(0, str(DOUBLES))
 import lean_repl_double  # noqa: E402
 import shims  # noqa: E402
 
-__all__ = ["DOUBLES", "Lean", "lean_on_doubles", "lean_repl_double", "shims"]
+__all__ = [
+    "DOUBLES",
+    "Lean",
+    "checker_on_doubles",
+    "lean_on_doubles",
+    "lean_repl_double",
+    "shims",
+]
 
 
 class Lean:
@@ -43,11 +50,10 @@ class Lean:
         return sum(1 for c in self.commands() if "env" not in c)
 
 
-def lean_on_doubles(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shim_options: dict[str, Any]
-) -> Iterator[Lean]:
-    """A local checker whose `lean-mathlib` is the double, logging to tmp_path/repl.log."""
-    log = tmp_path / "repl.log"
+def checker_on_doubles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: Path, shim_options: dict[str, Any]
+) -> Iterator[Checker]:
+    """A local checker whose PATH finds the doubles' shims, which log to `log`."""
     shims.write_shims(tmp_path / "bin", DOUBLES, log, **shim_options)
     # The doubles and their logs live in this test's tmp dir, which the local backend's
     # bubblewrap sandbox hides (private /tmp and /work): run unsandboxed here, and see
@@ -62,4 +68,13 @@ def lean_on_doubles(
         retries=0,
     )
     with Checker(settings) as checker:
+        yield checker
+
+
+def lean_on_doubles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shim_options: dict[str, Any]
+) -> Iterator[Lean]:
+    """A local checker whose `lean-mathlib` is the double, logging to tmp_path/repl.log."""
+    log = tmp_path / "repl.log"
+    for checker in checker_on_doubles(tmp_path, monkeypatch, log, shim_options):
         yield Lean(checker, log)
