@@ -2,15 +2,16 @@
 `bench`.
 
 `tests` and `reproduce` bring up what they need on a fresh Debian machine when it is missing,
-saying so in one line each: the Debian packages (apt, as root), coqchk's sources for the warm
-Rocq worker, and a Docker daemon (`dockerd`, as root). Run again, they find it all there.
+saying so in one line each: the Debian packages (apt, as root): the kit's, then those each
+prover's adapter says its local backend needs, with the files its set-up script makes; and a
+Docker daemon (`dockerd`, as root). Run again, they find it all there. No prover is named here:
+what they need is read from the prover registry and the image lock.
 
 The images they build are read from the lock: every image recorded as built that needs no
-vendored download (lean, isabelle and ag4masses need GitHub or isabelle.in.tum.de). They are
-built from their locked closures (the locked IDs); where a closure cannot be had any more they
-are built with `--allow-drift`, which says package by package what differs, so a Debian update
-never breaks a session.
-"""
+vendored download (those need GitHub or another upstream site). They are built from their
+locked closures (the locked IDs); where a closure cannot be had any more they are built with
+`--allow-drift`, which says package by package what differs, so a Debian update never breaks a
+session."""
 
 from __future__ import annotations
 
@@ -29,39 +30,32 @@ PYTHON = "3.11"
 LOCK = Path("manifests/images.lock.json")
 EXAMPLE = "manifests/results/example"  # recorded on the docker backend with the locked images
 EXAMPLE_LOCAL = "manifests/results/example-local"  # the same requests on the local backend
-# What the kit needs on the host: Docker and debootstrap for the images, gpgv and Debian's
-# keyring to read mirrors' indexes, the provers the local backend runs, bubblewrap for its
-# sandbox, faketime for Asymptote's clock, xz for coqchk's sources, patchelf and gcc for the
-# snapshots' CRIU bundle.
-HOST_PACKAGES = [
+# What the kit needs on the host whatever the prover: Docker and debootstrap for the images,
+# gpgv and Debian's keyring to read mirrors' indexes, bubblewrap for the local backend's sandbox,
+# patchelf, gcc and libseccomp's headers for the snapshots' CRIU bundle. What each prover's local
+# backend needs is its adapter's word (`provers_needs`), so adding a prover touches no line here.
+KIT_PACKAGES = [
     "docker.io",
     "debootstrap",
     "gpgv",
     "debian-archive-keyring",
-    "coq",
-    "libcoq-mathcomp",
-    "libcoq-coquelicot",
-    "libcoq-flocq",
-    "libcoq-interval",
-    "libcoq-bignums",
-    "libcoq-core-ocaml-dev",
-    "ocaml-findlib",
-    "xz-utils",
-    "hol-light",
-    "libnum-ocaml-dev",
-    "asymptote",
-    "dvisvgm",
-    "ghostscript",
-    "texlive-latex-base",
     "bubblewrap",
-    "faketime",
-    # once per machine, to make the CRIU bundle that keeps booted servers as snapshots
     "patchelf",
     "gcc",
     "libseccomp-dev",  # the snapshot guard's allow-list, linked static
 ]
-TEST_PACKAGES = [*HOST_PACKAGES, "chromium", "asymptote-doc"]  # the browser test; asy's gallery
-CHECKER_SOURCES = Path("/usr/share/prooflock/coq-checker/validate.ml")
+TEST_PACKAGES = ["chromium"]  # the report's browser test
+# Run in a session's virtualenv, once the kit is installed there: the registry's host needs.
+PROVERS_NEEDS = """
+import json
+from runner import provers
+adapters = [provers.get(name) for name in provers.names()]
+print(json.dumps({
+    "host": sorted({name for a in adapters for name in a.host_packages}),
+    "corpora": sorted({name for a in adapters for name in a.corpus_packages}),
+    "setup": sorted({(a.host_setup.makes, a.host_setup.script) for a in adapters if a.host_setup}),
+}))
+"""
 DOCKERD_LOG = Path("/var/log/dockerd.log")
 DOCKERD_WAIT_S = 90
 
@@ -112,11 +106,22 @@ def _installed(package: str) -> bool:
     return done.returncode == 0 and done.stdout.endswith(" installed")
 
 
-def ensure_checker_sources(session: nox.Session) -> None:
-    if CHECKER_SOURCES.is_file() or os.geteuid() != 0:
-        return
-    session.log("fetching coqchk's sources for the warm Rocq worker (images/rocq/checker-sources)")
-    subprocess.run(["sh", "images/rocq/checker-sources"], check=True, stdout=subprocess.DEVNULL)
+def provers_needs(session: nox.Session) -> dict[str, list]:
+    """What the provers' local backends need on the host, as their adapters declare it."""
+    said = session.run("python", "-c", PROVERS_NEEDS, silent=True, log=False)
+    return json.loads(str(said).strip().splitlines()[-1])
+
+
+def ensure_provers(session: nox.Session, *, corpora: bool = False) -> None:
+    """The provers' Debian packages (their test corpora's too, with `corpora`), then each file a
+    local install needs that no package holds, made by its script (as root)."""
+    needs = provers_needs(session)
+    ensure_packages(session, [*needs["host"], *(needs["corpora"] if corpora else [])])
+    for makes, script in needs["setup"]:
+        if Path(makes).exists() or os.geteuid() != 0:
+            continue
+        session.log(f"making {makes} for a local install ({script})")
+        subprocess.run(["sh", script], check=True, stdout=subprocess.DEVNULL)
 
 
 def ensure_docker(session: nox.Session) -> bool:
@@ -160,14 +165,14 @@ def build_images(session: nox.Session, names: list[str]) -> None:
 def tests(session: nox.Session) -> None:
     """The whole suite, after making sure the buildable images are present (reused when their
     pins match the lock). `nox -s tests -- -m "not docker"` skips the images and docker tests."""
-    ensure_packages(session, TEST_PACKAGES)
-    ensure_checker_sources(session)
+    ensure_packages(session, [*KIT_PACKAGES, *TEST_PACKAGES])
     session.install("-e", ".[test]")
+    ensure_provers(session, corpora=True)
     if "not docker" not in " ".join(session.posargs):
         if not ensure_docker(session):
             session.error("no Docker daemon answers: start one, or pass -- -m 'not docker'")
         build_images(session, buildable_images())
-    # One process per core; each module runs whole in one, and the modules sharing HOL Light's
+    # One process per core; each module runs whole in one, and the modules sharing a prover's
     # minutes-long boots share one (`--dist loadgroup`, tests/conftest.py). `-- -n 0`: one process.
     session.run("pytest", "-n", "auto", "--dist", "loadgroup", "--durations=20", *session.posargs)
 
@@ -196,9 +201,9 @@ def reproduce(session: nox.Session) -> None:
     """Replay a published result on its pinned images: the bundled example, or
     `nox -s reproduce -- BUNDLE|s3://...`. Builds (or reuses) the images it needs first: the
     locked ones when their closures can be had, drifted rebuilds (said so) otherwise."""
-    ensure_packages(session, HOST_PACKAGES)
-    ensure_checker_sources(session)
+    ensure_packages(session, KIT_PACKAGES)
     session.install("-e", ".")
+    ensure_provers(session)
     if session.posargs:
         session.run("prooflock", "replay", *session.posargs)
         return

@@ -144,6 +144,14 @@ def no_summary(results: list[CheckResult]) -> Table | None:
 
 
 @dataclass(frozen=True)
+class HostSetup:
+    """A file a local install needs that no Debian package holds, and how it is made."""
+
+    makes: str  # the file's absolute path; its presence means the set-up is done
+    script: str  # run as root from the checkout's root: `sh SCRIPT`
+
+
+@dataclass(frozen=True)
 class ProverAdapter:
     name: str
     version: str  # part of every environment key: bumped when verdicts may change
@@ -183,6 +191,12 @@ class ProverAdapter:
     # snapshots where they allow it (ServerSpec.snapshot), so a machine's first check starts
     # from them.
     warm_up: str | None = None
+    # What the local backend needs on the host to run this prover: Debian packages, and a file
+    # no package holds with the script in the checkout that makes it. Nox installs them on a
+    # fresh machine (reading them here); `corpus_packages` hold only the suite's test corpora.
+    host_packages: tuple[str, ...] = ()
+    host_setup: HostSetup | None = None
+    corpus_packages: tuple[str, ...] = ()
 
     def image_for(self, options: AdapterOptions, line: str | None = None) -> str:
         if line is not None:

@@ -135,5 +135,9 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     options=AsymptoteOptions,
+    # asy, and what it renders with: dvisvgm and ghostscript for SVG and PDF, LaTeX for labels;
+    # faketime for the fixed clock. Debian's asymptote-doc holds the gallery the suite renders.
+    host_packages=("asymptote", "dvisvgm", "ghostscript", "texlive-latex-base", "faketime"),
+    corpus_packages=("asymptote-doc",),
     description="Asymptote .asy diagrams, rendered reproducibly in asy's safe mode",
 )

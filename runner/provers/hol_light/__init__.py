@@ -144,5 +144,6 @@ ADAPTER = ProverAdapter(
     validate=validate,
     check_batch=check_batch,
     warm_up=forkserver.CONTROL,
+    host_packages=("hol-light", "libnum-ocaml-dev"),  # Debian's hol-light loads nums without it
     description="HOL Light .ml files, run in a fork of a loaded HOL Light, proofs replayed by its kernel",
 )
