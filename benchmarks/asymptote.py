@@ -35,6 +35,7 @@ from runner.backends import BackendChoice
 from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Limits, Verdict
 from runner.core.settings import Settings
+from runner.images.resolver import LockedImages
 from runner.provers.asymptote import FORMATS, guard
 from runner.provers.asymptote import render as asy_render
 from tests.completeness.test_asymptote_gallery import (
@@ -137,7 +138,7 @@ def overhead(repeat: int, backend_name: str) -> None:
             runs.append(time.perf_counter() - started)
         print(f"{name:24} {statistics.median(runs) * 1e6:9.0f}")
     settings = Settings(backend=backend_name, cache=False, retries=0)
-    choice = BackendChoice(settings, notify=print)
+    choice = BackendChoice(settings, notify=print, images=LockedImages())
     backend = choice.for_image("asymptote")
     extra: dict[str, list[int]] = {fmt: [] for fmt in FORMATS}
     with backend.sandbox("asymptote", Limits(timeout_s=120, memory_mb=4096)) as box:

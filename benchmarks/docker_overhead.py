@@ -39,6 +39,7 @@ from runner.backends.local import SANDBOX_SETTING, LocalBackend
 from runner.core.errors import InfraFailure
 from runner.core.models import Limits
 from runner.core.settings import Settings
+from runner.images.resolver import LockedImages
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "tests" / "artifacts"
 CORPUS = {
@@ -143,7 +144,9 @@ class CommandClock:
 def make_backend(label: str) -> CommandClock:
     with mode(label) as settings:
         local = settings.backend == "local"
-        return CommandClock(LocalBackend(settings) if local else docker.DockerBackend(settings))
+        return CommandClock(
+            LocalBackend(settings) if local else docker.DockerBackend(settings, LockedImages())
+        )
 
 
 def checks(prover: str, labels: list[str], rounds: int) -> None:

@@ -18,11 +18,12 @@ from runner import Checker, CheckRequest
 from runner.backends.agent_link import AgentLost
 from runner.backends.base import OUTPUT_CAP_BYTES
 from runner.backends.docker import DockerBackend
+from runner.backends.policy import LABEL
 from runner.backends.sandbox_agent import pack
 from runner.core.errors import BackendUnavailable
 from runner.core.models import Limits, Verdict
 from runner.core.settings import Settings
-from runner.images.policy import LABEL
+from runner.images.resolver import LockedImages
 from tests.helpers import artifact
 
 pytestmark = [pytest.mark.docker]
@@ -31,14 +32,14 @@ LIMITS = Limits(timeout_s=30, memory_mb=512, pids=64)
 
 @pytest.fixture(scope="module")
 def warm():
-    backend = DockerBackend(Settings(backend="docker", isolation="warm"))
+    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
     yield backend
     backend.close()
 
 
 @pytest.fixture(scope="module")
 def strict():
-    backend = DockerBackend(Settings(backend="docker", isolation="strict"))
+    backend = DockerBackend(Settings(backend="docker", isolation="strict"), LockedImages())
     yield backend
     backend.close()
 
@@ -292,7 +293,7 @@ def test_a_check_whose_container_dies_is_retried_on_a_fresh_one(tmp_path):
 
 
 def test_strict_starts_the_next_fresh_container_ahead_and_close_removes_all():
-    backend = DockerBackend(Settings(backend="docker", isolation="strict"))
+    backend = DockerBackend(Settings(backend="docker", isolation="strict"), LockedImages())
     ids = []
     try:
         for _ in range(3):

@@ -17,6 +17,7 @@ from runner import Checker, CheckRequest
 from runner.backends.docker import DockerBackend
 from runner.core.models import Limits, Verdict
 from runner.core.settings import Settings
+from runner.images.resolver import LockedImages
 from runner.provers.common.server import SandboxServer, ServerSpec
 from tests.helpers import ARTIFACTS, artifact
 from tests.helpers import ROCQ_EXPECTED as EXPECTED
@@ -30,7 +31,7 @@ HOSTILE_WRITE = (
 @pytest.fixture(scope="module")
 def backend():
     settings = Settings(backend="docker", isolation="strict")
-    docker_backend = DockerBackend(settings)
+    docker_backend = DockerBackend(settings, LockedImages())
     yield docker_backend
     docker_backend.close()
 
@@ -122,7 +123,7 @@ def test_loop_ends_as_timeout(docker_settings):
 
 
 def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
-    warm = DockerBackend(Settings(backend="docker", isolation="warm"))
+    warm = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
     limits = Limits(timeout_s=20, memory_mb=512, pids=64)
     litter = (
         "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; "
@@ -146,7 +147,7 @@ CPU_QUOTA = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cp
 
 @pytest.mark.parametrize("isolation", ["strict", "warm"])
 def test_a_server_boots_with_its_boot_cpus_and_serves_with_the_checks(isolation):
-    backend = DockerBackend(Settings(backend="docker", isolation=isolation))
+    backend = DockerBackend(Settings(backend="docker", isolation=isolation), LockedImages())
     limits = Limits(timeout_s=20, memory_mb=256, pids=64, cpus=1)
     spec = ServerSpec(
         name="quota server",

@@ -35,6 +35,7 @@ from runner.images import machine
 from runner.images.commands import EXIT_FAILED, EXIT_OK, cmd_images
 from runner.images.flags import add_image_commands
 from runner.images.lock import DebFile, ImageEntry, load_lock, save_lock
+from runner.images.resolver import LockedImages
 from runner.images.state import discard, image_id_of
 from tests.support.s3_endpoint import endpoint_env, raw_client
 
@@ -268,7 +269,7 @@ def test_a_closure_that_moved_on_is_refused_explained_allowed_and_restored(
     # rebuild, and says so once.
     client.images.remove(locked.image_id, force=True)
     monkeypatch.setenv("PROOFLOCK_HOME", str(kit.parent.parent))
-    backend = DockerBackend(Settings(backend="docker"))
+    backend = DockerBackend(Settings(backend="docker"), LockedImages())
     try:
         assert backend.environment("demo", {})["image_id"] == drifted.image_id
         backend.environment("demo", {})

@@ -21,6 +21,7 @@ from runner.backends.docker_snapshots import DockerSnapshots
 from runner.backends.snapshot.store import Store
 from runner.core.models import Limits
 from runner.core.settings import Settings
+from runner.images.resolver import LockedImages
 from runner.provers.common.server import SandboxServer, ServerSpec
 
 IMAGE = "hol-light"
@@ -97,7 +98,7 @@ def snapshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def backend(snapshot_dir: Path, tmp_path: Path) -> Iterator[tuple[DockerBackend, list[str]]]:
     notes: list[str] = []
-    docker = DockerBackend(Settings(backend="docker", cache_dir=tmp_path / "cache"))
+    docker = DockerBackend(Settings(backend="docker", cache_dir=tmp_path / "cache"), LockedImages())
     docker.snapshots = DockerSnapshots(docker, snapshot_dir, notes.append)
     servers.clear()
     yield docker, notes

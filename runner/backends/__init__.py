@@ -8,10 +8,10 @@ locked image instead. An explicit `docker` never falls back: a missing image sto
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runner.backends.base import Backend
+from runner.backends.image_resolver import ImageResolver
 from runner.backends.local import LocalBackend
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import Notify, notify_stderr
@@ -20,21 +20,22 @@ from runner.core.settings import Settings
 if TYPE_CHECKING:  # docker-py takes a third of a second to import: only when docker is used
     from runner.backends.docker import DockerBackend
 
-BuildImage = Callable[[str], None]
-
 
 class BackendChoice:
+    """`images`: which image a check runs in, and `--build-missing`'s build; without it
+    there is no docker backend."""
+
     def __init__(
         self,
         settings: Settings,
         notify: Notify | None,
-        build: BuildImage | None = None,
+        images: ImageResolver | None = None,
         image_only: frozenset[str] = frozenset(),
     ):
         self.settings = settings
         self._image_only = image_only  # prover versions that run only in their image
         self._notify = notify or notify_stderr
-        self._build = build
+        self._images = images
         self._docker: DockerBackend | None = None
         self._docker_error: str | None = None
         self._local: LocalBackend | None = None
@@ -58,8 +59,8 @@ class BackendChoice:
             self._notify(f"{self._docker_error}; checking on the local backend")
             return self._local_backend()
         if not docker.has_image(image):
-            if self.settings.build_missing and self._build is not None:
-                self._build(image)
+            if self.settings.build_missing:
+                docker.images.build(image)
             elif wanted == "auto":
                 tag, _ = docker.locked(image)
                 self._notify(
@@ -79,8 +80,8 @@ class BackendChoice:
         docker = self._docker_backend(required=True)
         assert docker is not None
         if not docker.has_image(image):
-            if self.settings.build_missing and self._build is not None:
-                self._build(image)
+            if self.settings.build_missing:
+                docker.images.build(image)
             else:
                 tag, _ = docker.locked(image)
                 raise InfraFailure(
@@ -94,7 +95,9 @@ class BackendChoice:
             from runner.backends.docker import DockerBackend  # noqa: PLC0415 - see above
 
             try:
-                self._docker = DockerBackend(self.settings)
+                if self._images is None:
+                    raise BackendUnavailable("no image resolver was given (the images lock)")
+                self._docker = DockerBackend(self.settings, self._images)
             except BackendUnavailable as exc:
                 if required:
                     raise

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
@@ -48,11 +48,8 @@ from runner.backends.base import (
     Snapshots,
     checked_relpath,
 )
-from runner.backends.stream import StreamBuffer
-from runner.core.errors import BackendUnavailable, InfraFailure, UserError
-from runner.core.models import Limits
-from runner.core.settings import Settings
-from runner.images.policy import (
+from runner.backends.image_resolver import ImageResolver, RunnableImage
+from runner.backends.policy import (
     CHECK_USER,
     CPU_PERIOD_US,
     KEEPALIVE_USER,
@@ -62,10 +59,10 @@ from runner.images.policy import (
     connect,
     hardened,
 )
-
-if TYPE_CHECKING:
-    from runner.images.lock import Kit
-    from runner.images.usable import UsableImage
+from runner.backends.stream import StreamBuffer
+from runner.core.errors import BackendUnavailable, InfraFailure
+from runner.core.models import Limits
+from runner.core.settings import Settings
 
 _DRIFT_SAID: set[str] = set()  # images whose drifted rebuild this process has named on stderr
 BASE_ENV = {"HOME": WORKDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
@@ -412,12 +409,13 @@ class AgentSandbox(DockerSandbox):
 
 
 class DockerBackend:
-    """Sandboxes in containers made from the locked prover images (by image ID)."""
+    """Sandboxes in containers made from the prover images `images` resolves (by image ID)."""
 
     snapshots: Snapshots | None = None  # booted servers kept (attached by BackendChoice)
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, images: ImageResolver):
         self.settings = settings
+        self.images = images
         self.client = connect()
         self.api = self.client.api
         server = self.client.version()
@@ -441,24 +439,21 @@ class DockerBackend:
         self._discarded: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._remover: threading.Thread | None = None
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
-        self._usable: dict[str, UsableImage] = {}
+        self._usable: dict[str, RunnableImage] = {}
         self._remove_orphans()
 
     def locked(self, image: str) -> tuple[str, str | None]:
         """(tag, locked image ID or None when never built) of `image` in the images lock."""
-        entry = self._kit().lock.entry(image)
-        return entry.tag, entry.image_id
+        return self.images.locked(image)
 
-    def usable(self, image: str) -> UsableImage:
+    def usable(self, image: str) -> RunnableImage:
         """The image `image`'s checks run in: the locked one, else a drifted rebuild of the same
         definitions recorded on this machine (said once per image per process)."""
         found = self._usable.get(image)
         if found is not None:
             return found
-        from runner.images.usable import usable_image  # noqa: PLC0415 - only once docker is used
-
         try:
-            found = usable_image(image, self.client, self._kit())
+            found = self.images.usable(image, self.client)
         except DAEMON_ERRORS as exc:
             raise BackendUnavailable(f"Docker daemon failed: {exc}; {START_HINT}") from exc
         if found.drifted and image not in _DRIFT_SAID:
@@ -471,14 +466,6 @@ class DockerBackend:
             )
         self._usable[image] = found
         return found
-
-    def _kit(self) -> Kit:
-        from runner.images.lock import Kit  # noqa: PLC0415 - the lock is needed only once docker is used
-
-        try:
-            return Kit.open()
-        except UserError as exc:
-            raise InfraFailure(str(exc)) from None
 
     def has_image(self, image: str) -> bool:
         """Whether this daemon holds an image `image`'s checks may run in (see `usable`)."""

@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING
 
 from runner.backends.base import KeptSnapshot, SnapshotFailed
 from runner.backends.docker import DAEMON_ERRORS, DockerChannel, DockerSandbox
+from runner.backends.policy import CHECK_USER, hardened
 from runner.backends.snapshot import criu
 from runner.backends.snapshot.store import Snapshot, Store, key_of
 from runner.core.messages import Notify
 from runner.core.models import Limits
-from runner.images.policy import CHECK_USER, hardened
 
 if TYPE_CHECKING:
     from runner.backends.docker import DockerBackend
@@ -194,7 +194,7 @@ class DockerSnapshots:
         with self._lock:  # checks at once: one of them makes the bundle
             if self._bundle is None and self._unavailable is None:
                 try:
-                    self._bundle = criu.bundle(self.store.root)
+                    self._bundle = criu.bundle(self.store.root, self.backend.settings.apt_mirror)
                 except criu.CriuUnavailable as exc:
                     self._unavailable = str(exc)
                     self._notify(f"no CRIU for snapshots here ({exc}): servers boot every time")

@@ -101,15 +101,13 @@ class Checker:
             return self._fixed_backend
         with self._backend_lock:
             if self._backends is None:
+                from runner.images.resolver import LockedImages  # noqa: PLC0415 - docker-py
+
+                images = LockedImages(self.notify)
                 self._backends = BackendChoice(
-                    self.settings, self._warn, build=self._build_image, image_only=_image_only()
+                    self.settings, self._warn, images, image_only=_image_only()
                 )
             return self._backends.for_image(image)
-
-    def _build_image(self, image: str) -> None:
-        from runner.images.api import build_locked  # noqa: PLC0415 - only when asked to build
-
-        build_locked(image, notify=self.notify)
 
     def resolve(self, request: CheckRequest) -> ResolvedRequest:
         """The resolved request; BadRequest on bad input, Refused for a refused artifact."""

@@ -16,6 +16,7 @@ from runner.cli.common import load_settings
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import notify_stderr
 from runner.core.models import CheckRequest, Verdict
+from runner.images.resolver import LockedImages
 
 
 def warm_built_images(args: argparse.Namespace) -> None:
@@ -25,7 +26,7 @@ def warm_built_images(args: argparse.Namespace) -> None:
     settings = settings.model_copy(update={"backend": "docker", "cache": False, "daemon": "off"})
     named = set(getattr(args, "names", []))  # `load`: whatever is here
     try:
-        docker = DockerBackend(settings)
+        docker = DockerBackend(settings, LockedImages())
     except BackendUnavailable as exc:
         notify_stderr(f"no snapshots kept: {exc}")
         return

@@ -38,4 +38,6 @@ class Settings(BaseSettings):
     # hold no results.
     snapshots: Literal["auto", "off"] = "auto"
     snapshot_dir: Path = Path.home() / ".cache" / "prooflock" / "snapshots"
+    # The Debian archive CRIU's bundle comes from; None or "host": this machine's own.
+    apt_mirror: str | None = None
     build_missing: bool = False  # auto/docker: build a missing locked image instead of falling back

@@ -13,6 +13,7 @@ another ID is refused with its drift, or (`--allow-drift`) recorded on this mach
     machine    this machine's state file: its builds, their drift and provenance
     state      what this daemon holds: `image_id_of`, the locked image or a drifted rebuild
     usable     `usable_image(name)`: what a check runs in (the docker backend, replay)
+    resolver   `LockedImages`: the lock as the docker backend's image resolver
     reproduce  one locked image rebuilt from its closure, or drifted when allowed
     build      one docker build (`BuildPlan`): build, normalize, self-test
     base       the offline base by debootstrap
@@ -27,6 +28,8 @@ another ID is refused with its drift, or (`--allow-drift`) recorded on this mach
     archives   `sha256-<hex>.tar.gz` image archives: save, check, load, fetch
     pin        the Dockerfiles' pins, checked against the lock or recorded in it
     verify     rebuild without cache and explain any difference
-    inputs, context, normalize, layers, archive, selftest, containers: the parts of a build
+    inputs, context, normalize, layers, archive, selftest: the parts of a build
+
+Containers run under runner.backends.policy, the one hardening policy and Docker connection.
     wheel      setuptools' build step that puts images/ and the lock into the wheel (runner/kit/)
 """

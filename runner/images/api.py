@@ -27,6 +27,7 @@ from typing import TextIO, cast
 
 from docker import DockerClient
 
+from runner.backends.policy import DaemonUnavailable, connect
 from runner.core.errors import InfraFailure, UserError
 from runner.images import machine
 from runner.images.base import debootstrap_version
@@ -35,7 +36,6 @@ from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import Kit
 from runner.images.normalize import NotFromBase
 from runner.images.pin import pin_images
-from runner.images.policy import DaemonUnavailable, connect
 from runner.images.relock import relock_images
 from runner.images.reproduce import Reproduction, reproduce_base, reproduce_image
 from runner.images.selftest import SelfTestFailed

@@ -135,7 +135,7 @@ def load_archive(source: str | Path, client: DockerClient) -> str:
 def fetch_image(image_id: str, stores: list[str], client: DockerClient | None = None) -> bool:
     """Load `image_id` from the first store holding `images/sha256-<hex>.tar.gz`; False when none
     does. A store that does not answer raises StorageUnavailable (run again to resume)."""
-    from runner.images.policy import connect  # noqa: PLC0415 - only once there is work
+    from runner.backends.policy import connect  # noqa: PLC0415 - only once there is work
 
     name = f"{IMAGES_DIR}/{archive_name(image_id)}"
     for store in stores:

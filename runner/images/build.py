@@ -17,10 +17,10 @@ from typing import Any, TextIO
 from docker import DockerClient
 from docker.errors import APIError, BuildError
 
+from runner.backends.containers import run_hardened
 from runner.core.errors import UserError
 from runner.core.settings import Settings
 from runner.images import context, downloads
-from runner.images.containers import run_hardened
 from runner.images.inputs import BuildInputs
 from runner.images.lock import ImageEntry, ImagesLock, Kit
 from runner.images.normalize import normalize_image

@@ -17,6 +17,7 @@ from typing import TextIO
 
 import orjson
 
+from runner.backends.policy import DaemonUnavailable, connect
 from runner.core.errors import InfraFailure, UserError
 from runner.images import api, archives
 from runner.images.api import BuildOutcome, Built
@@ -24,7 +25,6 @@ from runner.images.build import BuildOptions
 from runner.images.flags import LIST_SCHEMA
 from runner.images.inputs import BuildInputs, resolve_inputs
 from runner.images.lock import Kit
-from runner.images.policy import DaemonUnavailable, connect
 from runner.images.state import ImageState, ImageStatus, tag_if_locked
 from runner.images.usable import usable_image
 from runner.images.vendor import vendor_closures

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from docker import DockerClient
 
-from runner.images.containers import run_hardened
+from runner.backends.containers import run_hardened
 from runner.images.context import selftest_archive
 
 # The archive travels in an environment variable: the container has no network and a

@@ -16,10 +16,10 @@ from pathlib import Path
 from docker import DockerClient
 from docker.errors import APIError, ImageNotFound
 
+from runner.backends.policy import connect
 from runner.core.errors import UserError
 from runner.images import context, machine
 from runner.images.lock import BASE_NAME, BaseEntry, ImageEntry, ImagesLock
-from runner.images.policy import connect
 
 BASE = BASE_NAME  # the offline base, listed and verified beside the prover images
 BUILD_TIMEOUT = 600  # seconds the daemon may stay silent: a quiet build step, saving a large image
@@ -44,7 +44,7 @@ class ImageStatus:
 
 
 def connect_for_builds() -> DockerClient:
-    """The daemon connection (runner.images.policy), patient enough for builds."""
+    """The daemon connection (runner.backends.policy), patient enough for builds."""
     return connect(timeout=BUILD_TIMEOUT)
 
 

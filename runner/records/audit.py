@@ -186,7 +186,7 @@ def _bundle_lock(source: Source) -> ImagesLock | None:
 
 def _present_here() -> Callable[[str], bool | None]:
     try:
-        from runner.images.policy import connect  # noqa: PLC0415
+        from runner.backends.policy import connect  # noqa: PLC0415
 
         client = connect(timeout=10)
     except Exception:  # noqa: BLE001 - no daemon: presence is unknown, not a problem

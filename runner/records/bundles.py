@@ -112,8 +112,8 @@ def load_missing_images(
     used = images_used(results)
     if not used or not stores:
         return []
+    from runner.backends.policy import connect  # noqa: PLC0415
     from runner.images.archives import fetch_image  # noqa: PLC0415 - docker only when needed
-    from runner.images.policy import connect  # noqa: PLC0415
     from runner.images.state import image_id_of  # noqa: PLC0415
     from runner.storage import StorageUnavailable  # noqa: PLC0415
 

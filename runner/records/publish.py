@@ -171,8 +171,8 @@ def _save_archives(used: dict[str, str], bundle: Path) -> dict[str, ArchiveFile]
     the archive's digest."""
     if not used:
         return {}
+    from runner.backends.policy import connect  # noqa: PLC0415
     from runner.images.archives import save_archive  # noqa: PLC0415 - docker only when asked
-    from runner.images.policy import connect  # noqa: PLC0415
     from runner.images.state import image_id_of  # noqa: PLC0415
 
     client = connect()

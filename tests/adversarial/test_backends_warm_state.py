@@ -17,6 +17,7 @@ from runner.backends.docker import DockerBackend
 from runner.backends.local import LocalBackend
 from runner.core.models import Limits
 from runner.core.settings import Settings
+from runner.images.resolver import LockedImages
 
 LIMITS = Limits(timeout_s=30, memory_mb=512, pids=64)
 
@@ -54,7 +55,7 @@ def looked(box) -> tuple[list[str], str]:
 
 @pytest.fixture(scope="module", params=["agent", "exec"])
 def warm_docker(request):
-    backend = DockerBackend(Settings(backend="docker", isolation="warm"))
+    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
     backend.use_agent = request.param == "agent"
     yield backend
     backend.close()

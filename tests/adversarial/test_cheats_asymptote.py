@@ -472,8 +472,11 @@ def backend(request, backends) -> Backend:
             if reason := docker_skip_reason():
                 pytest.skip(reason)
             from runner.backends.docker import DockerBackend  # needs the docker SDK and daemon
+            from runner.images.resolver import LockedImages
 
-            backends[name] = DockerBackend(Settings(backend="docker", isolation="strict"))
+            backends[name] = DockerBackend(
+                Settings(backend="docker", isolation="strict"), LockedImages()
+            )
     return backends[name]
 
 
@@ -678,11 +681,14 @@ def test_past_the_guard_no_lua_or_xetex_engine_runs(backend, engine):
 def test_past_the_guard_an_absolute_tex_command_finds_no_lua_in_the_image(backends):
     # On the local backend LuaTeX exists: that is why the guard refuses such a setting at all.
     from runner.backends.docker import DockerBackend
+    from runner.images.resolver import LockedImages
 
     if reason := docker_skip_reason():
         pytest.skip(reason)
     if "docker" not in backends:
-        backends["docker"] = DockerBackend(Settings(backend="docker", isolation="strict"))
+        backends["docker"] = DockerBackend(
+            Settings(backend="docker", isolation="strict"), LockedImages()
+        )
     outcome, leaked = render_past_the_guard(
         backends["docker"],
         'settings.texcommand = "/usr/bin/luatex";\n'

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from docker import DockerClient
 
-from runner.images.policy import DaemonUnavailable, connect
+from runner.backends.policy import DaemonUnavailable, connect
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from runner.core.apt_sources import HOST, host_mirror
 from runner.core.errors import UserError
-from runner.images.inputs import HOST, BuildInputSettings, host_mirror
 
 SUITE = "trixie"
 MOUNT = "/opt/prooflock-criu"  # where containers see the bundle
@@ -76,11 +76,15 @@ class Bundle:
         return f"{MOUNT}/{self.guard_name}"
 
 
-def bundle(root: Path) -> Bundle:
-    """The bundle under `root`, made first if there is none; raises CriuUnavailable."""
+def bundle(root: Path, mirror: str | None = None) -> Bundle:
+    """The bundle under `root`, made first if there is none; raises CriuUnavailable.
+
+    `mirror`: the Debian archive to fetch CRIU from (`PROOFLOCK_APT_MIRROR`); else this
+    machine's own.
+    """
     done = root / "criu"
     if not (done / "VERSION").is_file():
-        _make(done)
+        _make(done, mirror)
     source = files(__package__).joinpath("guard.c").read_bytes()
     name = f"guard-{hashlib.sha256(source).hexdigest()[:12]}"
     if not (done / name).is_file():
@@ -103,7 +107,7 @@ def _compile_guard(source: bytes, target: Path) -> None:
         built.replace(target)
 
 
-def _make(target: Path) -> None:
+def _make(target: Path, mirror: str | None) -> None:
     for tool in ("apt-get", "dpkg-deb", "patchelf"):
         if shutil.which(tool) is None:
             raise CriuUnavailable(f"`{tool}` is not installed (needed once, to make CRIU's bundle)")
@@ -112,7 +116,7 @@ def _make(target: Path) -> None:
         staging = Path(work) / "bundle"
         (staging / "lib").mkdir(parents=True)
         unpacked = Path(work) / "root"
-        for deb in _download(Path(work) / "apt"):
+        for deb in _download(Path(work) / "apt", mirror):
             _run(["dpkg-deb", "-x", str(deb), str(unpacked)])
         shutil.copy2(unpacked / "usr/sbin/criu", staging / "criu")
         for folder in LIBRARY_DIRS:
@@ -148,11 +152,11 @@ def _version(staging: Path) -> str:
     return f"criu {first.removeprefix('Version: ')} ({SUITE}, {digest})"
 
 
-def _download(folder: Path) -> list[Path]:
+def _download(folder: Path, mirror: str | None) -> list[Path]:
     """The packages, with apt's own resolver off: exactly PACKAGES from the suite."""
     for sub in ("lists/partial", "cache/archives/partial", "sources.d", "debs"):
         (folder / sub).mkdir(parents=True)
-    (folder / "sources.list").write_text(f"deb [trusted=yes] {_archive()} {SUITE} main\n")
+    (folder / "sources.list").write_text(f"deb [trusted=yes] {_archive(mirror)} {SUITE} main\n")
     (folder / "status").touch()
     options = [
         f"-oDir::Etc::sourcelist={folder / 'sources.list'}",
@@ -167,11 +171,10 @@ def _download(folder: Path) -> list[Path]:
     return sorted((folder / "debs").glob("*.deb"))
 
 
-def _archive() -> str:
-    """Debian's archive as this machine's apt reaches it (`PROOFLOCK_APT_MIRROR` wins)."""
-    configured = BuildInputSettings().apt_mirror
-    if configured and configured != HOST:
-        return configured
+def _archive(mirror: str | None) -> str:
+    """Debian's archive: `mirror` when given, else the one this machine's apt uses."""
+    if mirror and mirror != HOST:
+        return mirror
     release = Path("/etc/os-release")
     fields = (
         dict(line.split("=", 1) for line in release.read_text().splitlines() if "=" in line)

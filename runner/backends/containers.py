@@ -1,6 +1,6 @@
 """One-off hardened containers for image self-tests and package lists.
 
-They run under the same policy as checks (runner.images.policy): the self-test of an
+They run under the same policy as checks (runner.backends.policy): the self-test of an
 image proves that it can check artifacts exactly as the checks will run them.
 """
 
@@ -14,8 +14,8 @@ from docker.errors import DockerException
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
+from runner.backends.policy import CHECK_USER, hardened
 from runner.core.models import Limits
-from runner.images.policy import CHECK_USER, hardened
 
 
 @dataclass(frozen=True)
