@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import random
 import signal
@@ -19,7 +18,6 @@ from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Outcome, Verdict
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.records.checkpoint import CheckpointError, inspect_chain, latest_results
-from runner.runs.progress import ProgressReporter
 from runner.runs.resumable import run_requests
 from tests.helpers import artifact, register_test_prover, rewrite, write_requests
 
@@ -179,14 +177,30 @@ def test_auto_choosing_another_backend_for_an_image_on_resume_is_refused(
     assert (summary.resumed, summary.checked) == (2, 2)
 
 
-def test_progress_of_a_resumed_run_counts_what_was_already_recorded():
-    stream = io.StringIO()
-    progress = ProgressReporter(38, "checking", stream)
-    progress.skip(17)
-    progress.advance("a.v: pass")
-    lines = stream.getvalue().splitlines()
-    assert lines[0] == "[17/38] already recorded"
-    assert lines[1].startswith("[18/38] a.v: pass")
+def test_a_resumed_run_counts_what_was_recorded_and_checks_only_the_rest(
+    prooflock, tmp_path, monkeypatch
+):
+    """`prooflock run` cut short after two of four records: run again, its progress starts at
+    2/4 and names each of the two it checks now, never one it had."""
+    register_test_prover(monkeypatch, "quick", check=quick_pass)
+    write_requests(tmp_path / "requests.jsonl", quick_requests())
+    assert prooflock("run", "requests.jsonl", "--checkpoint", "ck.jsonl").returncode == 0
+
+    def cut_after_two_results(records):
+        first = [i for i, r in enumerate(records) if r["kind"] == "result"][2]
+        del records[first:]
+
+    rewrite(tmp_path / "ck.jsonl", cut_after_two_results)
+    again = prooflock("run", "requests.jsonl", "--checkpoint", "ck.jsonl")
+
+    assert again.returncode == 0, again.stderr
+    progress = [line for line in again.stderr.splitlines() if line.startswith("[")]
+    assert progress[0] == "[2/4] already recorded", again.stderr
+    now = [line.split(" (")[0].split(" ", 1) for line in progress[1:]]  # in any order
+    assert [count for count, _ in now] == ["[3/4]", "[4/4]"]
+    assert sorted(label for _, label in now) == ["a2: pass", "a3: pass"]
+    assert "resumed with 2 already recorded; checked 2 now" in again.stdout
+    assert sorted(result_indices(tmp_path / "ck.jsonl")) == [0, 1, 2, 3]
 
 
 # -- one artifact the kit will not take ---------------------------------------------------------
