@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from runner.core.errors import BackendUnavailable
 from runner.core.models import Outcome
-from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
+from runner.provers.base import HostSetup, ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common import verdicts
 from runner.provers.rocq import cold, control, source, verdict, worker
 from runner.provers.rocq.source import Prefix
@@ -128,6 +128,23 @@ ADAPTER = ProverAdapter(
     modes=("proof", "statement"),
     images=("rocq",),
     lines=("rocq-8.20",),
+    # Debian's Coq and the libraries the corpus Requires; libcoq-core-ocaml-dev, ocaml-findlib
+    # and coqchk's sources (xz for their tarball) build the warm worker's checker.
+    host_packages=(
+        "coq",
+        "libcoq-mathcomp",
+        "libcoq-coquelicot",
+        "libcoq-flocq",
+        "libcoq-interval",
+        "libcoq-bignums",
+        "libcoq-core-ocaml-dev",
+        "ocaml-findlib",
+        "xz-utils",
+    ),
+    host_setup=HostSetup(
+        makes="/usr/share/prooflock/coq-checker/validate.ml",
+        script="images/rocq/checker-sources",
+    ),
     probe=probe,
     check=check,
     affinity=lambda request: source.prefix(request.content).code or None,
