@@ -5,8 +5,9 @@ replayer to its word on hand-written exports).
 Loading HOL Light takes minutes, so one checker (and so one forkserver) per backend serves the
 whole session, this file and the adversarial suite alike (`session_checker`); every check on it
 starts from the same pristine parent. Other boots: the comparison of the library export's two
-writers boots two workers side by side; the cold check and the restart of a killed worker boot
-their own (both only with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
+writers boots two workers side by side; the cold check and a worker killed from outside get
+fresh ones, restored from the machine's snapshots on docker (in CI) and booted locally (only
+with PROOFLOCK_HOL_LIGHT_FULL=1). All checks
 share one timeout: the core pools workers by their limits, so another timeout would mean another
 worker, and another boot.
 """
@@ -31,6 +32,7 @@ from runner.provers.common.lexing import ocaml_code
 from runner.provers.common.server import SandboxServer
 from runner.provers.hol_light import forkserver, protocol, source
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, artifact, resolved, session_checker
+from tests.support.hol_light_workers import forkserver_pids, idle_server, worker_of, workers_used
 
 pytestmark = SHARES_HOL_LIGHT_BOOTS
 
@@ -177,7 +179,7 @@ def test_infinite_loop_times_out_at_its_phrase_and_the_worker_lives_on(hol):
     assert only_error(looping).line == 3
     after = hol.check("pass_arith.ml")
     assert after.verdict is Verdict.PASS
-    assert _worker(after)["worker_id"] == _worker(looping)["worker_id"]
+    assert worker_of(after)["worker_id"] == worker_of(looping)["worker_id"]
 
 
 @pytest.mark.slow
@@ -319,7 +321,7 @@ def test_checks_at_once_wait_for_the_one_worker_never_boot_a_second(hol):
     assert hol.checker.settings.workers == 2
     results = list(hol.checker.map(requests))
     assert [r.verdict for r in results] == [EXPECTED[n] for n in names]
-    assert len({_worker(r)["worker_id"] for r in results}) == 1
+    assert len({worker_of(r)["worker_id"] for r in results}) == 1
     kinds = [(r.provenance.worker, sorted(r.provenance.extra)) for r in results]
     assert sum("booted_in_check_ms" in r.provenance.extra for r in results) <= 1, kinds
     # A check that waited for the worker's boot does not count that wait as its own time.
@@ -338,7 +340,7 @@ def test_one_worker_survives_exits_spoofs_and_cheats(hol):
         hol.check("pass_arith.ml"),
     ]
     assert results[-1].verdict is Verdict.PASS
-    worker = [_worker(r) for r in results]
+    worker = [worker_of(r) for r in results]
     workers = {w["worker_id"] for w in worker}
     assert len(workers) == 1
     served = [w["checks_served"] for w in worker]
@@ -380,21 +382,54 @@ def test_a_preloaded_library_does_not_change_what_a_target_means(hol):
         assert warm.result_digest == alone.result_digest
 
 
-# A worker killed from outside is judged as one a check killed (tests/adversarial: a control
-# check on a fresh worker, then the file's own verdict), and each costs a boot of HOL Light with
-# its recording kernel (~4.5 CPU-min): CI runs that one; PROOFLOCK_HOL_LIGHT_FULL=1 runs this too.
-@pytest.mark.slow
-@pytest.mark.skipif(
+# A fresh local boot of HOL Light with its recording kernel costs minutes (~4.5 CPU-min): CI
+# runs these on docker, whose fresh servers are restored from the machine's snapshots.
+FULL_ONLY = pytest.mark.skipif(
     os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
-    reason="a second fresh boot for the path the adversarial suite's killed worker covers",
+    reason="a fresh local boot of HOL Light (minutes): CI runs the docker case",
 )
-def test_killed_worker_is_restarted_and_the_check_in_flight_retried(hol):
-    before = _worker(hol.check("pass_arith.ml"))["worker_id"]
+BOTH = [
+    pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("local", marks=FULL_ONLY),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BOTH)
+def test_a_worker_killed_from_outside_between_checks_leaves_the_next_its_own_verdict(
+    request, backend
+):
+    """kill -9 of the idle worker's process, as the OOM killer or a crash would: the next check
+    finds it dead, a control check on a fresh worker passes, and the file is checked there. Its
+    verdict and digest are its own; the dead worker is the machine's part, in the provenance."""
+    hol = HolLight(session_checker(request, backend, TIMEOUT))
+    killed = worker_of(hol.check("pass_arith.ml"))["worker_id"]
+    pids = forkserver_pids(idle_server(hol.checker, killed))
+    assert len(pids) == 1, pids
+    os.kill(pids[0], signal.SIGKILL)
+
+    result = hol.check("fail_tactic.ml")
+
+    assert result.verdict is Verdict.FAIL, result.diagnostics
+    assert result.provenance.attempts == 1
+    used = workers_used(result)
+    assert used[0] == killed and used[-1] != killed, used
+    assert "HOL Light worker exited" in result.provenance.extra["infra"]
+    again = hol.check("fail_tactic.ml")  # on the fresh worker, nothing killed
+    assert "infra" not in again.provenance.extra
+    assert again.result_digest == result.result_digest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=FULL_ONLY)])
+def test_killed_worker_is_restarted_and_the_check_in_flight_retried(request, backend):
+    hol = HolLight(session_checker(request, backend, TIMEOUT))
+    before = worker_of(hol.check("pass_arith.ml"))["worker_id"]
     outcome: dict[str, CheckResult] = {}
     checking = threading.Thread(target=lambda: outcome.update(result=hol.check("diverge.ml")))
     checking.start()
     time.sleep(5)
-    [server] = _our_forkservers()
+    [server] = forkserver_pids(None)
     os.kill(server, signal.SIGKILL)
     checking.join()
     result = outcome["result"]
@@ -404,66 +439,28 @@ def test_killed_worker_is_restarted_and_the_check_in_flight_retried(hol):
     assert result.provenance.attempts == 1
     # Provenance names every worker the check used, in order: the killed one, then the fresh one
     # whose answer is the verdict.
-    extra = result.provenance.extra
-    servers = extra.get("servers", [extra])
-    workers = [s["worker_id"] for s in servers if s.get("server") == "HOL Light worker"]
+    workers = workers_used(result)
     assert workers[0] == before and workers[-1] != before, workers
-
-
-def _worker(result: CheckResult) -> dict:
-    """The HOL Light worker's part of a result's provenance (a replayed check also names the
-    replayer)."""
-    extra = result.provenance.extra
-    servers = extra.get("servers", [extra])
-    [worker] = [s for s in servers if s.get("server") == "HOL Light worker"]
-    return worker
-
-
-def _our_forkservers() -> list[int]:
-    """PIDs of forkservers this test process started: `server.ml` processes below this one (a
-    sandbox may stand between) whose parent is not one (their forks run `server.ml` too)."""
-    parents, commands = {}, {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-
-    def serves(pid: int) -> bool:
-        return b"server.ml" in commands.get(pid, [])
-
-    def ours(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == os.getpid():
-                return True
-        return False
-
-    return [pid for pid in parents if serves(pid) and not serves(parents[pid]) and ours(pid)]
 
 
 # -- cold checks and a broken install -------------------------------------------------------
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
-    reason="boots HOL Light and its replayer for one file (~5 CPU-min): CI's time",
-)
-def test_cold_check_gives_the_forkserver_result(hol):
+@pytest.mark.parametrize("backend", BOTH)
+def test_cold_check_gives_the_forkserver_result(request, backend):
+    """A cold check (a canary's re-check): fresh servers of its own, no warm state."""
+    hol = HolLight(session_checker(request, backend, TIMEOUT))
     warm = hol.check("uses_definition.ml")
-    request = CheckRequest(
+    file = CheckRequest(
         prover="hol-light",
         name="uses_definition.ml",
         content=artifact("hol-light", "uses_definition.ml"),
         timeout=TIMEOUT,
     )
-    cold = hol.checker.check_one(request, cold=True)  # boots HOL Light for this one file
+    cold = hol.checker.check_one(file, cold=True)
     assert cold.provenance.worker == "fresh-server"
+    assert workers_used(cold) != [] and worker_of(warm)["worker_id"] not in workers_used(cold)
     assert cold.verdict is Verdict.FAIL
     assert cold.result_digest == warm.result_digest
 
@@ -669,26 +666,3 @@ def test_a_target_travels_after_the_file():
     target = Target(name="T1", statement="1 + 1 = 2")
     data = protocol.encode_request("n", 60, ["CHEAT_TAC"], [], "let x = 1;;", target)
     assert data == b"CHECK n 60000 CHEAT_TAC - 11 T1 9\nlet x = 1;;1 + 1 = 2"
-
-
-@pytest.mark.slow
-def test_a_batch_of_files_gives_the_records_each_file_gets_alone(hol):
-    names = [
-        "pass_arith.ml",
-        "fail_tactic.ml",
-        "new_axiom.ml",
-        "cheat_tac.ml",
-        "exit_midfile.ml",
-        "defines_type.ml",
-        "fail_syntax.ml",
-    ]
-    requests = [
-        CheckRequest(prover="hol-light", name=n, content=artifact("hol-light", n), timeout=TIMEOUT)
-        for n in names
-    ]
-    batched = [result for _, result in sorted(hol.checker.map_unordered(enumerate(requests)))]
-    alone = [hol.checker.check_one(request) for request in requests]
-    assert [r.result_digest for r in batched] == [r.result_digest for r in alone]
-    assert [r.verdict for r in batched] == [EXPECTED[n] for n in names]
-    sizes = {r.provenance.extra["batch"]["size"] for r in batched}
-    assert sizes == {len(names)}  # one worker call for all eight

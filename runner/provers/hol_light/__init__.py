@@ -117,11 +117,15 @@ def _check(request: ResolvedRequest, held: _Held) -> Outcome:
                 fresh.retire()
                 raise
 
-        return forkserver.after_failure(
+        outcome = forkserver.after_failure(
             failure,
             control=lambda: on_fresh(forkserver.control_request(request)),
             again=lambda: on_fresh(request),
         )
+        # The machine's part, in the provenance (never hashed): what broke the worker the check
+        # started on, before a control check on a fresh one passed and the file ran again there.
+        outcome.worker = {**outcome.worker, "infra": f"{failure}; a control check then passed"}
+        return outcome
 
 
 def _check_on(server: SandboxServer, request: ResolvedRequest, held: _Held) -> Outcome:
