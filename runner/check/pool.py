@@ -27,6 +27,10 @@ from runner.provers.common.server import Notify, SandboxServer, ServerSpec
 
 PoolKey = tuple[str, Limits, str, str]
 KIT_GRACE_S = 5  # the kit's own work for one check (transfer, parsing), beyond the timeout
+# The sandbox that re-checks what the prover produced, in a process the artifact never ran in:
+# opening it gives the check's budget its timeout again, so a file the prover finishes inside
+# its timeout never runs out of time in the kit's own re-check.
+RECHECK = "recheck"
 WAIT_POLL_S = 0.5  # a capped server retired in another check is seen this soon
 WAITED_NOTED_MS = 100  # a wait for a capped server this long is recorded (and not timed)
 
@@ -145,10 +149,12 @@ class CheckSandboxes:
         self.reused_server = False
         self.booted_ms = 0  # servers booted during this check (reported once, not as its time)
         self.waited_ms = 0  # waiting for a capped server another check held: not its time either
-        # Everything done for the artifact (transfer, runs, audits, re-checks) shares one budget:
-        # its timeout (times the requests of a batch) and a little for the kit's own work.
-        budget = request.limits.timeout_s * max(1, checks) + KIT_GRACE_S
-        self.deadline = time.monotonic() + budget
+        # Everything done for the artifact (transfer, runs, audits) shares one budget: its
+        # timeout (times the requests of a batch) and a little for the kit's own work; a
+        # re-check, once it starts, has the timeout again (RECHECK).
+        self._timeout_s = request.limits.timeout_s * max(1, checks)
+        self._rechecked = False
+        self.deadline = time.monotonic() + self._timeout_s + KIT_GRACE_S
 
     @property
     def cold(self) -> bool:
@@ -161,7 +167,15 @@ class CheckSandboxes:
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
+    def _recheck(self) -> None:
+        """The kit's re-check of the prover's work starts: it has its own timeout (once)."""
+        if not self._rechecked:
+            self._rechecked = True
+            self.deadline += self._timeout_s
+
     def sandbox(self, purpose: str = "check") -> Sandbox:
+        if purpose == RECHECK:
+            self._recheck()
         if purpose not in self._sandboxes:
             box = self._backend_for(self.request.image).sandbox(
                 self.request.image, self.request.limits
@@ -191,6 +205,8 @@ class CheckSandboxes:
             boot_s = time.monotonic() - booting
             self.deadline += boot_s  # a boot serves many checks: not this one's budget or time
             self.booted_ms += int(boot_s * 1000)
+        if spec.rechecks:  # its checks run the re-check too: their replies may take that long
+            self._recheck()
         server.bound_by(self.deadline)
         return server
 

@@ -64,6 +64,10 @@ class ServerSpec:
     # backend keeps them: given the booted sandbox and the ready line, True when the boot is
     # one to keep (a failed boot never is). None: it always boots.
     snapshot: Callable[[Sandbox, bytes], bool] | None = None
+    # Whether each check also re-checks, in a process the artifact never ran in, what the
+    # prover produced, giving that its own timeout (Rocq's worker: coqchk's code): the check's
+    # budget then has the timeout again for it (CheckSandboxes.RECHECK).
+    rechecks: bool = False
 
 
 class SandboxServer:

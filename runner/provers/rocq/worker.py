@@ -96,6 +96,7 @@ def server_spec(
         key=key,
         boot_note="builds the worker, then loads the file's Requires",
         explain_failure=_explain_failure,
+        rechecks=True,  # coqchk's code re-checks the compiled file, with its own timeout
     )
 
 
