@@ -43,9 +43,12 @@ def warm_built_images(args: argparse.Namespace) -> None:
             notify_stderr(f"{image}: no snapshot kept: {exc}")
             continue
         took = time.monotonic() - clock
-        if result.verdict is Verdict.PASS:
-            how = "already here: restored" if result.provenance.restored() else "booted"
-            notify_stderr(f"{image}: its servers' snapshots are kept ({how} in {took:.1f} s)")
+        # A kept snapshot is restored before the first request, even right after its boot: a
+        # server that answered without `restored_from` booted plainly and nothing was kept.
+        if result.verdict is Verdict.PASS and result.provenance.restored():
+            notify_stderr(f"{image}: its servers' snapshots are kept (ready in {took:.1f} s)")
+        elif result.verdict is Verdict.PASS:
+            notify_stderr(f"{image}: no snapshot kept (its servers booted without one)")
         else:
             message = result.diagnostics[0].message if result.diagnostics else ""
             notify_stderr(f"{image}: the warm-up check got {result.verdict.value}: {message}")
