@@ -18,7 +18,7 @@ from docker.errors import ImageNotFound
 
 from runner.core import home
 from runner.core.errors import InfraFailure, UserError
-from runner.images import api, context, machine
+from runner.images import api, base, context, machine
 from runner.images.build import BuildPlan
 from runner.images.closure import PackageDrift
 from runner.images.commands import EXIT_FAILED, EXIT_OK, cmd_images
@@ -54,7 +54,7 @@ def test_the_six_provers_newclid_and_each_line_have_an_image_and_a_lock_entry():
     from runner import provers
 
     lines = [line for name in provers.names() for line in provers.get(name).lines]
-    assert lines == ["hol-light-3.0", "rocq-8.20"]
+    assert lines == ["hol-light-3.0", "rocq-8.20", "rocq-9.2"]
     defaults = ["alphageometry", "asymptote", "hol-light", "isabelle", "lean", "newclid", "rocq"]
     assert sorted([*defaults, *lines]) == NAMES
     assert sorted(LOCK.images) == NAMES
@@ -204,6 +204,7 @@ def test_an_image_builds_on_its_own_base_and_a_rebased_kit_writes_its_base_back(
     kit = Kit.open(lock_path)
     assert BuildPlan.of(kit, "rocq", BUILD_INPUTS).lock.base.suite == "bookworm"
     assert BuildPlan.of(kit, "rocq-8.20", BUILD_INPUTS).lock.base.suite == "trixie"
+    assert BuildPlan.of(kit, "rocq-9.2", BUILD_INPUTS).lock.base.suite == "forky"
     trixie = kit.for_image("rocq-8.20")
     assert trixie.lock.base.suite == "trixie" and trixie.base_index_path.name == (
         "base-trixie.Packages"
@@ -216,9 +217,24 @@ def test_an_image_builds_on_its_own_base_and_a_rebased_kit_writes_its_base_back(
     assert saved.base.image_id == bookworm_id and saved.base.suite == "bookworm"
     assert kit.lock.base_named("base-trixie").image_id == OTHER_ID  # the same lock, in step
     trixie.for_base("base").save()  # back to the lock's own base: nothing else is written
-    assert load_lock(lock_path) == saved and sorted(saved.bases) == ["base-trixie"]
-    with pytest.raises(UserError, match="no base 'base-sid'.*bases: base, base-trixie"):
+    assert load_lock(lock_path) == saved
+    assert sorted(saved.bases) == ["base-forky", "base-trixie"]
+    with pytest.raises(UserError, match="no base 'base-sid'.*bases: base, base-forky, base-trixie"):
         kit.for_base("base-sid")
+
+
+def test_a_suite_newer_than_the_hosts_debootstrap_bootstraps_with_its_sid_script(
+    tmp_path, monkeypatch
+):
+    """bookworm's debootstrap knows no `forky`: the forky base is bootstrapped with the script
+    newer debootstraps link `forky` to; a suite it knows uses its own."""
+    (tmp_path / "trixie").write_text("")
+    monkeypatch.setattr(base, "SCRIPTS", tmp_path)
+    forky, trixie = LOCK.base_named("base-forky"), LOCK.base_named("base-trixie")
+    argv = base.debootstrap_argv(forky, tmp_path / "root", "http://mirror")
+    assert argv[-4:] == ["forky", str(tmp_path / "root"), "http://mirror", str(tmp_path / "sid")]
+    argv = base.debootstrap_argv(trixie, tmp_path / "root", "http://mirror")
+    assert argv[-3:] == ["trixie", str(tmp_path / "root"), "http://mirror"]
 
 
 def test_the_lock_keeps_no_machine_provenance_and_one_line_per_closure_package():

@@ -87,14 +87,14 @@ def checker(tmp_path_factory):
         yield real
 
 
-def run_with_second_opinion(checker, double, names, tmp_path, requests=()):
+def run_with_second_opinion(checker, double, names, tmp_path, requests=(), line=FIXED_LINE):
     log = tmp_path / "log.jsonl"
     summary = run_requests(
         [*(exploit_request(name) for name in names), *requests],
         log,
         checker,
         source="requests.jsonl",
-        executor=second_opinion.SecondOpinion(checker, double, FIXED_LINE),
+        executor=second_opinion.SecondOpinion(checker, double, line),
     )
     return {result.artifact: result for result in summary.results}, log
 
@@ -221,3 +221,89 @@ def test_run_records_its_second_opinion_and_a_resume_must_keep_it(cli, tmp_path)
     resumed = cli(*args)
     assert resumed.returncode == 2 and f"--second-opinion {FIXED_LINE}" in resumed.stderr
     cli(*args, "--second-opinion", FIXED_LINE, check=True)  # the same option resumes
+
+
+# -- the real second opinion: Rocq 9.2.0, where four of our six clean proofs of False are fixed --
+
+NEWEST_LINE = "rocq-9.2"
+
+# Sound, and flagged for rocq#20455 (a fixpoint and a match on an `if`: fixed in 9.0.1). It
+# computes with primitive integers, which Rocq 9 declares in Corelib rather than Coq.
+FLAGGED_AND_SOUND = """From Coq Require Import Uint63.
+Fixpoint count (n : nat) : int :=
+  match n with O => 0%uint63 | S m => (count m + 1)%uint63 end.
+Definition pick (b : bool) (n : nat) : nat :=
+  match (if b then n else 0) with O => 1 | S k => k end.
+Lemma count_three : count (pick true 4) = 3%uint63.
+Proof. vm_compute. reflexivity. Qed.
+Lemma main : True.
+Proof. exact I. Qed.
+"""
+
+
+def line_request(name: str, content: str) -> CheckRequest:
+    return CheckRequest(
+        prover="rocq",
+        name=name,
+        content=content,
+        timeout=60,
+        target=Target(name="main", statement="True"),
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_run_with_a_second_opinion_from_rocq_9_2_disputes_only_the_proof_of_false(cli, tmp_path):
+    """`run --second-opinion rocq-9.2` on the default line (8.16.1): the reproducer of
+    rocq#20413 passes there and is `disputed` with both results; a sound flagged file 9.2
+    accepts keeps its pass and advisory; a lemma 9.2 no longer has is drift, never a dispute."""
+    requests = [
+        exploit_request("PL-ROCQ-20413.v"),
+        line_request("flagged.v", FLAGGED_AND_SOUND),
+        line_request("old_name.v", OLD_NAME_IN_A_SECTION),
+    ]
+    lines = "".join(request.model_dump_json() + "\n" for request in requests)
+    (tmp_path / "requests.jsonl").write_text(lines)
+    args = ("run", "requests.jsonl", "--checkpoint", "run.jsonl", "--backend", "docker")
+    done = cli(*args, "--second-opinion", NEWEST_LINE, "--daemon", "off", check=1)
+    records = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert records[0]["body"]["second_opinion"] == NEWEST_LINE
+    results = {r["body"]["result"]["artifact"]: r["body"]["result"] for r in records[1:]}
+
+    disputed = results["PL-ROCQ-20413.v"]
+    assert disputed["verdict"] == "disputed", done.stderr
+    assert disputed["advisories"] == ["PL-ROCQ-20413"]
+    assert disputed["details"]["pinned_verdict"] == "pass"
+    opinion = disputed["details"]["second_opinion"]
+    assert opinion["line"] == NEWEST_LINE and opinion["fixes"] == ["PL-ROCQ-20413"]
+    assert opinion["verdict"] == "fail" and opinion["env_key"] != disputed["env_key"]
+    assert "spiral is ill-formed" in opinion["diagnostics"][0]["message"]  # 9.2's own words
+    assert CheckResult.model_validate(disputed).self_consistent()  # its digest covers both
+
+    kept = results["flagged.v"]
+    assert kept["verdict"] == "pass" and "PL-ROCQ-20455" in kept["advisories"]
+    agrees = kept["provenance"]["extra"]["second_opinion"]
+    assert agrees["line"] == NEWEST_LINE and agrees["outcome"] == "agrees"
+
+    drift = results["old_name.v"]
+    assert drift["verdict"] == "pass" and "PL-ROCQ-16957" in drift["advisories"]
+    said = drift["provenance"]["extra"]["second_opinion"]
+    assert said["verdict"] == "fail" and said["outcome"].startswith("says nothing (drift")
+    assert any("le_plus_l" in d["message"] for d in said["diagnostics"])  # 9.2 lacks it
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_rocq_9_2_cannot_dispute_the_bugs_it_still_has(tmp_path):
+    """rocq#21839 and #22387 are not fixed in 9.2.0: their reproducers keep their `pass` and
+    their advisory. 9.2 is asked only for another advisory a record carries, and agrees."""
+    settings = Settings(backend="docker", cache_dir=tmp_path / "cache", retries=0)
+    names = ["PL-ROCQ-21839.v", "PL-ROCQ-22387.v"]
+    with Checker(settings) as real:
+        results, _ = run_with_second_opinion(real, real, names, tmp_path, line=NEWEST_LINE)
+    for name in names:
+        own = name.removesuffix(".v")
+        assert results[name].verdict is Verdict.PASS and own in results[name].advisories, name
+        opinion = results[name].provenance.extra.get("second_opinion", {})
+        assert own not in opinion.get("fixes", [])  # 9.2 has this bug: never a reason to ask
+        assert opinion.get("outcome", "agrees") == "agrees"

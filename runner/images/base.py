@@ -29,6 +29,10 @@ from runner.images.lock import BaseEntry, ImagesLock
 
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+SCRIPTS = Path("/usr/share/debootstrap/scripts")
+# Debian's suites all bootstrap alike: a suite newer than the host's debootstrap (bookworm's
+# knows no `forky`) uses the script debootstrap itself links it to once it knows it.
+UNRELEASED_SCRIPT = "sid"
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,10 @@ def debootstrap_argv(entry: BaseEntry, root: Path, mirror: str) -> list[str]:
         argv.append(f"--keyring={KEYRING}")
     if entry.include:
         argv.append(f"--include={','.join(entry.include)}")
-    return [*argv, entry.suite, str(root), mirror]
+    argv = [*argv, entry.suite, str(root), mirror]
+    if SCRIPTS.is_dir() and not (SCRIPTS / entry.suite).exists():
+        argv.append(str(SCRIPTS / UNRELEASED_SCRIPT))
+    return argv
 
 
 def fixup(root: Path, lock: ImagesLock) -> None:

@@ -48,7 +48,7 @@ RULES = "2"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
 # The warm worker is written against Coq 8.16's OCaml API (the default line's): the other
-# lines (Debian trixie's 8.20.1) check cold, with their own coqc and coqchk.
+# lines (Debian trixie's 8.20.1, forky's Rocq 9.2.0) check cold, with their own coqc and coqchk.
 WORKER_IMAGES = ("rocq",)
 
 
@@ -127,7 +127,7 @@ ADAPTER = ProverAdapter(
     rules=RULES,
     modes=("proof", "statement"),
     images=("rocq",),
-    lines=("rocq-8.20",),
+    lines=("rocq-8.20", "rocq-9.2"),
     # Debian's Coq and the libraries the corpus Requires; libcoq-core-ocaml-dev, ocaml-findlib
     # and coqchk's sources (xz for their tarball) build the warm worker's checker.
     host_packages=(

@@ -93,6 +93,15 @@ def run(request: ResolvedRequest, sandboxes: Sandboxes) -> Evidence:
     return evidence
 
 
+# Rocq 9's libraries of the kernel's primitives: Corelib's, beside Coq 8's (report.py), in the
+# same `theories/` below `coqc -where`; 9 renames PArray and adds primitive strings.
+ROCQ9_PRIMITIVE_LIBRARIES = (
+    "Corelib.Numbers.Cyclic.Int63.PrimInt63",
+    "Corelib.Floats.PrimFloat",
+    "Corelib.Array.PrimArray",
+    "Corelib.Strings.PrimString",
+)
+PRIMITIVE_LIBRARIES = (*report.PRIMITIVE_LIBRARIES, *ROCQ9_PRIMITIVE_LIBRARIES)
 _declared: dict[tuple[str, str], set[str]] = {}  # (image, library) → its primitives
 
 
@@ -100,14 +109,18 @@ def _primitives(sandbox: Sandbox, image: str, checker: CheckerReport) -> set[str
     """Which of coqchk's axioms are primitives the standard library binds, from Debian's sources
     of the libraries that declare them (read in the image, once per process)."""
     found: set[str] = set()
-    for library, names in report.primitive_candidates(checker.axioms).items():
+    for name in sorted(checker.axioms):
+        library = name.rpartition(".")[0]
+        if library not in PRIMITIVE_LIBRARIES:
+            continue
         if (image, library) not in _declared:
-            path = library.removeprefix("Coq.").replace(".", "/") + ".v"
+            path = library.partition(".")[2].replace(".", "/") + ".v"  # below Coq. or Corelib.
             done = sandbox.run(["sh", "-c", f'cat "$(coqc -where)/theories/{path}"'], timeout_s=60)
             if not done.ok:
                 continue  # no sources: those stay axioms
             _declared[(image, library)] = report.declared_primitives(library, done.stdout.decode())
-        found |= {f"{library}.{n}" for n in names} & _declared[(image, library)]
+        if name in _declared[(image, library)]:
+            found.add(name)
     return found
 
 

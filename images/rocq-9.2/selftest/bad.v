@@ -1,0 +1,1 @@
+../../rocq/selftest/bad.v
