@@ -124,6 +124,10 @@ def test_advisories_follow_the_line_the_record_was_checked_on():
     assert "PL-ROCQ-18503" not in trixie and "PL-ROCQ-16957" not in trixie  # fixed in 8.19, 8.17
     assert {"PL-ROCQ-12155", "PL-ROCQ-21682", "PL-ROCQ-20413"} <= trixie
     assert "PL-ROCQ-20413" not in sid and "PL-ROCQ-21839" in sid  # fixed in 9.0.1; in 9.3
+    forky = ids(image("rocq", load_lock().tag("rocq-9.2")))  # the rocq-9.2 line's own image
+    assert forky == sid  # its tag reads as the same Rocq as its coqc
+    assert not {"PL-ROCQ-20413", "PL-ROCQ-20455", "PL-ROCQ-21051", "PL-ROCQ-21685"} & forky
+    assert {"PL-ROCQ-21839", "PL-ROCQ-22387"} <= forky  # not fixed in 9.2.0
     assert not ids(rocq("The Coq Proof Assistant, version 8.16.1")) ^ bookworm  # local == docker
     assert "PL-HOLLIGHT-OCAML7241" in ids(image("hol-light", "prooflock/hol-light:20230128"))
     on_ocaml_53 = ids(image("hol-light", "prooflock/hol-light:3.0.0"))
