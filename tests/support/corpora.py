@@ -9,6 +9,7 @@ prover runs (trust `kit`) is a design refusal, listed apart with the kit's reaso
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 import subprocess
@@ -21,8 +22,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+from runner.core.errors import UserError
 from runner.core.models import CheckResult, Trust, Verdict
 from runner.core.settings import Settings
+from runner.images import debian
+from runner.images.inputs import host_mirror
 from runner.images.lock import load_lock
 from runner.images.store import InputStore
 
@@ -37,12 +41,17 @@ COQ_NEEDS_MORE = ("coq-prog-args", "TestSuite", "Load ", "LoadPath", "Declare ML
 # The CI sample: files chosen by hash, less those bare coqc takes minutes on (the bench has them).
 COQ_CI_SAMPLE = 40
 COQ_TOO_SLOW_FOR_CI = ("success/Nia.v",)
+BASE_SUITE = "bookworm"  # the host's apt sources name this suite; its mirror serves the others
+SOURCES_INDEX = "main/source/Sources.xz"
 
 
 class Agreement(StrEnum):
     AGREE = "agree"
     DESIGN_REFUSAL = "design refusal"  # the kit refused it before any prover ran
     DISAGREE = "disagree"
+    # The kit accepts what the bare tool could not do here for want of what the kit does not
+    # need (Asymptote: a 3D example bare asy renders with OpenGL only, the kit as vectors).
+    KIT_MORE = "kit accepts more"
 
 
 @dataclass(frozen=True)
@@ -105,12 +114,56 @@ def run_bare(
 
 
 def coq_source_tarball(image: str = "rocq") -> Path | None:
-    """The coq orig tarball the image's lock pins, if the kit's store holds it."""
-    downloads = load_lock().entry(image).downloads
-    for name, item in downloads.items():
+    """The coq orig tarball of the image's coq: the one its lock pins, if the kit's store holds
+    it; else (a line whose lock pins none, rocq-8.20) Debian's, from the host's mirror."""
+    entry = load_lock().entry(image)
+    for name, item in entry.downloads.items():
         if name.startswith("coq_") and ".orig.tar." in name:
             store = InputStore(Settings().cache_dir)
             return store.path(item) if store.has(item) else None
+    version = entry.inputs.get("COQ_VERSION")
+    if version is None:
+        return None
+    suite = load_lock().base_named(entry.base).suite
+    return debian_orig_tarball("coq", re.sub(r"\+b\d+$", "", version), suite)
+
+
+def debian_orig_tarball(package: str, version: str, suite: str) -> Path | None:
+    """`package`'s orig tarball at source `version` from `suite` on this machine's mirror, checked
+    against the sha256 in the suite's Sources index (itself checked against the InRelease that
+    gpgv verifies), and kept under the kit's cache by that sha256. None when the mirror has no
+    such source (or cannot be reached)."""
+    folder = Settings().cache_dir / "corpora" / "debian-sources"
+    for kept in folder.glob(f"{package}_{version.split('-')[0]}.orig.tar.*"):
+        return kept
+    try:
+        mirror = host_mirror(BASE_SUITE)
+        release = debian._release(mirror, suite)  # None: the mirror has no such suite
+    except (UserError, debian.MirrorUnreachable):
+        return None
+    sums = debian._sha256_section(release) if release else {}
+    if SOURCES_INDEX not in sums:
+        return None
+    sha256, size = sums[SOURCES_INDEX]
+    index = debian.fetch(f"{mirror}/dists/{suite}/{SOURCES_INDEX}")
+    if index is None or hashlib.sha256(index).hexdigest() != sha256 or len(index) != size:
+        return None
+    for block in lzma.decompress(index).decode().split("\n\n"):
+        fields = debian.control_fields(block)
+        if fields.get("Package") != package or fields.get("Version") != version:
+            continue
+        for line in block.split("Checksums-Sha256:", 1)[1].splitlines()[1:]:
+            if not line.startswith(" "):
+                break
+            digest, _, name = line.split()
+            if ".orig.tar." not in name:
+                continue
+            data = debian.fetch(f"{mirror}/{fields['Directory']}/{name}")
+            if data is None or hashlib.sha256(data).hexdigest() != digest:
+                return None
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+            return folder / name
     return None
 
 
@@ -165,6 +218,70 @@ def bare_coqc(path: Path, timeout_s: int) -> Bare:
     with tempfile.TemporaryDirectory(prefix="bare-coqc-") as work:
         (Path(work) / path.name).write_bytes(path.read_bytes())
         return run_bare(["coqc", "-q", path.name], Path(work), timeout_s)
+
+
+def bare_coqc_coqchk(path: Path, timeout_s: int) -> tuple[Bare, Bare | None]:
+    """Bare `coqc`, then (when it accepted) bare `coqchk` on the library it wrote, as the kit
+    re-checks it: what the kit does, done by hand, one process each."""
+    with tempfile.TemporaryDirectory(prefix="bare-coqchk-") as work:
+        (Path(work) / path.name).write_bytes(path.read_bytes())
+        compiled = run_bare(["coqc", "-q", path.name], Path(work), timeout_s)
+        if not compiled.accepted:
+            return compiled, None
+        argv = ["coqchk", "-o", "-silent", "-Q", ".", "", "-norec", path.stem]
+        return compiled, run_bare(argv, Path(work), timeout_s)
+
+
+# Each file in a directory of its own, as bare_coqc runs it; `@@` lines give its exit and time.
+_BARE_COQC_LOOP = """
+while read -r index name; do
+  mkdir -p /tmp/w/$index && cp /corpus/$index.v /tmp/w/$index/$name && cd /tmp/w/$index
+  start=$(date +%s%N)
+  timeout -s KILL "$1" coqc -q "$name" > /out/$index.said 2>&1
+  echo "$? $(( ($(date +%s%N) - start) / 1000000 ))" > /out/$index.end
+  cd / && rm -rf /tmp/w/$index
+done < /corpus/list
+"""
+
+
+def bare_coqc_in_image(paths: dict[str, Path], image: str, timeout_s: int) -> dict[str, Bare]:
+    """Bare `coqc -q` in `image` (its locked tag, a line the host has no coqc of), on each file
+    alone in an empty directory, one after another in one container with no network."""
+    tag = load_lock().entry(image).tag
+    labels = {}
+    with tempfile.TemporaryDirectory(prefix="bare-coqc-image-") as work:
+        corpus, out = Path(work) / "corpus", Path(work) / "out"
+        corpus.mkdir()
+        out.mkdir(mode=0o777)
+        out.chmod(0o777)  # the image's user writes there
+        names = list(paths)
+        for index, name in enumerate(names):
+            (corpus / f"{index}.v").write_bytes(paths[name].read_bytes())
+        (corpus / "list").write_text("".join(f"{i} {paths[n].name}\n" for i, n in enumerate(names)))
+        argv = [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-e",
+            "HOME=/tmp",
+            "-e",
+            "LC_ALL=C.UTF-8",
+        ]
+        argv += ["-v", f"{corpus}:/corpus:ro", "-v", f"{out}:/out", tag]
+        subprocess.run([*argv, "sh", "-c", _BARE_COQC_LOOP, "sh", str(timeout_s)], check=True)
+        for index, name in enumerate(names):
+            code, wall_ms = (out / f"{index}.end").read_text().split()
+            said = (out / f"{index}.said").read_text(errors="replace")
+            if int(code) == 137:  # timeout's KILL
+                labels[name] = Bare(
+                    False, int(wall_ms) / 1000, f"no answer within {timeout_s} s", True
+                )
+            else:
+                accepted, last = _exit_zero(int(code), said)
+                labels[name] = Bare(accepted, int(wall_ms) / 1000, last)
+    return labels
 
 
 # --- HOL Light's own examples, from Debian's hol-light ----------------------------------------

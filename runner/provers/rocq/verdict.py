@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from runner.backends.base import Completed
-from runner.core.models import Diagnostic, Outcome, Trust, Verdict
+from runner.core.models import Diagnostic, JsonValue, Outcome, Trust, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common import verdicts
 from runner.provers.common.verdicts import Refusal
@@ -89,6 +89,22 @@ def as_exit(done: Completed) -> Completed:
 
 
 def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
+    judged = _judged(request, evidence)
+    judged.worker = {**judged.worker, "phases_ms": phases_ms(evidence)}
+    return judged
+
+
+def phases_ms(evidence: Evidence) -> dict[str, JsonValue]:
+    """Where the check's time went, for the record's provenance (never hashed): the compile's
+    and the re-check's wall and CPU time as each path measured them."""
+    phases: dict[str, JsonValue] = {}
+    for name, done in (("compile", evidence.compiled), ("recheck", evidence.checked)):
+        if done is not None:
+            phases[name] = {"wall": done.wall_ms, "cpu": done.cpu_ms}
+    return phases
+
+
+def _judged(request: ResolvedRequest, evidence: Evidence) -> Outcome:
     content = request.content
     compiled = as_exit(evidence.compiled)
     cpu = (compiled.cpu_ms or 0) + evidence.cpu_ms
