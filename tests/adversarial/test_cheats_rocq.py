@@ -3,8 +3,9 @@
 Each file below tries to get a `pass` it has not earned (a proof of `1 = 2` through an axiom,
 an admitted lemma, an unchecked fixpoint, ...) while hiding that from the kit's report, or to
 touch the host (write a file, load code, change directory). Every one runs on the local backend
-and in the locked container, warm (through the worker) and cold, and must end with the verdict
-named, never `pass`, with nothing changed outside the work directory.
+and in the locked container, warm (through the worker) and cold, and on the other line (8.20,
+cold only), and must end with the verdict named, never `pass`, with nothing changed outside the
+work directory.
 """
 
 from __future__ import annotations
@@ -56,31 +57,45 @@ def _host_litter() -> set[str]:
     return set(os.listdir(os.getcwd())) | set(os.listdir(tempfile.gettempdir()))
 
 
-# Both paths locally (where warm and cold are also compared); in a container the warm worker,
-# the path a run takes (the cold path in containers: tests/completeness/test_rocq_corpora.py).
+# Both paths on both backends (warm and cold are compared on each), and the other line, whose
+# every check is the cold path in its container (`--line rocq-8.20`, and `--memory` under 1 GB
+# on any line, where a proof of False once passed).
+OTHER_LINE = "rocq-8.20"
 PATHS = [
-    pytest.param("local", True, id="local-warm"),
-    pytest.param("local", False, id="local-cold"),
-    pytest.param("docker", True, id="docker-warm", marks=[pytest.mark.docker]),
+    pytest.param("local", "warm", id="local-warm"),
+    pytest.param("local", "cold", id="local-cold"),
+    pytest.param("docker", "warm", id="docker-warm", marks=[pytest.mark.docker]),
+    pytest.param("docker", "cold", id="docker-cold", marks=[pytest.mark.docker]),
+    pytest.param("docker", OTHER_LINE, id="docker-8.20", marks=[pytest.mark.docker]),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("checker", "warm"), PATHS, indirect=["checker"])
+@pytest.mark.parametrize(("checker", "path"), PATHS, indirect=["checker"])
 @pytest.mark.parametrize("name", sorted(CHEATS))
-def test_no_cheat_passes_and_nothing_escapes(name, warm, checker, outside):
+def test_no_cheat_passes_and_nothing_escapes(name, path, checker, outside):
     text, verdicts, fields = CHEATS[name]
+    line = OTHER_LINE if path == OTHER_LINE else None
     request = CheckRequest(
-        prover="rocq", name=f"{name}.v", content=text.replace(OUT, str(outside)), **fields
+        prover="rocq",
+        name=f"{name}.v",
+        content=text.replace(OUT, str(outside)),
+        line=line,
+        **fields,
     )
     before = _host_litter()
-    result = checker.check_one(request, cold=not warm)
+    result = checker.check_one(request, cold=path == "cold")
     assert result.verdict is not Verdict.PASS
+    if line is not None:  # 8.20's coqc refuses what 8.16's warns of (Variable outside a section)
+        verdicts = verdicts | {Verdict.FAIL}
     assert result.verdict in verdicts, (result.verdict, result.diagnostics)
     assert not any(outside.iterdir()), sorted(outside.iterdir())
     assert not {"redirected", "extracted.ml", "nat.ml", "escape", "profile", "out.out"} & (
         _host_litter() - before
     )
+    if line is not None:
+        assert result.provenance.extra["rocq_path"] in ("cold", "refused")
+        return
     other = OTHER_PATH.setdefault((checker.settings.backend, name), result)
     if other is not result:  # the warm worker and a cold coqc judge a cheat alike
         assert (other.verdict, other.result_digest) == (result.verdict, result.result_digest), (
