@@ -11,6 +11,7 @@ size before it enters the store (runner.images.store); the build then takes it f
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -27,6 +28,10 @@ from runner.images.lock import Download, Downloads, ImageEntry, ImagesLock
 from runner.images.store import Gathered, InputStore, Source, Stored, gather
 
 PYPI = "pypi:"  # a wheel's origin: `pypi:NAME==VERSION`, fetched with the host's pip
+GIT = "git:"  # a git bundle's origin: `git:URL@COMMIT:FOLDER`, made by the host's git
+# A download whose sha256 no machine that wrote the lock could know (its origin was out of
+# reach): `images vendor` pins it on first use and writes the lock; a build refuses it.
+UNPINNED = "0" * 64
 REQUIREMENT = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)\s+--hash=sha256:(?P<sha>[0-9a-f]{64})"
 )
@@ -110,9 +115,83 @@ def missing_line(name: str, entry: ImageEntry, gathered: Gathered) -> str:
     )
 
 
+def unpinned_line(name: str, entry: ImageEntry) -> str | None:
+    """What a build of `name` refuses first when the lock has not pinned all its downloads."""
+    unpinned = sorted(file for file, item in entry.downloads.items() if item.sha256 == UNPINNED)
+    if not unpinned:
+        return None
+    first = entry.downloads[unpinned[0]]
+    more = f" (and {len(unpinned) - 1} more)" if len(unpinned) > 1 else ""
+    return (
+        f"{name}: the input {unpinned[0]} ({first.kind}){more} has no sha256 in the lock yet: "
+        f"run `prooflock images vendor {name}` where {_host(first.origin)} answers (it pins "
+        "each on first use and writes the lock)"
+    )
+
+
+def pin_download(item: Download, target: Path) -> Download | None:
+    """Trust on first use: fetch an unpinned download from its origin into `target`, and return
+    it pinned (sha256, size; a git ref resolved to its commit). None when the origin fails."""
+    origin = item.origin
+    if origin.startswith(GIT):
+        repository, ref, folder = git_origin(origin)
+        commit = bundle_from(repository, ref, folder, target)
+        if commit is None:
+            return None
+        origin = f"{GIT}{repository}@{commit}:{folder}"
+    elif not UrlSource().fetch(item, target):
+        return None
+    with target.open("rb") as data:
+        sha256 = hashlib.file_digest(data, "sha256").hexdigest()
+    return item.model_copy(
+        update={"sha256": sha256, "size": target.stat().st_size, "origin": origin}
+    )
+
+
+def lake_packages(file: str, bundle: Path) -> Downloads:
+    """The packages a Lean project's bundle pins in its lake-manifest.json, as unpinned
+    downloads (`<project>-lake-<package>.bundle`, each at its manifest's commit): what its
+    `lake build` needs beside it (images/lean/lake-packages puts them in .lake/packages)."""
+    project = file.removesuffix(".bundle")
+    with tempfile.TemporaryDirectory(prefix="prooflock-git-") as tmp:
+        work = Path(tmp) / "repo.git"
+        if not (
+            _git("init", "-q", "--bare", str(work))
+            and _git("-C", str(work), "bundle", "unbundle", str(bundle))
+        ):
+            return {}
+        commit = bundle.open("rb").read(200).split(b"\n")[1].split(b" ")[0].decode()
+        done = subprocess.run(
+            ["git", "-C", str(work), "show", f"{commit}:lake-manifest.json"],
+            capture_output=True,
+            text=True,
+        )
+    if done.returncode != 0:
+        return {}
+    found: Downloads = {}
+    for package in json.loads(done.stdout).get("packages", []):
+        if package.get("type") == "git":
+            url = package["url"].removesuffix(".git") + ".git"
+            found[f"{project}-lake-{package['name']}.bundle"] = Download(
+                kind="git-bundle", sha256=UNPINNED, origin=f"{GIT}{url}@{package['rev']}:"
+            )
+    return found
+
+
+def _host(origin: str) -> str:
+    url = git_origin(origin)[0] if origin.startswith(GIT) else origin
+    return "/".join(url.split("/")[:3]) if "://" in url else url
+
+
 def download_sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
     """Where a download missing from the local store is looked for, in order."""
-    return [GivenFiles(inputs.files), *sources(lock, inputs), HostPip(), UrlSource()]
+    return [
+        GivenFiles(inputs.files),
+        *sources(lock, inputs),
+        HostPip(),
+        UrlSource(),
+        GitRepository(),
+    ]
 
 
 def gather_downloads(
@@ -230,25 +309,116 @@ def _pip() -> list[str]:
     return [shutil.which("pip3") or "pip3"]
 
 
-class UrlSource:
-    """A download's own URL, with this machine's trust store and proxy settings."""
+class _Remembering:
+    """A source that asks a host (or repository) nothing more once it failed, and says why."""
+
+    what = ""
 
     def __init__(self) -> None:
-        self.unreachable: dict[str, str] = {}  # host → why
+        self.failed: dict[str, str] = {}  # host or repository → why
 
     @property
     def label(self) -> str:
-        why = "; ".join(self.unreachable.values())
-        return "the inputs' URLs" + (f" ({why})" if why else "")
+        why = "; ".join(self.failed.values())
+        return self.what + (f" ({why})" if why else "")
+
+
+class UrlSource(_Remembering):
+    """A download's own URL, with this machine's trust store and proxy settings."""
+
+    what = "the inputs' URLs"
 
     def fetch(self, item: Stored, target: Path) -> bool:
         if not isinstance(item, Download) or not item.origin.startswith(("https://", "http://")):
             return False
         host = item.origin.split("/")[2]
-        if host in self.unreachable:
+        if host in self.failed:
             return False
         try:
             return download(item.origin, target)
         except MirrorUnreachable as exc:
-            self.unreachable[host] = str(exc)
+            self.failed[host] = str(exc)
             return False
+
+
+class GitRepository(_Remembering):
+    """A git bundle made on the host from its repository (`git:URL@COMMIT:FOLDER`), by the
+    recipe of `bundle_folder`; it enters the store only when its sha256 is the lock's."""
+
+    what = "the bundles' git repositories"
+
+    def fetch(self, item: Stored, target: Path) -> bool:
+        if not isinstance(item, Download) or not item.origin.startswith(GIT):
+            return False
+        repository, commit, folder = git_origin(item.origin)
+        if repository in self.failed:
+            return False
+        if bundle_from(repository, commit, folder, target) is None:
+            self.failed[repository] = f"{repository}: git fetch failed"
+            return False
+        with target.open("rb") as data:
+            sha256 = hashlib.file_digest(data, "sha256").hexdigest()
+        if sha256 != item.sha256:
+            self.failed[repository] = (
+                f"the bundle made from {repository} has sha256 {sha256[:12]}, not the lock's "
+                "(another git or zlib): give the lock's copy with --input"
+            )
+            return False
+        return True
+
+
+def git_origin(origin: str) -> tuple[str, str, str]:
+    """`git:URL@COMMIT:FOLDER` → (URL, COMMIT, FOLDER)."""
+    repository, _, rest = origin.removeprefix(GIT).rpartition("@")
+    commit, _, folder = rest.partition(":")
+    return repository, commit, folder
+
+
+def bundle_from(repository: str, ref: str, folder: str, target: Path) -> str | None:
+    """`bundle_folder` of `ref` fetched (one commit deep) from `repository` by the host's git;
+    the commit, or None when the fetch fails."""
+    with tempfile.TemporaryDirectory(prefix="prooflock-git-") as tmp:
+        work = Path(tmp) / "repo.git"
+        fetch = ["-C", str(work), "fetch", "-q", "--depth", "1", repository, ref]
+        if not (_git("init", "-q", "--bare", str(work)) and _git(*fetch)):
+            return None
+        return bundle_folder(work, "FETCH_HEAD", folder, target)
+
+
+def bundle_folder(git_dir: Path, commit: str, folder: str, out: Path) -> str:
+    """A git bundle of `commit` (a hash, or a ref to resolve) holding only `folder`'s objects
+    (the whole tree when empty) and the trees above it, as images/*/git-export reads it: one
+    ref, no prerequisites, a pack made with no reused objects on one thread, so the same git
+    makes the same bytes from any clone that has the objects. Returns the commit's hash."""
+    git = ["git", "-C", str(git_dir)]
+    (commit,) = _lines([*git, "rev-parse", "--verify", f"{commit}^{{commit}}"])
+    path = folder.strip("/")
+    parts = path.split("/") if path else []
+    above = [
+        f"{commit}^{{tree}}",
+        *(f"{commit}:{'/'.join(parts[: n + 1])}" for n in range(len(parts))),
+    ]
+    objects = {commit, *_lines([*git, "rev-parse", *above])}
+    below = [path + "/"] if path else []
+    objects.update(_lines([*git, "ls-tree", "-r", "-t", "--object-only", commit, "--", *below]))
+    pack = subprocess.run(
+        [*git, "pack-objects", "--stdout", "-q", "--threads=1", "--no-reuse-object"],
+        input="".join(f"{name}\n" for name in sorted(objects)).encode(),
+        capture_output=True,
+        check=True,
+    )
+    header = f"# v2 git bundle\n{commit} refs/heads/pinned\n\n".encode()
+    out.write_bytes(header + pack.stdout)
+    return commit
+
+
+def _lines(argv: list[str]) -> list[str]:
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+
+
+def _git(*argv: str) -> bool:
+    try:
+        done = subprocess.run(["git", *argv], capture_output=True, timeout=PIP_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

@@ -24,7 +24,7 @@ from runner.images.base import BaseBuilt, build_base
 from runner.images.build import BuildFailed, BuildPlan, BuildResult, InputMissing, build_image
 from runner.images.closure import PackageDrift, as_deb, package_drift
 from runner.images.debian import Indexes
-from runner.images.downloads import gather_downloads, missing_line
+from runner.images.downloads import gather_downloads, missing_line, unpinned_line
 from runner.images.exact import live_indexes, missing_lines, repository, sources
 from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, ImagesLock, Kit
@@ -153,7 +153,8 @@ def _gather_downloads(plan: BuildPlan, store: InputStore, out: TextIO) -> dict[s
     """The image's downloads in the store (fetched by this machine when missing), and the
     copies it needs by hand; InputMissing, in one line, when one cannot be had."""
     entry = plan.entry
-    lacking = [name for name in entry.vendored if name not in plan.inputs.files]
+    given = {*plan.inputs.files, *entry.downloads}  # a locked download comes from the store
+    lacking = [name for name in entry.vendored if name not in given]
     if lacking and not plan.options.experiment:
         raise InputMissing(
             f"{plan.name}: needs {lacking[0]}, an input no store holds and the build cannot fetch: "
@@ -161,6 +162,8 @@ def _gather_downloads(plan: BuildPlan, store: InputStore, out: TextIO) -> dict[s
         )
     if not entry.downloads:
         return {}
+    if refused := unpinned_line(plan.name, entry):
+        raise InputMissing(refused)
     gathered = gather_downloads(entry, store, plan.lock, plan.inputs)
     if not gathered.complete:
         raise InputMissing(missing_line(plan.name, entry, gathered))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.core.errors import UserError
-from runner.images.downloads import gather_downloads
+from runner.images.downloads import UNPINNED, gather_downloads, lake_packages, pin_download
 from runner.images.exact import sources
 from runner.images.inputs import BuildInputs
 from runner.images.lock import Closure, ImageEntry, Kit
@@ -66,13 +66,17 @@ def vendor_images(
     store = InputStore()
     done = []
     for name, closure in closures.items():
+        unpinned = pin_on_first_use(kit, name, store)
         lock = kit.lock.rebased(kit.lock.base_of(name)) if not kit.lock.is_base(name) else kit.lock
         entry = kit.lock.any_entry(name)
         items: dict[str, Stored] = dict(closure)
         kinds = {package: DEB for package in closure}
         gathered = gather(closure, store, sources(lock, inputs))
         if isinstance(entry, ImageEntry) and entry.downloads:
-            fetched = gather_downloads(entry, store, lock, inputs)
+            pinned = {f: d for f, d in entry.downloads.items() if d.sha256 != UNPINNED}
+            fetched = gather_downloads(
+                entry.model_copy(update={"downloads": pinned}), store, lock, inputs
+            )
             gathered = _joined(gathered, fetched)
             items.update(entry.downloads)
             kinds.update({file: download.kind for file, download in entry.downloads.items()})
@@ -88,11 +92,45 @@ def vendor_images(
                 size_bytes=sum(_size(items[n], gathered.paths.get(n)) for n in items),
                 fetched=gathered.fetched,
                 uploaded=uploaded,
-                missing=[str(missing) for missing in gathered.missing],
+                missing=[*unpinned, *(str(missing) for missing in gathered.missing)],
                 by_kind=_by_kind(items, kinds, gathered),
             )
         )
     return done
+
+
+def pin_on_first_use(kit: Kit, name: str, store: InputStore) -> list[str]:
+    """Fetch each download the lock has no sha256 for from its origin, keep it in the store and
+    write its sha256 and size (a git ref: its commit) to the lock; a line per one that failed."""
+    entry = kit.lock.any_entry(name)
+    if not isinstance(entry, ImageEntry):
+        return []
+    failed: list[str] = []
+    pinned = 0
+    while todo := sorted(
+        f for f, d in entry.downloads.items() if d.sha256 == UNPINNED and f not in failed
+    ):
+        file, item = todo[0], entry.downloads[todo[0]]
+        target = store.scratch()
+        try:
+            found = pin_download(item, target)
+            if found is None or not store.put(target, found):
+                failed.append(file)
+                continue
+        finally:
+            target.unlink(missing_ok=True)
+        entry.downloads[file] = found
+        pinned += 1
+        if found.kind == "git-bundle":  # a Lean project's packages come with it
+            packages = lake_packages(file, store.path(found))
+            entry.downloads.update({f: d for f, d in packages.items() if f not in entry.downloads})
+    if pinned:
+        kit.save()
+    return [
+        f"{file} ({entry.downloads[file].kind}): unpinned, and "
+        f"{entry.downloads[file].origin} did not answer"
+        for file in failed
+    ]
 
 
 def _joined(first: Gathered, second: Gathered) -> Gathered:
