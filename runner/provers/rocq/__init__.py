@@ -72,7 +72,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     except WorkerDied as died:
         return control.judge(sandboxes, died.why, died.path)
     outcome = verdict.outcome(request, evidence)
-    outcome.worker = {"rocq_path": path}  # provenance only: which path gathered the evidence
+    outcome.worker = {**outcome.worker, "rocq_path": path}  # provenance: which path gathered it
     return outcome
 
 
