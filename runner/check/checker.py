@@ -12,10 +12,10 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, Self, TypeVar
 
 from runner import provers
 from runner.backends import BackendChoice
@@ -65,7 +65,74 @@ def canary_selects(request_digest: str, percent: float) -> bool:
     return percent > 0 and int(request_digest[:8], 16) % 10_000 < percent * 100
 
 
-class Checker:
+class CheckService(Protocol):
+    """What a command checks with: a Checker here, or the daemon's (runner.runs.serve)."""
+
+    settings: Settings
+    notify: Notify
+    timings: Timings
+    canary_disagreements: list[Disagreement]
+
+    def resolve(self, request: CheckRequest) -> ResolvedRequest: ...
+
+    def prepare(self, request: CheckRequest) -> ResolvedRequest | Refusal: ...
+
+    def environment(self, request: CheckRequest | ResolvedRequest) -> Environment: ...
+
+    def check_one(
+        self,
+        request: CheckRequest | ResolvedRequest,
+        *,
+        cold: bool = False,
+        keep_outputs: Path | None = None,
+    ) -> CheckResult: ...
+
+    def map(
+        self, requests: Iterable[CheckRequest | ResolvedRequest | Refusal]
+    ) -> Iterator[CheckResult]: ...
+
+    def map_unordered(
+        self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
+    ) -> Iterator[tuple[K, CheckResult]]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Preparing:
+    """Requests resolved and their environments probed on this machine: what a Checker and
+    the daemon's client (runner.runs.serve) both do before a check."""
+
+    settings: Settings
+    environments: Environments
+
+    def resolve(self, request: CheckRequest) -> ResolvedRequest:
+        """The resolved request; BadRequest on bad input, Refused for a refused artifact."""
+        return resolve(request, self.settings)
+
+    def prepare(self, request: CheckRequest) -> ResolvedRequest | Refusal:
+        """The resolved request, or a refused artifact's record (bad input still raises)."""
+        try:
+            return self.resolve(request)
+        except Refused as refused:
+            return refused.refusal
+
+    def environment(self, request: CheckRequest | ResolvedRequest) -> Environment:
+        return self.environments.of(self._resolved(request))
+
+    def _prepared(
+        self, request: CheckRequest | ResolvedRequest | Refusal
+    ) -> ResolvedRequest | Refusal:
+        return request if isinstance(request, ResolvedRequest | Refusal) else self.prepare(request)
+
+    def _resolved(self, request: CheckRequest | ResolvedRequest) -> ResolvedRequest:
+        return request if isinstance(request, ResolvedRequest) else self.resolve(request)
+
+
+class Checker(Preparing):
     """Checks requests on one backend. Thread-safe; `map` runs `settings.workers` checks at once.
 
     `keep_outputs`: a directory where output files an adapter returns (renders) are stored under
@@ -82,9 +149,7 @@ class Checker:
         keep_outputs: Path | None = None,
     ):
         self.settings = settings or Settings()
-        self._fixed_backend = backend  # tests and embedders may hand one in
-        self._backends: BackendChoice | None = None
-        self._backend_lock = threading.Lock()
+        self._lock = threading.Lock()
         use_cache = self.settings.cache if use_cache is None else use_cache
         self.cache = ResultCache(self.settings.cache_dir) if use_cache else None
         self.notify = notify or (lambda _message: None)
@@ -92,37 +157,14 @@ class Checker:
         self.keep_outputs = keep_outputs
         self.timings = Timings(self.settings.cache_dir)
         self.canary_disagreements: list[Disagreement] = []
+        # `backend`: tests and embedders may hand one in
+        self.backends = Backends(self.settings, self._warn, self.notify, fixed=backend)
         self.environments = Environments(self.backend_for)
         self.pool = ServerPool(self.backend_for, self.notify, max_idle=self.settings.workers + 1)
         self._started_ahead = False
 
     def backend_for(self, image: str) -> Backend:
-        if self._fixed_backend is not None:
-            return self._fixed_backend
-        with self._backend_lock:
-            if self._backends is None:
-                from runner.images.resolver import LockedImages  # noqa: PLC0415 - docker-py
-
-                images = LockedImages(self.notify)
-                self._backends = BackendChoice(
-                    self.settings, self._warn, images, image_only=_image_only()
-                )
-            return self._backends.for_image(image)
-
-    def resolve(self, request: CheckRequest) -> ResolvedRequest:
-        """The resolved request; BadRequest on bad input, Refused for a refused artifact."""
-        return resolve(request, self.settings)
-
-    def prepare(self, request: CheckRequest) -> ResolvedRequest | Refusal:
-        """The resolved request, or a refused artifact's record (bad input still raises)."""
-        try:
-            return self.resolve(request)
-        except Refused as refused:
-            return refused.refusal
-
-    def environment(self, request: CheckRequest | ResolvedRequest) -> Environment:
-        resolved = request if isinstance(request, ResolvedRequest) else self.resolve(request)
-        return self.environments.of(resolved)
+        return self.backends.for_image(image)
 
     # -- checking ----------------------------------------------------------------------------
 
@@ -216,7 +258,7 @@ class Checker:
         }
         chosen = warm if agrees else cold
         if not agrees:
-            with self._backend_lock:
+            with self._lock:
                 self.canary_disagreements.append(
                     Disagreement(
                         request.name,
@@ -409,38 +451,12 @@ class Checker:
         A refused artifact yields its `refused` record in its place; nothing runs for it."""
         workers = self.settings.workers
         count = len(requests) if isinstance(requests, Sized) else workers
-        finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
 
-        def to_check() -> Iterator[tuple[int, ResolvedRequest]]:
-            for index, request in enumerate(requests):
-                prepared = self._prepared(request)
-                if isinstance(prepared, Refusal):
-                    finished[index] = prepared.result
-                else:
-                    yield index, prepared
+        def check(work: Iterator[tuple[int, ResolvedRequest]]) -> Iterator[tuple[int, CheckResult]]:
+            ahead = self._starting_ahead(work, min(workers, count))
+            return run_units(([pair] for pair in ahead), self.check_unit, workers)
 
-        work = self._starting_ahead(to_check(), min(workers, count))
-        turn = 0
-        if workers == 1:
-            checked: Iterable[tuple[int, CheckResult]] = (
-                (index, self.check_one(request)) for index, request in work
-            )
-        else:
-            units = ([pair] for pair in work)
-            checked = affinity.run_sticky(units, self.check_unit, workers, _unit_affinity)
-        for index, result in checked:
-            finished[index] = result
-            while turn in finished:
-                yield finished.pop(turn)
-                turn += 1
-        while turn in finished:  # refusals after the last check
-            yield finished.pop(turn)
-            turn += 1
-
-    def _prepared(
-        self, request: CheckRequest | ResolvedRequest | Refusal
-    ) -> ResolvedRequest | Refusal:
-        return request if isinstance(request, ResolvedRequest | Refusal) else self.prepare(request)
+        return in_order(requests, self._prepared, check)
 
     def map_unordered(
         self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
@@ -454,15 +470,7 @@ class Checker:
             ),
             self.settings.batch,
         )
-        workers = self.settings.workers
-        if workers == 1:
-            for unit in units:
-                yield from self.check_unit(unit)
-            return
-        yield from affinity.run_sticky(units, self.check_unit, workers, _unit_affinity)
-
-    def _resolved(self, request: CheckRequest | ResolvedRequest) -> ResolvedRequest:
-        return request if isinstance(request, ResolvedRequest) else self.resolve(request)
+        return run_units(units, self.check_unit, self.settings.workers)
 
     # -- servers started ahead -------------------------------------------------------------------
 
@@ -511,16 +519,86 @@ class Checker:
     def close(self) -> None:
         self.timings.save()
         self.pool.close()
-        for backend in (self._fixed_backend, self._backends):
-            if backend is not None:
-                with contextlib.suppress(Exception):
-                    backend.close()
+        self.backends.close()
 
     def __enter__(self) -> Checker:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Backends:
+    """Which backend runs each image, chosen on first use; the images lock resolves docker's
+    images (`notify` hears about `--build-missing` builds). `fixed`: one backend for all."""
+
+    def __init__(
+        self, settings: Settings, warn: Notify | None, notify: Notify, fixed: Backend | None = None
+    ):
+        self._settings, self._warn, self._notify = settings, warn, notify
+        self._fixed = fixed
+        self._choice: BackendChoice | None = None
+        self._lock = threading.Lock()
+
+    def for_image(self, image: str) -> Backend:
+        if self._fixed is not None:
+            return self._fixed
+        with self._lock:
+            if self._choice is None:
+                from runner.images.resolver import LockedImages  # noqa: PLC0415 - docker-py
+
+                images = LockedImages(self._notify)
+                self._choice = BackendChoice(
+                    self._settings, self._warn, images, image_only=_image_only()
+                )
+            return self._choice.for_image(image)
+
+    def close(self) -> None:
+        for backend in (self._fixed, self._choice):
+            if backend is not None:
+                with contextlib.suppress(Exception):
+                    backend.close()
+
+
+def run_units(
+    units: Iterator[Unit[K]],
+    check_unit: Callable[[Unit[K]], list[tuple[K, CheckResult]]],
+    workers: int,
+) -> Iterator[tuple[K, CheckResult]]:
+    """Units checked `workers` at a time (each thread preferring work like its last), as they
+    finish."""
+    if workers == 1:
+        for unit in units:
+            yield from check_unit(unit)
+        return
+    yield from affinity.run_sticky(units, check_unit, workers, _unit_affinity)
+
+
+def in_order(
+    requests: Iterable[CheckRequest | ResolvedRequest | Refusal],
+    prepared: Callable[[CheckRequest | ResolvedRequest | Refusal], ResolvedRequest | Refusal],
+    check: Callable[[Iterator[tuple[int, ResolvedRequest]]], Iterator[tuple[int, CheckResult]]],
+) -> Iterator[CheckResult]:
+    """`check`'s results in the order of `requests`; a refusal's record takes its place."""
+    finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
+
+    def to_check() -> Iterator[tuple[int, ResolvedRequest]]:
+        for index, request in enumerate(requests):
+            ready = prepared(request)
+            if isinstance(ready, Refusal):
+                finished[index] = ready.result
+            else:
+                yield index, ready
+
+    turn = 0
+    for index, result in check(to_check()):
+        finished[index] = result
+        while turn in finished:
+            yield finished.pop(turn)
+            turn += 1
+    while turn in finished:  # refusals after the last check
+        yield finished.pop(turn)
+        turn += 1
 
 
 def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:

@@ -35,12 +35,12 @@ from runner.core.messages import notify_stderr
 from runner.core.models import CheckRequest, CheckResult, Target, Verdict, Withheld
 from runner.provers.base import OptionFlag, option_flags
 from runner.records.bundles import open_source
+from runner.records.replay_file import ENVIRONMENT_DIFFERS as DRIFT
+from runner.records.replay_file import SAME_VERDICT
 from runner.runs.executors import executor_for
 from runner.runs.progress import ProgressReporter
-from runner.runs.replay import ENVIRONMENT_DIFFERS as DRIFT
 from runner.runs.replay import (
     EXIT_DRIFTED,
-    SAME_VERDICT,
     ReplayRow,
     load_recorded,
     recorded_backend,

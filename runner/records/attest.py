@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError
 from runner.core.errors import UserError, explain
 from runner.core.provenance import kit_version
 from runner.records.layout import ATTESTATIONS, BUNDLE_LOG, STATEMENT
+from runner.records.replay_file import ENVIRONMENT_DIFFERS, MATCH
 from runner.records.signing import (
     UNVERIFIED,
     PublicKey,
@@ -45,8 +46,6 @@ POLICY = "https://prooflock.dev/policies/replay/v1"
 # Custom SLSA results (the VSA spec reserves the SLSA_ prefix for its own levels).
 REPRODUCED = "PROOFLOCK_REPLAY_MATCH"  # every record: same verdict, result and environment key
 DRIFTED = "PROOFLOCK_REPLAY_SAME_RESULTS"  # same verdicts and results, another environment
-MATCH = "match"
-ENVIRONMENT_DIFFERS = "environment differs"  # replay's row status when only that differs
 SHOWN = 3  # differing records named in one sentence
 
 

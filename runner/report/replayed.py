@@ -6,43 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from runner.core.errors import UserError, explain
+from runner.records.replay_file import SCHEMA, ReplayFile, ReplayFileRow
 from runner.report.load import Run
 from runner.report.text import visible
 
-SCHEMA = "prooflock.replay/1"
-MATCH = "match"
-SAME_VERDICT = "same verdict"  # a record re-checked on another line (`replay --on`)
 MAX_LISTED = 3  # examples named in one sentence
-
-
-class ReplayRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    index: int
-    artifact: str
-    recorded: str
-    replayed: str
-    status: str
-    changed_inputs: list[str] = []
-    line: str = ""  # the other line the record was re-checked on, if any
-
-    @property
-    def matches(self) -> bool:
-        """Reproduced, or on another line, the same verdict."""
-        return self.status == (SAME_VERDICT if self.line else MATCH)
-
-
-class ReplayFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    schema_: str = Field(alias="schema")
-    log: str = ""
-    rows: list[ReplayRow]
-    # `replay --on`: per prover and line, how many records kept their verdict
-    drift_by_prover: dict[str, dict[str, int]] = {}
 
 
 @dataclass
@@ -51,8 +22,8 @@ class ReplayView:
     log: str
     matched: int
     total: int
-    rows: list[ReplayRow]
-    by_index: dict[int, ReplayRow]
+    rows: list[ReplayFileRow]
+    by_index: dict[int, ReplayFileRow]
     drift: dict[str, dict[str, int]]  # across versions, per prover and line (empty otherwise)
 
 

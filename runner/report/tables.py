@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from runner.core import verdicts
 from runner.core.models import CheckRequest, CheckResult, Diagnostic
+from runner.records.replay_file import ReplayFileRow
 from runner.report.load import Run
-from runner.report.replayed import ReplayRow, ReplayView
+from runner.report.replayed import ReplayView
 from runner.report.text import visible, visible_block
 
 MAX_DIAGNOSTICS = 5  # per row; the rest are counted
@@ -50,7 +51,7 @@ class Row:
     cpu_ms: int | None
     cached: bool
     source: str
-    replay: ReplayRow | None = None
+    replay: ReplayFileRow | None = None
     source_in_bundle: bool | None = None  # None: not a bundle
 
     @property

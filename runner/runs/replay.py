@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.check.checker import Checker
+from runner.check.checker import CheckService
 from runner.check.resolve import Refusal
 from runner.check.second_opinion import with_second_opinion
 from runner.core.errors import InfraFailure, UserError
@@ -25,20 +25,23 @@ from runner.core.exit_codes import EXIT_DRIFTED, EXIT_FAILED, EXIT_INFRA, EXIT_O
 from runner.core.models import CheckRequest, CheckResult, Verdict
 from runner.records.bundles import load_missing_images
 from runner.records.checkpoint import ChainReport, inspect_log, recorded_runs
+from runner.records.replay_file import (
+    ENVIRONMENT_DIFFERS,
+    ERROR,
+    INCONSISTENT,
+    MATCH,
+    NOT_RECHECKED,
+    OTHER_VERDICT,
+    RESULT_DIFFERS,
+    SAME_VERDICT,
+    SCHEMA,
+    VERDICT_DIFFERS,
+    ReplayFile,
+    ReplayFileRow,
+)
 from runner.records.verify import statement_problems
 from runner.runs.resumable import Executor
 
-MATCH = "match"
-ENVIRONMENT_DIFFERS = "environment differs"
-VERDICT_DIFFERS = "verdict differs"
-RESULT_DIFFERS = "result differs"
-NOT_RECHECKED = "not re-checked (infra error)"
-INCONSISTENT = "record inconsistent"
-# Re-checked on another line (prover version): results differ by nature, verdicts may not.
-SAME_VERDICT = "same verdict"
-OTHER_VERDICT = "different verdict"
-ERROR = "error"
-SCHEMA = "prooflock.replay/1"
 EXIT_DIFFERS = EXIT_FAILED
 REPRODUCED = "reproduced bit-for-bit"
 DRIFTED = "reproduced on a drifted environment"
@@ -163,36 +166,36 @@ class ReplayReport:
         return list(seen)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "log": str(self.log),
-            "head": self.chain.head,
-            "total": len(self.rows),
-            "matched": self.matched,
-            "incomplete": self.incomplete,
-            "statement_problems": self.unanchored,
-            "exit_code": self.exit_code(),
-            "outcome": self.outcome,
-            "stopped": self.stopped,
-            "summary": self.verdict_line(),
-            "changed_inputs": self.changed_inputs(),
-            "on": self.on,
-            "drift_by_prover": self.drift_by_prover(),
-            "rows": [
-                {
-                    "index": row.index,
-                    "artifact": row.artifact,
-                    "prover": row.prover,
-                    **({"line": row.line} if row.line else {}),
-                    "recorded": row.recorded,
-                    "replayed": row.replayed,
-                    "status": row.label,
-                    "changed_inputs": row.changed_inputs,
-                    **({"message": row.message} if row.message else {}),
-                }
+        return ReplayFile(
+            schema=SCHEMA,
+            log=str(self.log),
+            head=self.chain.head,
+            total=len(self.rows),
+            matched=self.matched,
+            incomplete=self.incomplete,
+            statement_problems=self.unanchored,
+            exit_code=self.exit_code(),
+            outcome=self.outcome,
+            stopped=self.stopped,
+            summary=self.verdict_line(),
+            changed_inputs=self.changed_inputs(),
+            on=self.on,
+            drift_by_prover=self.drift_by_prover(),
+            rows=[
+                ReplayFileRow(
+                    index=row.index,
+                    artifact=row.artifact,
+                    prover=row.prover,
+                    line=row.line or "",
+                    recorded=row.recorded,
+                    replayed=row.replayed,
+                    status=row.label,
+                    changed_inputs=row.changed_inputs,
+                    message=row.message,
+                )
                 for row in self.rows
             ],
-        }
+        ).to_json()
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -269,7 +272,7 @@ def recorded_backend(runs: list[tuple[CheckRequest, CheckResult]]) -> str | None
 
 def replay(
     log: Path,
-    checker: Checker,
+    checker: CheckService,
     on_row: Callable[[ReplayRow], None] | None = None,
     *,
     bundle: Path | None = None,

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from runner.check.checker import Checker
+from runner.check.checker import CheckService
 from runner.check.resolve import Refusal
 from runner.check.schedule import longest_first
 from runner.check.second_opinion import with_second_opinion
@@ -122,7 +122,7 @@ class Executor(Protocol):
 def run_requests(
     requests: list[CheckRequest],
     checkpoint: Path,
-    checker: Checker,
+    checker: CheckService,
     *,
     source: str,
     on_result: Callable[[CheckResult], None] | None = None,
@@ -206,7 +206,7 @@ def _counted(
         on_result(result)
 
 
-def _started_with(checker: Checker, second_opinion: str | None) -> dict[str, str]:
+def _started_with(checker: CheckService, second_opinion: str | None) -> dict[str, str]:
     started: dict[str, str] = {
         "backend": checker.settings.backend,
         "isolation": checker.settings.isolation,

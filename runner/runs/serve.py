@@ -21,21 +21,34 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
 import orjson
 from pydantic import ValidationError
 
-from runner.check.checker import Checker, Disagreement
+from runner.check.batching import Unit
+from runner.check.checker import (
+    Backends,
+    Checker,
+    CheckService,
+    Disagreement,
+    Preparing,
+    in_order,
+    run_units,
+)
+from runner.check.environment import Environments
 from runner.check.resolve import Refusal
+from runner.check.schedule import Timings
 from runner.core.errors import InfraFailure, UserError
+from runner.core.messages import Notify
 from runner.core.models import CheckRequest, CheckResult
 from runner.core.provenance import kit_version
 from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest
 
+K = TypeVar("K")
 SOCKET_NAME = "serve.sock"
 IDLE_TIMEOUT_S = 15 * 60
 # Settings a client sends: everything that changes how a check runs (not where logs go).
@@ -297,19 +310,52 @@ def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> in
     raise InfraFailure(f"the prooflock daemon did not answer within 10 s; see {log}")
 
 
-class DaemonChecker(Checker):
-    """A Checker whose checks run in the daemon (warm workers that outlive this command)."""
+class DaemonChecker(Preparing):
+    """Checks in the daemon, whose warm workers outlive this command.
 
-    def __init__(self, settings: Settings, **kwargs: Any):
+    It holds only what a command needs on this side: requests resolved here, the run's timings,
+    environments probed here (for a second opinion), and one daemon connection per thread.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        notify: Notify | None = None,
+        keep_outputs: Path | None = None,
+    ):
         # One request per daemon call: batches are the daemon's checkers' business.
-        super().__init__(settings.model_copy(update={"batch": 1}), **kwargs)
+        self.settings = settings.model_copy(update={"batch": 1})
+        self.notify = notify or (lambda _message: None)
+        self.keep_outputs = keep_outputs
+        self.timings = Timings(settings.cache_dir)
+        self.canary_disagreements: list[Disagreement] = []
         self.socket = socket_path(settings)
+        self._fields = settings.model_dump(mode="json", include=set(FORWARDED))
         self._local = threading.local()
-        fields = settings.model_dump(mode="json", include=set(FORWARDED))
-        self._fields = fields
+        self.backends = Backends(self.settings, notify, self.notify)
+        self.environments = Environments(self.backends.for_image)
 
-    def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
-        """Nothing here: the daemon's servers are the ones that check (and are warm already)."""
+    def map(
+        self, requests: Iterable[CheckRequest | ResolvedRequest | Refusal]
+    ) -> Iterator[CheckResult]:
+        """Results in input order, `settings.workers` daemon calls at a time."""
+        return in_order(requests, self._prepared, self._check_all)
+
+    def map_unordered(
+        self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
+    ) -> Iterator[tuple[K, CheckResult]]:
+        """Results as they finish, `settings.workers` daemon calls at a time."""
+        return self._check_all((key, self._resolved(request)) for key, request in work)
+
+    def _check_all(
+        self, work: Iterator[tuple[K, ResolvedRequest]]
+    ) -> Iterator[tuple[K, CheckResult]]:
+        units = ([(key, request)] for key, request in work)
+        return run_units(units, self._check_unit, self.settings.workers)
+
+    def _check_unit(self, unit: Unit[K]) -> list[tuple[K, CheckResult]]:
+        return [(key, self.check_one(request)) for key, request in unit]
 
     def _client(self) -> Client:
         client = getattr(self._local, "client", None)
@@ -317,9 +363,19 @@ class DaemonChecker(Checker):
             client = self._local.client = Client(self.socket)
         return client
 
+    def close(self) -> None:
+        self.timings.save()
+        self.backends.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def check_one(
         self,
-        request: CheckRequest | ResolvedRequest,
+        request: CheckRequest | ResolvedRequest | Refusal,
         *,
         cold: bool = False,
         keep_outputs: Path | None = None,
@@ -361,7 +417,7 @@ class DaemonChecker(Checker):
         return result.with_extra(daemon=str(self.socket))
 
 
-def open_checker(settings: Settings, mode: str, **kwargs: Any) -> Checker:
+def open_checker(settings: Settings, mode: str, **kwargs: Any) -> CheckService:
     """A daemon-backed checker when `mode` allows and a daemon answers (or, for `start`, once one
     is started), else a checker in this process."""
     if mode == "off":
