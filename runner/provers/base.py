@@ -181,7 +181,6 @@ class ProverAdapter:
     start_ahead: Callable[[ResolvedRequest, Sandboxes], None] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
-    extras: dict[str, str] = field(default_factory=dict)  # pip extra → why (for messages)
     # A fix to the kit's judgement that the bundled examples' records do not exercise, made
     # before they are re-recorded under a new `version`: the result cache keys by it, so a
     # verdict judged by the older rules is never served again.
