@@ -34,8 +34,11 @@ class SecondLineDouble:
     with a scripted verdict and message, and says which Rocq that line is (`version`).
     """
 
-    def __init__(self, real: Checker, verdict: Verdict, message: str, version: str):
+    def __init__(
+        self, real: Checker, verdict: Verdict, message: str, version: str, warning: str = ""
+    ):
         self.real, self.verdict, self.message, self.version = real, verdict, message, version
+        self.warning = warning
         self.asked: list[str] = []
 
     def resolve(self, request: CheckRequest) -> ResolvedRequest:
@@ -53,7 +56,8 @@ class SecondLineDouble:
             return self.real.check_one(request)
         self.asked.append(request.name)
         pinned = self.real.check_one(request.request.model_copy(update={"line": None}))
-        diagnostics = [Diagnostic(message=self.message)] if self.message else []
+        diagnostics = [Diagnostic(severity="warning", message=self.warning)] if self.warning else []
+        diagnostics += [Diagnostic(message=self.message)] if self.message else []
         environment = self.environment(request).data
         return pinned.model_copy(
             update={
@@ -141,6 +145,20 @@ def test_drift_or_agreement_on_the_fixed_line_keeps_the_pass_and_its_advisory(
     assert kept.verdict is Verdict.PASS and kept.advisories == ["PL-ROCQ-20413"]
     assert kept.provenance.extra["second_opinion"]["verdict"] == verdict.value
     assert kept.self_consistent()
+
+
+@pytest.mark.slow
+def test_a_warning_worded_like_drift_does_not_hide_a_dispute(checker, tmp_path):
+    # The fixed line rejects the fixpoint; the file also provoked a warning that reads as drift.
+    double = SecondLineDouble(
+        checker,
+        Verdict.FAIL,
+        "Recursive definition of spiral is ill-formed.",
+        "9.2.0",
+        warning="Notation spiral_helper has been removed. [deprecated-notation]",
+    )
+    results, _ = run_with_second_opinion(checker, double, ["PL-ROCQ-20413.v"], tmp_path)
+    assert results["PL-ROCQ-20413.v"].verdict is Verdict.DISPUTED
 
 
 @pytest.mark.slow

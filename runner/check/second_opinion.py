@@ -74,8 +74,15 @@ def fixed_on(result: CheckResult, line_environment: dict[str, JsonValue]) -> lis
 
 
 def is_drift(result: CheckResult) -> bool:
-    """Whether a failure reads as version drift (a name or syntax the line does not know)."""
-    return any(DRIFT.search(diagnostic.message) for diagnostic in result.diagnostics)
+    """Whether a failure reads as version drift (a name or syntax the line does not know).
+
+    Only the line's errors say why it failed: a warning (Rocq 9 warns on every `From Coq`) is
+    never the reason, and a file could provoke one worded like drift."""
+    return any(
+        DRIFT.search(diagnostic.message)
+        for diagnostic in result.diagnostics
+        if diagnostic.severity == "error"
+    )
 
 
 def second_opinion(
