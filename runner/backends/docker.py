@@ -1,18 +1,17 @@
 """Docker backend: every command runs in a hardened container from the prover's pinned image.
 
-Hardening: no network (loopback only), read-only root, tmpfs work dir and /tmp, all capabilities
-dropped, no-new-privileges, an unprivileged user, memory (no swap), pid and CPU limits, and an
-init process. Files travel over the container's stdio, never through a host mount.
+The hardening is runner.backends.policy's. Which image a check runs in is the ImageResolver's
+answer (the Checker builds it from the images lock).
 
-Where the image has python3, the container's main process (PID 1, its init) is the sandbox agent
-(`sandbox_agent.py`): writes, reads, runs and resets are frames over the attach stream, about a
-millisecond each. Elsewhere (HOL Light's image) the container idles under `sleep infinity` and
-each operation is one `docker exec`. `spawn` is always its own exec: a server's stdin and stdout
-are then its own stream, untouched by the agent.
+Where the image has python3, the sandbox agent (`sandbox_agent.py`) is the container's PID 1.
+Writes, reads, runs and resets are then frames over the attach stream, about a millisecond
+each. Elsewhere (HOL Light's image) the container idles under `sleep infinity`, and each
+operation is one `docker exec`. `spawn` is always its own exec, so a server's stdin and stdout
+are its own stream, untouched by the agent.
 
-Isolation `strict` makes a fresh container per sandbox (per check), and in a batch starts the
-next one while the current check runs; `warm` reuses containers, killing every process the check
-left and wiping its writable dirs in between. Containers are removed in the background.
+Isolation `strict` makes a fresh container per sandbox (per check). In a batch it starts the
+next one while the current check runs. `warm` reuses containers: between checks it kills every
+process the check left and wipes its writable dirs. Containers are removed in the background.
 """
 
 from __future__ import annotations
@@ -447,8 +446,8 @@ class DockerBackend:
         return self.images.locked(image)
 
     def usable(self, image: str) -> RunnableImage:
-        """The image `image`'s checks run in: the locked one, else a drifted rebuild of the same
-        definitions recorded on this machine (said once per image per process)."""
+        """The image `image`'s checks run in, as the resolver says: the locked one, or a
+        drifted rebuild of it recorded on this machine. A drifted one is said once per process."""
         found = self._usable.get(image)
         if found is not None:
             return found
@@ -505,8 +504,10 @@ class DockerBackend:
         return DockerSandbox(self.api, container_id, self.settings.isolation, limits.cpus)
 
     def _create_with_agent(self, image_id: str, limits: Limits) -> AgentSandbox | None:
-        """A container whose PID 1 is the agent, attached before it starts; None when the image
-        cannot run it (no python3, or one too old), so the caller falls back to exec."""
+        """A container whose PID 1 is the agent, attached before it starts.
+
+        None when the image cannot run the agent (no python3, or one too old): the caller then
+        falls back to exec."""
         config = hardened(
             image_id,
             limits,
@@ -626,9 +627,10 @@ class DockerBackend:
             return idle.pop() if idle else None
 
     def _make_spare(self, pool: Pool, image: str, limits: Limits) -> None:
-        """Strict: from a pool's second sandbox on (a batch, not one check), start the next
-        container while this one is in use, so a check does not wait for create and start.
-        It is as fresh as one made on demand: no check has touched it."""
+        """Strict isolation: start the next container while this one is in use.
+
+        From a pool's second sandbox on (a batch, not one check), a check then does not wait
+        for create and start. The spare is as fresh as one made on demand: no check touched it."""
         with self._lock:
             if pool not in self._opened:
                 self._opened.add(pool)

@@ -1,9 +1,13 @@
 """The one Docker connection and the one hardening policy, for checks and image self-tests alike.
 
-A container gets: no network (loopback only), a read-only root, tmpfs `/work` and `/tmp`, every
-capability dropped, no-new-privileges, an unprivileged user, memory without swap, pid and CPU
-limits, and an init process (docker's tini, or the sandbox agent as PID 1). Files travel over
-the container's stdio, never through a host mount.
+Every container gets:
+- no network (loopback only) and a read-only root;
+- tmpfs `/work` and `/tmp`;
+- no capabilities, and no-new-privileges;
+- an unprivileged user;
+- memory without swap, and pid and CPU limits;
+- an init process (docker's tini, or the sandbox agent as PID 1).
+Files travel over the container's stdio, never through a host mount.
 """
 
 from __future__ import annotations

@@ -135,8 +135,9 @@ class Preparing:
 class Checker(Preparing):
     """Checks requests on one backend. Thread-safe; `map` runs `settings.workers` checks at once.
 
-    `keep_outputs`: a directory where output files an adapter returns (renders) are stored under
-    their sha256, so a report or a reviewer can see them; the record names them by digest.
+    `keep_outputs` is a directory for the output files an adapter returns (renders). They are
+    stored under their sha256, and the record names them by digest. A report or a reviewer can
+    then see them.
     """
 
     def __init__(
@@ -285,8 +286,10 @@ class Checker(Preparing):
     def _call_worker(
         self, batch: list[ResolvedRequest], cold: bool
     ) -> tuple[list[Outcome | None], str, dict[str, JsonValue]]:
-        """One adapter call for one request (`check`) or many (`check_batch`): its outcomes
-        (None where a batch could not decide), the worker kind and what the worker reported."""
+        """One adapter call, for one request (`check`) or many (`check_batch`).
+
+        Returns the outcomes (None where a batch could not decide), the worker kind and what
+        the worker reported."""
         adapter = batch[0].adapter
         run = CheckSandboxes(
             batch[0],
@@ -335,9 +338,11 @@ class Checker(Preparing):
     # -- batches (runner.check.batching groups them) ---------------------------------------------
 
     def check_unit(self, unit: Unit[K]) -> list[tuple[K, CheckResult]]:
-        """A unit of requests that may share a worker call: cached ones answered from the cache,
-        the rest in one call, and whatever that call could not decide checked again in halves,
-        down to one request on its own. Verdicts equal one-at-a-time checks."""
+        """A unit of requests that may share a worker call.
+
+        The cache answers what it holds; the rest go in one call. What that call cannot decide
+        is checked again in halves, down to one request alone. Verdicts equal one-at-a-time
+        checks."""
         if len(unit) == 1:
             key, request = unit[0]
             return [(key, self.check_one(request))]
@@ -477,17 +482,17 @@ class Checker(Preparing):
     def _starting_ahead(
         self, work: Iterator[tuple[K, ResolvedRequest]], servers: int
     ) -> Iterator[tuple[K, ResolvedRequest]]:
-        """`work` as it comes; its first request starts `servers` of what the first checks will
-        take (`ProverAdapter.start_ahead`), booting while the first check probes the install."""
+        """`work` as it comes. Its first request starts `servers` of what the first checks will
+        take (`ProverAdapter.start_ahead`): they boot while the first check probes the install."""
         for index, (key, request) in enumerate(work):
             if index == 0:
                 self.start_ahead(request, servers)
             yield key, request
 
     def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
-        """Start up to `servers` of what `request`'s adapter says its checks will ask the pool
-        for, each in a thread of its own, once per Checker; trouble there is left for the checks
-        themselves to meet and report."""
+        """Start up to `servers` of what `request`'s checks will ask the pool for, once per
+        Checker. Each starts in its own thread. The checks themselves meet and report any
+        trouble there."""
         if request.adapter.start_ahead is None or self._started_ahead:
             return
         self._started_ahead = True
@@ -624,8 +629,9 @@ def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
 
 
 def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome | None:
-    """A check that ran past its whole budget is a timeout, whatever it concluded: the limit
-    covers everything done for the artifact, not only the prover's own run."""
+    """A check that ran past its whole budget is a timeout, whatever it concluded.
+
+    The limit covers everything done for the artifact, not only the prover's own run."""
     if outcome is None or outcome.verdict in (Verdict.TIMEOUT, Verdict.INFRA_ERROR):
         return outcome
     limit = request.limits.timeout_s
@@ -639,8 +645,9 @@ def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome |
 
 
 def _read_too_long(request: ResolvedRequest, exc: deadline.OutOfTime) -> Outcome:
-    """The kit's own reading of the artifact (a lexer, before anything ran) used up the check's
-    budget: the artifact's timeout, as any other work done for it."""
+    """The kit's own reading of the artifact used up the check's budget: a timeout.
+
+    A lexer running before the prover is work done for the artifact, like any other."""
     limit = request.limits.timeout_s
     message = (
         f"the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit) ran out while the kit "
@@ -650,8 +657,9 @@ def _read_too_long(request: ResolvedRequest, exc: deadline.OutOfTime) -> Outcome
 
 
 def _unanswered(request: ResolvedRequest) -> Outcome:
-    """A worker silent until the check's whole budget ran out: the artifact's time is up (an
-    artifact that makes its worker hang must not escape as an infra error)."""
+    """A worker silent until the check's whole budget ran out: the artifact's time is up.
+
+    An artifact that makes its worker hang must not escape as an infra error."""
     limit = request.limits.timeout_s
     message = (
         f"no answer within the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit): "

@@ -1,13 +1,16 @@
 """Replay: re-check every recorded request now and compare, record by record.
 
-A replay ends in one of three outcomes, each with its exit code: reproduced bit-for-bit (every
-verdict, result digest and environment key the same: 0), reproduced on a drifted environment
-(every verdict and result digest the same, the environment not: 4, the drift listed), or
-differs (1); 3 when the machine could not re-check everything. Each row says one of: `match` (same verdict, same result digest, same environment key),
-`environment differs` (the verdict and the result reproduce, but on another environment: the
-changed inputs are listed), `verdict differs`, `result differs` (same verdict, other
-diagnostics or details), `not re-checked` (an infra error now: the machine, not the record) or
-`record inconsistent` (its digests do not match its own content: edited by hand).
+A replay ends in one of three outcomes, each with an exit code:
+- reproduced bit-for-bit (0): every verdict, result digest and environment key is the same;
+- reproduced on a drifted environment (4): verdicts and results match, the environment does
+  not, and the drift is listed;
+- differs (1).
+It exits 3 when the machine could not re-check everything.
+
+Each row has a status from runner.records.replay_file. `match` means nothing differs.
+`environment differs` lists the changed inputs. `verdict differs` and `result differs` speak
+against the record. `not re-checked` is the machine's failure, not the record's.
+`record inconsistent` means its digests do not match its content: it was edited by hand.
 """
 
 from __future__ import annotations
@@ -282,10 +285,10 @@ def replay(
 ) -> ReplayReport:
     """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
 
-    For a bundle, its statement must still name this log (count and head digest) and artifacts,
-    and an image it used that is missing here is first loaded from its archive in `stores` (by
-    default the bundle directory), before the checker would consider rebuilding it.
-    `on`: prover → another line (pinned version) to re-check that prover's records on, to see
+    A bundle's statement must still name this log (count and head digest) and its artifacts.
+    An image the bundle used and this machine lacks is loaded from its archive in `stores`
+    (default: the bundle's directory) before anything would rebuild it.
+    `on` maps a prover to another pinned line: its records are re-checked there, to show
     which verdicts drift across versions.
     """
 

@@ -1,11 +1,12 @@
 """`prooflock serve`: a per-user daemon that keeps warm workers between commands.
 
-A HOL Light worker takes minutes to boot; without a daemon every `prooflock check` pays that.
-The daemon listens on a Unix socket only its user can open (mode 0600 in a 0700 directory) and
-serves one JSON line per request: `{"op": "check", "settings": {...}, "request": {...}, "cold":
-false}` → `{"result": {...}}` or `{"error": {"kind": "user"|"infra", "message": ...}}`. It keeps
-one Checker (so one pool of warm servers) per distinct settings, and stops after an idle
-timeout or on `{"op": "stop"}`. Results are the ones a local checker would give; only their
+A HOL Light worker takes minutes to boot. Without a daemon, every `prooflock check` pays that.
+The daemon listens on a Unix socket only its user can open (mode 0600 in a 0700 directory).
+It serves one JSON line per request:
+`{"op": "check", "settings": {...}, "request": {...}, "cold": false}` gets
+`{"result": {...}}` or `{"error": {"kind": "user"|"infra", "message": ...}}`.
+It keeps one Checker, so one pool of warm servers, per distinct settings. It stops after an
+idle timeout, or on `{"op": "stop"}`. Its results equal a local checker's; only their
 provenance says they came from the daemon.
 """
 
@@ -70,8 +71,10 @@ FORWARDED = (
 
 @functools.cache
 def installation() -> dict[str, str]:
-    """What a daemon must share with its clients: the kit's version and this installation (the
-    package's location and the interpreter), so one install never uses another's daemon."""
+    """What a daemon must share with its clients: the kit's version and this installation.
+
+    The installation is the package's location and the interpreter, so one install never uses
+    another's daemon."""
     package = Path(__file__).resolve().parents[1]
     marker = (package / "__init__.py").stat()  # a reinstall at the same path is another install
     return {
@@ -133,8 +136,9 @@ class Daemon(socketserver.ThreadingUnixStreamServer):
             os.umask(old_umask)
 
     def checker(self, fields: dict[str, Any]) -> Checker:
-        """One checker, and so one set of warm workers, per settings: where a command keeps
-        its output files is said per request, so every `run` reuses the same workers."""
+        """One checker, and so one set of warm workers, per settings.
+
+        Each request says where its output files go, so every `run` reuses the same workers."""
         key = _settings_key(fields)
         with self._lock:
             if key not in self._checkers:
@@ -313,8 +317,9 @@ def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> in
 class DaemonChecker(Preparing):
     """Checks in the daemon, whose warm workers outlive this command.
 
-    It holds only what a command needs on this side: requests resolved here, the run's timings,
-    environments probed here (for a second opinion), and one daemon connection per thread.
+    It holds only what a command needs on this side. Requests are resolved here, and the run's
+    timings kept here. Environments are probed here, for a second opinion. Each thread has its
+    own connection to the daemon.
     """
 
     def __init__(
