@@ -47,9 +47,9 @@ def check_attest_flags(args: argparse.Namespace) -> None:
     if args.attest is not None and getattr(args, "on", None):
         raise UserError("--attest reports a reproduction; a replay --on another line is not one")
     if args.attest is not None:
-        from runner.records.signing import load_signer  # noqa: PLC0415
+        from runner.records.signing import load_signer, load_signing_settings  # noqa: PLC0415
 
-        load_signer(args.sign)
+        load_signer(args.sign, load_signing_settings())
 
 
 def write_attestation(

@@ -254,11 +254,10 @@ def cmd_verify_log(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from runner.records.publish import publish  # noqa: PLC0415
-    from runner.records.signing import UNSIGNED, load_signer  # noqa: PLC0415
+    from runner.records.signing import UNSIGNED, load_signer, load_signing_settings  # noqa: PLC0415
 
-    bundle = publish(
-        args.log, args.out, signer=load_signer(args.sign), with_images=args.with_images
-    )
+    signer = load_signer(args.sign, load_signing_settings())
+    bundle = publish(args.log, args.out, signer=signer, with_images=args.with_images)
     if args.with_images and not bundle.images:
         note("--with-images: no image to bundle (every record was checked on the local backend)")
     if args.json:

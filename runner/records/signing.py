@@ -101,10 +101,11 @@ def public_path(private: Path) -> Path:
 
 
 def load_signer(path: Path | None, settings: SigningSettings | None = None) -> CryptoSigner | None:
-    """The signer of `--sign PATH`, else of `PROOFLOCK_SIGNING_KEY`, else None (do not sign)."""
+    """The signer of `--sign PATH`, else of the settings' key (`PROOFLOCK_SIGNING_KEY`, read by
+    the CLI), else None: do not sign."""
     if path is not None:
         return _signer(_read_private(path), str(path))
-    secret = (settings or load_signing_settings()).signing_key
+    secret = settings.signing_key if settings is not None else None
     if secret is None:
         return None
     value = secret.get_secret_value()
