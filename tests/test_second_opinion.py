@@ -225,8 +225,9 @@ def test_on_the_real_8_20_line_a_renamed_lemma_is_drift_not_a_dispute(tmp_path):
 
 @pytest.mark.slow
 def test_run_records_its_second_opinion_and_a_resume_must_keep_it(cli, tmp_path):
-    """`run --second-opinion LINE` is in the log's header: resuming without it is refused,
-    and a line no prover pins is bad input before anything is written."""
+    """`run --second-opinion LINE` is in the log's header: resuming with another choice (`none`
+    included) is refused, the default resumes as the log started, and a line no prover pins is
+    bad input before anything is written."""
     request = exploit_request("control.v").model_dump_json()
     (tmp_path / "requests.jsonl").write_text(request + "\n")
     args = ("run", "requests.jsonl", "--checkpoint", "run.jsonl", "--daemon", "off")
@@ -236,9 +237,56 @@ def test_run_records_its_second_opinion_and_a_resume_must_keep_it(cli, tmp_path)
     cli(*args, "--second-opinion", FIXED_LINE, check=True)
     header = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
     assert header["body"]["second_opinion"] == FIXED_LINE
-    resumed = cli(*args)
-    assert resumed.returncode == 2 and f"--second-opinion {FIXED_LINE}" in resumed.stderr
+    dropped = cli(*args, "--second-opinion", "none")
+    assert dropped.returncode == 2 and f"--second-opinion {FIXED_LINE}" in dropped.stderr
     cli(*args, "--second-opinion", FIXED_LINE, check=True)  # the same option resumes
+    cli(*args, check=True)  # so does the default (`auto`): a resumed log keeps its header's
+    resumed = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [r["body"].get("second_opinion") for r in resumed if r["kind"] == "header"] == [
+        FIXED_LINE
+    ]
+
+
+@pytest.mark.slow
+def test_by_default_a_run_asks_each_provers_declared_line_and_says_when_it_cannot(cli, tmp_path):
+    """`auto` (the default) records the declared line in the header; on the local backend, where
+    that line cannot run, a flagged pass stays a pass with its advisory and says it was not asked."""
+    flagged = CheckRequest(prover="rocq", name="flagged.v", content=FLAGGED_AND_SOUND, timeout=60)
+    (tmp_path / "requests.jsonl").write_text(flagged.model_dump_json() + "\n")
+    ran = cli(
+        "run",
+        "requests.jsonl",
+        "--checkpoint",
+        "run.jsonl",
+        "--daemon",
+        "off",
+        "--backend",
+        "local",
+        "--json",
+        check=True,
+    )
+    records = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert records[0]["body"]["second_opinion"] == NEWEST_LINE, ran.stderr
+    (result,) = [r["body"]["result"] for r in records if r["kind"] == "result"]
+    assert result["verdict"] == "pass" and result["advisories"], result
+    opinion = result["provenance"]["extra"]["second_opinion"]
+    assert opinion["line"] == NEWEST_LINE and opinion["outcome"].startswith("not asked:")
+    assert "runs only in its image" in opinion["outcome"]
+    off = cli(
+        "run",
+        "requests.jsonl",
+        "--checkpoint",
+        "off.jsonl",
+        "--daemon",
+        "off",
+        "--backend",
+        "local",
+        "--second-opinion",
+        "none",
+        check=True,
+    )
+    header = json.loads((tmp_path / "off.jsonl").read_text().splitlines()[0])["body"]
+    assert "second_opinion" not in header, off.stderr
 
 
 # -- the real second opinion: Rocq 9.2.0, where four of our six clean proofs of False are fixed --

@@ -4,7 +4,11 @@ A record flagged with an advisory that another pinned line of the same prover fi
 again on that line. A fail there for a reason of the proof itself makes the record `disputed`
 (never counted as a pass), with both results in it. A fail that is ordinary version drift (a
 renamed lemma, a changed syntax) proves nothing: the record keeps its `pass` and its advisory,
-and says so in its provenance. So does a pass on the fixed line.
+and says so in its provenance. So does a pass on the fixed line, and a line that cannot run
+here (the local backend, an image not built): the record says the second opinion was not asked.
+
+`auto` (the default of `prooflock run`) asks each prover's declared line
+(`ProverAdapter.second_opinion`); `none` asks nobody; otherwise a comma-separated list of lines.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Protocol
 from runner import provers
 from runner.check.advisories import applicable
 from runner.check.environment import Environment
-from runner.core.errors import UserError
+from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.models import (
     CheckRequest,
     CheckResult,
@@ -59,6 +63,21 @@ class Checks(RunsChecks, Protocol):
     def check_one(self, request: ResolvedRequest) -> CheckResult: ...
 
 
+AUTO, NONE = "auto", "none"
+
+
+def chosen_lines(choice: str | None) -> str | None:
+    """`--second-opinion` as the lines it asks (comma-separated), or None for nobody."""
+    if choice is None or choice == NONE:
+        return None
+    if choice == AUTO:
+        declared = [provers.get(name).second_opinion for name in provers.names()]
+        return ",".join(line for line in declared if line) or None
+    for line in choice.split(","):
+        line_owner(line)
+    return choice
+
+
 def line_owner(line: str) -> str:
     """The prover that pins `line`; a line no prover pins is bad input."""
     for name in provers.names():
@@ -93,11 +112,14 @@ def second_opinion(
         return result
     if line not in provers.get(result.prover).all_lines() or request.request.line == line:
         return result
-    again_request = checker.resolve(request.request.model_copy(update={"line": line}))
-    fixed = fixed_on(result, checker.environment(again_request).data)
-    if not fixed:  # the line has the same bugs: nothing to ask it
-        return result
-    again = checker.check_one(again_request)
+    try:
+        again_request = checker.resolve(request.request.model_copy(update={"line": line}))
+        fixed = fixed_on(result, checker.environment(again_request).data)
+        if not fixed:  # the line has the same bugs: nothing to ask it
+            return result
+        again = checker.check_one(again_request)
+    except (UserError, InfraFailure, BackendUnavailable) as exc:  # the line cannot run here
+        return result.with_extra(second_opinion={"line": line, "outcome": f"not asked: {exc}"})
     opinion: dict[str, JsonValue] = {
         "line": line,
         "fixes": fixed,
@@ -145,18 +167,18 @@ def _disputed(result: CheckResult, opinion: dict[str, JsonValue]) -> CheckResult
 def with_second_opinion(
     executor: RunsChecks | None, checker: Checks, line: str | None
 ) -> RunsChecks | None:
-    """The run's executor, asking `line` about flagged passes when a line is given."""
+    """The run's executor, asking `line` (comma-separated lines) about flagged passes."""
     if line is None:
         return executor
     return SecondOpinion(executor or checker, checker, line)
 
 
 class SecondOpinion:
-    """Runs a run's checks, then asks `line` about each flagged `pass` (a run's executor)."""
+    """Runs a run's checks, then asks each prover's line about its flagged passes (an executor)."""
 
-    def __init__(self, inner: RunsChecks, checker: Checks, line: str):
-        line_owner(line)
-        self.inner, self.checker, self.line = inner, checker, line
+    def __init__(self, inner: RunsChecks, checker: Checks, lines: str):
+        self.lines = {line_owner(line): line for line in lines.split(",")}
+        self.inner, self.checker = inner, checker
 
     def map_unordered(
         self, work: Iterable[tuple[int, ResolvedRequest]]
@@ -170,4 +192,7 @@ class SecondOpinion:
 
         for key, result in self.inner.map_unordered(remembered()):
             request = requests.pop(key)
-            yield key, second_opinion(self.checker, request, result, self.line)
+            line = self.lines.get(result.prover)
+            if line is not None:
+                result = second_opinion(self.checker, request, result, line)
+            yield key, result

@@ -162,8 +162,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--second-opinion",
         metavar="LINE",
-        help="re-check each pass that carries an advisory fixed on LINE (e.g. rocq-8.20) there; "
-        "a proof the fixed line rejects becomes `disputed` (recorded in the log's header)",
+        default="auto",
+        help="re-check each pass that carries an advisory fixed on LINE (e.g. rocq-9.2; several "
+        "comma-separated) there: a proof the fixed line rejects becomes `disputed` (recorded in "
+        "the log's header). Default `auto`: each prover's declared line, on backends that run "
+        "it; `none`: never",
     )
     executor_flags(run)
     backend_flags(run)

@@ -163,6 +163,9 @@ class ProverAdapter:
     # Other pinned versions of the prover (images too), picked per request (`line`): they run
     # only in their image, never on the host, whose install is the default line's.
     lines: tuple[str, ...] = ()
+    # The line a run asks by default (`run --second-opinion auto`) about each pass that rests on
+    # a known bug fixed there: the newest line that fixes bugs the default line has.
+    second_opinion: str | None = None
     split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
     summary: Callable[[list[CheckResult]], Table | None] = no_summary  # a batch in its own terms
     # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not

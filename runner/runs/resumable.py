@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from runner.check.checker import CheckService
 from runner.check.resolve import Refusal
 from runner.check.schedule import longest_first
-from runner.check.second_opinion import with_second_opinion
+from runner.check.second_opinion import AUTO, chosen_lines, with_second_opinion
 from runner.core.canonical import digest
 from runner.core.errors import UserError, explain
 from runner.core.models import CheckRequest, CheckResult, Verdict, Withheld
@@ -137,7 +137,8 @@ def run_requests(
     (each record keeps its request's index), longest predicted checks first. A log keeps the
     backend and isolation it was started with, and each image the backend it was checked on:
     resuming otherwise is refused unless `mixed_backends`. `on_resume(n)`: n already recorded.
-    `second_opinion`: a line that re-checks each pass resting on a bug it fixes (in the header).
+    `second_opinion`: lines that re-check each pass resting on a bug they fix, `auto` for the
+    provers' declared ones (a resumed log keeps its header's), `none` or None for none.
     """
     resolved: list[ResolvedRequest | Refusal] = []
     for number, request in enumerate(requests, start=1):
@@ -145,13 +146,15 @@ def run_requests(
             resolved.append(checker.prepare(request))
         except UserError as exc:  # bad input: before anything is checked or written
             raise UserError(f"{source} request {number}: {exc}") from None
-    checks = with_second_opinion(executor, checker, second_opinion) or checker  # bad LINE: exit 2
+    chosen = chosen_lines(second_opinion)  # a line no prover pins: exit 2, nothing written
     run_digest = digest([r.digest for r in resolved])
     summary = RunSummary(total=len(resolved))
     with CheckpointLog(checkpoint, fsync_every=checker.settings.fsync_every) as log:
         summary.repaired_bytes = log.repaired_bytes
         headers = list(log.of_kind("header"))
-        started_with = _started_with(checker, second_opinion)
+        if headers and second_opinion in (None, AUTO):  # resumed: as the log was started
+            chosen = headers[0].get("second_opinion")
+        started_with = _started_with(checker, chosen)
         if not headers:
             log.append("header", {**_header(run_digest, source, len(resolved)), **started_with})
         elif headers[0]["requests"] != run_digest:
@@ -184,6 +187,7 @@ def run_requests(
             else:
                 todo.append((index, prepared))
         ordered = longest_first(todo, checker.timings, checker.settings.workers)
+        checks = with_second_opinion(executor, checker, chosen) or checker
         for index, result in checks.map_unordered(ordered):
             checked = resolved[index]
             assert isinstance(checked, ResolvedRequest)

@@ -128,6 +128,7 @@ ADAPTER = ProverAdapter(
     modes=("proof", "statement"),
     images=("rocq",),
     lines=("rocq-8.20", "rocq-9.2"),
+    second_opinion="rocq-9.2",  # fixes four of the six clean proofs of False of 8.16.1
     # Debian's Coq and the libraries the corpus Requires; libcoq-core-ocaml-dev, ocaml-findlib
     # and coqchk's sources (xz for their tarball) build the warm worker's checker.
     host_packages=(
