@@ -298,6 +298,7 @@ class Checker(Preparing):
             cold,
             checks=len(batch),
             install_dir=lambda: self._install_dir(batch[0]),
+            cache_dir=self.settings.cache_dir,
         )
         healthy = False
         outcomes: list[Outcome | None] = [None] * len(batch)
@@ -510,6 +511,7 @@ class Checker(Preparing):
             self.pool,
             cold=False,
             install_dir=lambda: self._install_dir(request),
+            cache_dir=self.settings.cache_dir,
             ahead=True,
         )
         started = False

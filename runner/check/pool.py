@@ -134,12 +134,14 @@ class CheckSandboxes:
         pool: ServerPool,
         cold: bool,
         install_dir: Callable[[], Path],
+        cache_dir: Path,
         checks: int = 1,
         ahead: bool = False,
     ):
         self.request = request
         self._ahead = ahead  # servers started before any check asked (ServerPool.checkout)
         self._install_dir = install_dir
+        self._cache_dir = cache_dir
         self._backend_for = backend_for
         self._pool = pool
         self._cold = cold
@@ -159,6 +161,10 @@ class CheckSandboxes:
     @property
     def cold(self) -> bool:
         return self._cold
+
+    @property
+    def cache_dir(self) -> Path:
+        return self._cache_dir
 
     @property
     def install_dir(self) -> Path:

@@ -123,6 +123,12 @@ class Sandboxes(Protocol):
         ...
 
     @property
+    def cache_dir(self) -> Path:
+        """The kit's cache directory (the Checker's settings), for what an adapter keeps across
+        runs whatever the install. It may not exist yet; what is kept there must be safe to lose."""
+        ...
+
+    @property
     def install_dir(self) -> Path:
         """A directory in the kit's cache for what an adapter keeps across runs about the prover
         install this check runs on (one per install: package versions, or the image ID). It may

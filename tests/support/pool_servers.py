@@ -15,6 +15,10 @@ class PoolServers:
     def __init__(self, checker: Checker):
         self._checker = checker
 
+    @property
+    def cache_dir(self):
+        return self._checker.settings.cache_dir
+
     def sandbox(self):
         raise AssertionError("no cold sandbox here")
 
@@ -26,5 +30,6 @@ class PoolServers:
             self._checker.pool,
             cold=True,
             install_dir=lambda: self._checker.settings.cache_dir,
+            cache_dir=self.cache_dir,
         )
         return run.server(spec)

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from runner.backends.base import Completed, Sandbox
 from runner.core.errors import BackendUnavailable
-from runner.core.settings import Settings
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
@@ -51,7 +50,7 @@ _unavailable: dict[str, str] = {}  # image → why no worker starts there (this 
 # Built workers (binary, build id) by build id, read from and kept in the user's cache dir, so a
 # new process never builds again what another built (start.sh picks the one built for its
 # sandbox: the host's coq-core for the local backend, the image's in Docker).
-_built: dict[str, tuple[bytes, bytes]] | None = None
+_built: dict[Path, dict[str, tuple[bytes, bytes]]] = {}  # per builds dir
 KEEP_BUILDS = 2
 _asked: set[str] = set()  # servers whose build was already looked at
 _lock = threading.Lock()
@@ -131,10 +130,11 @@ def start(
     `key`), given `memo`'s lines when it boots. One from the pool may have booted with fewer
     (or none, started ahead): it is sent what it lacks with its first check."""
     lines = memo.boot_file() if memo is not None else b""
-    server = sandboxes.server(server_spec(prefix, _candidates(), key, lines))
+    builds = _builds_dir(sandboxes)
+    server = sandboxes.server(server_spec(prefix, _candidates(builds), key, lines))
     if memo is not None:
         memo.started(server.worker_id, server.spec.files.get(MEMO_FILE, b"").count(b"\n"))
-    _remember_build(server)
+    _remember_build(server, builds)
     return server
 
 
@@ -145,38 +145,40 @@ def audit_memo(sandboxes: Sandboxes) -> AuditMemo | None:
     return for_install(sandboxes.install_dir, sources_digest())
 
 
-def _builds_dir() -> Path:
-    return Settings().cache_dir / "rocq-worker" / sources_digest()[:24]
+def _builds_dir(sandboxes: Sandboxes) -> Path:
+    """Workers built here, in the Checker's cache dir: start.sh picks the one for its install.
+
+    Not under `install_dir`: a worker started ahead must not wait for the install's probe."""
+    return sandboxes.cache_dir / "rocq-worker" / sources_digest()[:24]
 
 
-def _known_builds() -> dict[str, tuple[bytes, bytes]]:
-    global _built
+def _known_builds(builds: Path) -> dict[str, tuple[bytes, bytes]]:
     with _lock:
-        if _built is None:
-            _built = {}
+        if builds not in _built:
+            known = _built[builds] = {}
             try:
-                for entry in sorted(_builds_dir().iterdir()):
+                for entry in sorted(builds.iterdir()):
                     if entry.name.startswith("."):
                         continue
                     with contextlib.suppress(OSError):
-                        _built[entry.name] = (
+                        known[entry.name] = (
                             (entry / "prooflock-rocq-server").read_bytes(),
                             (entry / "build.id").read_bytes(),
                         )
             except OSError:
                 pass
-        return dict(_built)
+        return dict(_built[builds])
 
 
-def _candidates() -> dict[str, bytes]:
+def _candidates(builds: Path) -> dict[str, bytes]:
     files = {}
-    for index, (binary, build_id) in enumerate(list(_known_builds().values())[:KEEP_BUILDS]):
+    for index, (binary, build_id) in enumerate(list(_known_builds(builds).values())[:KEEP_BUILDS]):
         files[f"srv/cand/{index}/prooflock-rocq-server"] = binary
         files[f"srv/cand/{index}/build.id"] = build_id
     return files
 
 
-def _remember_build(server: SandboxServer) -> None:
+def _remember_build(server: SandboxServer, builds: Path) -> None:
     """Keep the worker a server built (in this process and in the cache dir), unless known."""
     if server.sandbox is None or server.worker_id in _asked:
         return
@@ -186,17 +188,16 @@ def _remember_build(server: SandboxServer) -> None:
     except (OSError, BackendUnavailable):
         return
     name = hashlib.sha256(build_id).hexdigest()[:16]
-    if name in _known_builds():
+    if name in _known_builds(builds):
         return
     try:
         binary = server.sandbox.read_file(BINARY)
     except (OSError, BackendUnavailable):
         return
     with _lock:
-        assert _built is not None
-        _built[name] = (binary, build_id)
+        _built.setdefault(builds, {})[name] = (binary, build_id)
     with contextlib.suppress(OSError):  # a cache that cannot be written only costs a build
-        target = _builds_dir() / name
+        target = builds / name
         staging = target.with_name(f".{name}.{secrets.token_hex(4)}")
         staging.mkdir(parents=True)
         (staging / "prooflock-rocq-server").write_bytes(binary)
