@@ -49,9 +49,13 @@ def cli(tmp_path: Path):
     """Run `prooflock ...` as a user would, in tmp_path, with a private cache."""
 
     def run(
-        *args: str, env: dict[str, str] | None = None, check: bool | int = False
+        *args: str,
+        env: dict[str, str] | None = None,
+        check: bool | int = False,
+        timeout: float = 600,
     ) -> subprocess.CompletedProcess[str]:
-        """`check=True` asserts exit 0; `check=N` asserts exit N."""
+        """`check=True` asserts exit 0; `check=N` asserts exit N. `timeout` only stops a hung
+        command (a command that boots a prover may need more)."""
         full_env = {
             **os.environ,
             "PROOFLOCK_CACHE_DIR": str(tmp_path / "cache"),
@@ -65,7 +69,7 @@ def cli(tmp_path: Path):
             env=full_env,
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=timeout,
         )
         if check is not False:
             expected = 0 if check is True else check
