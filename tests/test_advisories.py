@@ -78,8 +78,11 @@ def flagged_result(flags: list[str]) -> CheckResult:
 # -- the data --------------------------------------------------------------------------------
 
 
-def test_every_prover_has_a_valid_file_and_ids_are_unique_across_them():
-    assert {path.stem for path in FILES} == set(provers.names())
+def test_every_file_is_a_provers_and_ids_are_unique_across_them():
+    # A prover with no known bug needs no file (advisories.load gives None): not a registration
+    # point of a new prover. A file must name a registered prover, or its data is never read.
+    assert {path.stem for path in FILES} <= set(provers.names())
+    assert all(advisories.load(path.stem) is not None for path in FILES)  # each one parses
     total = sum(len(tomllib.loads(path.read_text()).get("advisory", [])) for path in FILES)
     assert len(by_id()) == total  # no id is used twice, across files too
 

@@ -50,13 +50,18 @@ def run_text(name: str) -> str:
     return "\n".join(line for line in joined.splitlines() if line.lstrip().startswith("RUN "))
 
 
-def test_the_six_provers_newclid_and_each_line_have_an_image_and_a_lock_entry():
+def test_every_image_a_prover_may_run_in_is_defined_and_every_definition_locked():
+    """Discovered, not listed: a new prover's images are its Dockerfiles and lock entries."""
     from runner import provers
 
-    lines = [line for name in provers.names() for line in provers.get(name).lines]
-    assert lines == ["hol-light-3.0", "rocq-8.20", "rocq-9.2"]
-    defaults = ["alphageometry", "asymptote", "hol-light", "isabelle", "lean", "newclid", "rocq"]
-    assert sorted([*defaults, *lines]) == NAMES
+    wanted = {
+        image
+        for name in provers.names()
+        for image in (*provers.get(name).images, *provers.get(name).lines)
+    }
+    defined = sorted(p.parent.name for p in IMAGES.glob("*/Dockerfile"))
+    assert defined == NAMES  # every image folder holds a Dockerfile
+    assert wanted <= set(defined), sorted(wanted - set(defined))
     assert sorted(LOCK.images) == NAMES
 
 
