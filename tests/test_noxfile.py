@@ -70,5 +70,5 @@ def test_the_sessions_read_each_provers_host_needs_from_the_registry():
     assert needs["setup"] == sorted(
         [a.host_setup.makes, a.host_setup.script] for a in adapters if a.host_setup
     )
-    assert {"hol-light", "asymptote"} <= set(needs["host"])
+    assert {"hol-light", "asymptote", "coq"} <= set(needs["host"])
     assert not set(needs["host"]) & set(constants["KIT_PACKAGES"])  # one home for each package
