@@ -19,7 +19,7 @@ from runner.provers.common import jsonlines
 from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec, ServerTimeout
 
 WORKER = r"""
-import os, subprocess, sys, time
+import json, os, subprocess, sys, time
 import jsonlines_worker
 
 def boot():
@@ -49,6 +49,14 @@ def handle(request, request_id):
             except OSError:
                 os._exit(7)
         return {"child_exit": os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}
+    if request.get("reopen"):
+        # A child (the prover running the artifact's code) reopens the worker's reply channel
+        # through /proc, as its own user, and writes a forged reply there.
+        path = f"/proc/{os.getpid()}/fd/{jsonlines_worker._channel.replies}"
+        code = "import sys\ntry:\n    f = open(sys.argv[1], 'w')\nexcept OSError as e:\n    print(repr(e), flush=True)\n    sys.exit(7)\n"
+        code += "f.write('{\"id\": %s, \"reply\": {\"echo\": \"forged\"}}\\n' % sys.argv[2])"
+        done = subprocess.run(["python3", "-c", code, path, json.dumps(request_id)])
+        return {"child_exit": done.returncode}
     return {"echo": request["text"]}
 
 jsonlines_worker.serve(boot, handle)
@@ -108,6 +116,13 @@ def test_no_reply_within_the_deadline_is_a_timeout_and_retires_the_worker(server
 
 def test_a_forked_child_cannot_write_to_the_channel(server):
     assert jsonlines.call(server, {"fork": True}, 20) == {"child_exit": 7}
+
+
+def test_a_child_cannot_reopen_the_channel_through_proc(server):
+    """The reply channel is a pipe the kit made, outside the sandbox's user: a child that
+    reopens it through /proc/PID/fd as its own user is refused (EACCES, in worker.log)."""
+    assert jsonlines.call(server, {"reopen": True}, 20) == {"child_exit": 7}
+    assert jsonlines.call(server, {"text": "next"}, 20) == {"echo": "next"}
 
 
 def test_a_worker_that_dies_at_boot_is_explained_from_its_log():
