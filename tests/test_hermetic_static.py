@@ -285,7 +285,7 @@ def test_vendor_pins_an_unpinned_input_on_first_use_and_writes_the_lock(tmp_path
     assert refused.startswith("lean: the input proj.bundle (git-bundle) has no sha256 in the lock")
     assert "`prooflock images vendor lean`" in refused
 
-    failed = vendor.pin_on_first_use(kit, "lean", InputStore())
+    failed, pinned_now = vendor.pin_on_first_use(kit, "lean", InputStore())
 
     written = load_lock(lock_path).images["lean"].downloads
     pinned = written["proj.bundle"]
@@ -294,9 +294,12 @@ def test_vendor_pins_an_unpinned_input_on_first_use_and_writes_the_lock(tmp_path
     # the project's lake-manifest package comes with it, unpinned until it answers
     dep = written["proj-lake-dep.bundle"]
     assert dep.origin == f"git:https://example.invalid/dep.git@{'a' * 40}:"
-    assert dep.sha256 == downloads.UNPINNED and failed == [
-        f"proj-lake-dep.bundle (git-bundle): unpinned, and {dep.origin} did not answer"
-    ]
+    assert (
+        pinned_now == 1
+        and dep.sha256 == downloads.UNPINNED
+        and failed
+        == [f"proj-lake-dep.bundle (git-bundle): unpinned, and {dep.origin} did not answer"]
+    )
 
 
 def test_the_lean_images_recheck_runs_comparator_on_the_project_with_the_images_mathlib(tmp_path):

@@ -230,6 +230,8 @@ def _cmd_vendor(args: argparse.Namespace) -> int:
     worst = EXIT_OK
     for vendored in api.vendor_images(kit, args.names, _inputs(args, kit), args.to):
         where = f"; {vendored.uploaded} copied to {args.to}" if args.to else ""
+        if vendored.pinned:
+            where += f"; {vendored.pinned} pinned on first use (written to {kit.lock_path})"
         kinds = ", ".join(
             f"{files} {kind} ({size / 1e6:.0f} MB)"
             for kind, (files, size) in sorted(vendored.by_kind.items())

@@ -34,6 +34,7 @@ class Vendored:
     uploaded: int = 0  # files copied to the remote store
     missing: list[str] = field(default_factory=list)  # one line per file no source holds
     by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind → (files, bytes)
+    pinned: int = 0  # unpinned downloads pinned now, on first use (the lock was written)
 
 
 def vendor_closures(kit: Kit, names: Iterable[str]) -> dict[str, Closure]:
@@ -66,7 +67,7 @@ def vendor_images(
     store = InputStore()
     done = []
     for name, closure in closures.items():
-        unpinned = pin_on_first_use(kit, name, store)
+        unpinned, pinned_now = pin_on_first_use(kit, name, store)
         lock = kit.lock.rebased(kit.lock.base_of(name)) if not kit.lock.is_base(name) else kit.lock
         entry = kit.lock.any_entry(name)
         items: dict[str, Stored] = dict(closure)
@@ -94,17 +95,19 @@ def vendor_images(
                 uploaded=uploaded,
                 missing=[*unpinned, *(str(missing) for missing in gathered.missing)],
                 by_kind=_by_kind(items, kinds, gathered),
+                pinned=pinned_now,
             )
         )
     return done
 
 
-def pin_on_first_use(kit: Kit, name: str, store: InputStore) -> list[str]:
+def pin_on_first_use(kit: Kit, name: str, store: InputStore) -> tuple[list[str], int]:
     """Fetch each download the lock has no sha256 for from its origin, keep it in the store and
-    write its sha256 and size (a git ref: its commit) to the lock; a line per one that failed."""
+    write its sha256 and size (a git ref: its commit) to the lock: a line per one that failed,
+    and how many were pinned."""
     entry = kit.lock.any_entry(name)
     if not isinstance(entry, ImageEntry):
-        return []
+        return [], 0
     failed: list[str] = []
     pinned = 0
     while todo := sorted(
@@ -126,11 +129,12 @@ def pin_on_first_use(kit: Kit, name: str, store: InputStore) -> list[str]:
             entry.downloads.update({f: d for f, d in packages.items() if f not in entry.downloads})
     if pinned:
         kit.save()
-    return [
+    lines = [
         f"{file} ({entry.downloads[file].kind}): unpinned, and "
         f"{entry.downloads[file].origin} did not answer"
         for file in failed
     ]
+    return lines, pinned
 
 
 def _joined(first: Gathered, second: Gathered) -> Gathered:
