@@ -194,6 +194,45 @@ def test_the_lean_build_refuses_in_one_line_until_vendor_pins_its_inputs(tmp_pat
     assert "run `prooflock images vendor lean` where https://github.com answers" in message
 
 
+def test_ag4masses_comes_from_the_store_or_its_line_names_the_vendor_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    kit = Kit.open(ROOT / "manifests" / "images.lock.json")
+    entry = kit.lock.images["alphageometry"]
+    bundle = entry.downloads["ag4masses.bundle"]
+    assert bundle.kind == "git-bundle"
+    assert bundle.origin == (
+        f"git:{entry.inputs['AG4MASSES_REPOSITORY']}@{entry.inputs['AG4MASSES_COMMIT']}:alphageometry"
+    )
+    # only the bundle, from a repository that is not there (this test reaches no network)
+    gone = bundle.model_copy(update={"origin": f"git:file://{tmp_path}/gone.git@{'f' * 40}:x"})
+    kit.lock.images["alphageometry"] = entry.model_copy(
+        update={"downloads": {"ag4masses.bundle": gone}}
+    )
+    plan = BuildPlan.of(kit, "alphageometry", BUILD_INPUTS, log_dir=tmp_path)
+    store = InputStore(tmp_path / "store")
+
+    with pytest.raises(InputMissing) as raised:
+        reproduce._gather_downloads(plan, store, io.StringIO())
+
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"alphageometry: the input ag4masses.bundle (git-bundle, sha256 {bundle.sha256[:12]})"
+    )
+    assert "`prooflock images vendor alphageometry`" in message
+    assert "--input ag4masses.bundle=PATH" in message
+
+    copy = tmp_path / "ag4masses.bundle"
+    copy.write_bytes(b"a bundle")
+    stored = gone.model_copy(update={"sha256": hashlib.sha256(b"a bundle").hexdigest(), "size": 8})
+    store.put(copy, stored)
+    kit.lock.images["alphageometry"].downloads["ag4masses.bundle"] = stored
+    plan = BuildPlan.of(kit, "alphageometry", BUILD_INPUTS, log_dir=tmp_path)
+    assert reproduce._gather_downloads(plan, store, io.StringIO()) == {
+        "ag4masses.bundle": store.path(stored)
+    }
+
+
 def test_an_input_given_by_hand_enters_the_store_only_with_the_locked_sha256(tmp_path):
     given = tmp_path / "tool.tar.gz"
     given.write_bytes(b"tools")
