@@ -1182,9 +1182,20 @@ let read_request () =
               fields = fields (int_of_string count) [] }
      | _ -> failwith ("bad request " ^ line))
 
+(* OCaml names the common signals by negative numbers of its own (Sys.sigkill is -7): a record
+   says the system's (9). *)
+let posix_signal s =
+  let known = [
+    Sys.sigabrt, 6; Sys.sigalrm, 14; Sys.sigfpe, 8; Sys.sighup, 1; Sys.sigill, 4;
+    Sys.sigint, 2; Sys.sigkill, 9; Sys.sigpipe, 13; Sys.sigquit, 3; Sys.sigsegv, 11;
+    Sys.sigterm, 15; Sys.sigusr1, 10; Sys.sigusr2, 12; Sys.sigbus, 7; Sys.sigtrap, 5;
+    Sys.sigxcpu, 24; Sys.sigxfsz, 25; Sys.sigsys, 31;
+  ] in
+  match List.assoc_opt s known with Some n -> n | None -> s
+
 let ended_words = function
   | Exited n -> Printf.sprintf "exited %d" n
-  | Signaled s -> Printf.sprintf "signaled %d" s
+  | Signaled s -> Printf.sprintf "signaled %d" (posix_signal s)
   | Timed_out -> "timeout 0"
   | Memory -> "memory 0"
 
