@@ -364,7 +364,13 @@ def test_the_host_mirror_is_read_from_this_machines_apt_sources(tmp_path):
     )
     assert host_mirror("bookworm", tmp_path) == "http://mirror.example/debian"
     assert host_mirror("bookworm-security", tmp_path) == "http://mirror.example/debian-security"
-    with pytest.raises(UserError, match="no `trixie` entry"):
+    # A suite the host does not list comes from the same Debian mirror (it carries every suite).
+    assert host_mirror("forky", tmp_path) == "http://mirror.example/debian"
+    assert host_mirror("forky-security", tmp_path) == "http://mirror.example/debian-security"
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: https://packages.example.com/apt\nSuites: cloud-sdk\n"
+    )
+    with pytest.raises(UserError, match="no `trixie` entry, nor a Debian mirror"):
         host_mirror("trixie", tmp_path)
 
 

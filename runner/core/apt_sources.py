@@ -15,23 +15,38 @@ APT_SOURCES = Path("/etc/apt")
 
 
 def host_mirror(suite: str, sources: Path = APT_SOURCES) -> str:
-    """The URI this machine's apt sources use for `suite` (deb822 `.sources` or `.list` lines)."""
-    candidates = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*.list"))]
-    for path in [*sorted((sources / "sources.list.d").glob("*.sources")), *candidates]:
-        if not path.is_file():
-            continue
-        text = path.read_text(errors="replace")
-        found = (
-            _deb822_uri(text, suite) if path.suffix == ".sources" else _one_line_uri(text, suite)
-        )
-        if found:
-            return found.rstrip("/")
+    """The URI this machine's apt sources use for `suite` (deb822 `.sources` or `.list` lines).
+
+    A suite they do not list (a bookworm host building a forky image) is served by the same
+    Debian mirror as the suites they do list: a Debian mirror carries every suite, so the URI of
+    a listed Debian archive of the same kind (main, or security) is used."""
+    entries = _entries(sources)
+    for uri, suites in entries:
+        if suite in suites:
+            return uri.rstrip("/")
+    archive = "/debian-security" if suite.endswith("-security") else "/debian"
+    for uri, _ in entries:
+        if uri.rstrip("/").endswith(archive):
+            return uri.rstrip("/")
     raise UserError(
-        f"this machine's apt sources have no `{suite}` entry to use as mirror (pass a URL)"
+        f"this machine's apt sources have no `{suite}` entry, nor a Debian mirror, to use as "
+        "mirror (pass a URL)"
     )
 
 
-def _deb822_uri(text: str, suite: str) -> str | None:
+def _entries(sources: Path) -> list[tuple[str, list[str]]]:
+    """Every `deb` entry of the apt sources, in apt's reading order: (URI, suites)."""
+    found: list[tuple[str, list[str]]] = []
+    candidates = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*.list"))]
+    for path in [*sorted((sources / "sources.list.d").glob("*.sources")), *candidates]:
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            found += _deb822(text) if path.suffix == ".sources" else _one_line(text)
+    return found
+
+
+def _deb822(text: str) -> list[tuple[str, list[str]]]:
+    found = []
     for stanza in re.split(r"\n\s*\n", text):
         fields = {}
         for line in stanza.splitlines():
@@ -39,18 +54,15 @@ def _deb822_uri(text: str, suite: str) -> str | None:
                 continue
             key, _, value = line.partition(":")
             fields[key.strip().lower()] = value.split()
-        if (
-            "deb" in fields.get("types", [])
-            and suite in fields.get("suites", [])
-            and fields.get("uris")
-        ):
-            return fields["uris"][0]
-    return None
+        if "deb" in fields.get("types", []) and fields.get("uris"):
+            found += [(uri, fields.get("suites", [])) for uri in fields["uris"]]
+    return found
 
 
-def _one_line_uri(text: str, suite: str) -> str | None:
+def _one_line(text: str) -> list[tuple[str, list[str]]]:
+    found = []
     for line in text.splitlines():
         words = re.sub(r"\[[^\]]*\]", "", line).split()
-        if len(words) >= 3 and words[0] == "deb" and words[2] == suite:
-            return words[1]
-    return None
+        if len(words) >= 3 and words[0] == "deb":
+            found.append((words[1], [words[2]]))
+    return found
