@@ -21,7 +21,14 @@ from typing import TextIO
 from docker import DockerClient
 
 from runner.images.base import BaseBuilt, build_base
-from runner.images.build import BuildFailed, BuildPlan, BuildResult, InputMissing, build_image
+from runner.images.build import (
+    BuildFailed,
+    BuildOptions,
+    BuildPlan,
+    BuildResult,
+    InputMissing,
+    build_image,
+)
 from runner.images.closure import PackageDrift, as_deb, package_drift
 from runner.images.debian import Indexes
 from runner.images.downloads import gather_downloads, missing_line, unpinned_line
@@ -66,6 +73,15 @@ class Reproduction:
         return lines
 
 
+# Pins that change no package: an experiment with only these still installs the locked closure.
+CLOCK_PINS = frozenset({"SOURCE_DATE_EPOCH"})
+
+
+def _packages_may_differ(options: BuildOptions) -> bool:
+    """Another base, or a pin that may name another package version: the closure may not fit."""
+    return options.base is not None or bool(set(options.pins) - CLOCK_PINS)
+
+
 def reproduce_image(
     client: DockerClient, plan: BuildPlan, *, out: TextIO = sys.stderr
 ) -> Reproduction:
@@ -75,7 +91,7 @@ def reproduce_image(
     closure = beyond_base(entry.closure, plan.lock)
     store = InputStore()
     plan = replace(plan, downloads=_gather_downloads(plan, store, out))
-    if not entry.closure or plan.options.experiment:
+    if not entry.closure or _packages_may_differ(plan.options):
         result = build_image(client, plan, out=out)
         found.built_from = f"the mirror {plan.inputs.apt_mirror} (no locked closure applies)"
         return _finish(found, result, entry.versions(), started)
