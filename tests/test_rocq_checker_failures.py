@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from runner.check.checker import Checker
 from runner.core.models import CheckRequest, Trust, Verdict
+from runner.core.settings import Settings
 from runner.provers.rocq import report
 from tests.support.rocq_cheats import BACKENDS, rocq_checker
 
@@ -59,3 +61,20 @@ def test_coqchk_rejecting_the_library_is_not_its_anomaly():
     assert report.checker_anomaly(rejected) is None
     assert report.checker_anomaly(crashed) == ANOMALY
     assert report.checker_anomaly("checking cst:Artifact.Anomaly\n") is None
+
+
+@pytest.mark.parametrize("ended", ["memory 0 40210 41005", "signaled 9 40210 41005"])
+def test_a_worker_re_check_that_did_not_finish_sends_the_file_to_the_cold_path(ended):
+    """The worker's in-process re-check needs more memory than coqchk alone (Coq's Nia.v: 4 GB
+    against 745 MB): its death is the kit's, so the file is checked again cold, never `crash`
+    or `memory` on the kit's account. Replies in the worker's own frame (server.ml)."""
+    from runner.provers.rocq import worker
+    from runner.provers.rocq.worker import CannotServe, Reply
+
+    request = CheckRequest(prover="rocq", name="nia.v", content="Lemma main : True. exact I. Qed.")
+    resolved = Checker(Settings(backend="local")).resolve(request)
+    fields = {"COMPILE": b"exited 0 21000 21500", "CHECK": ended.encode(), "CHECK_OUT": b""}
+    with pytest.raises(CannotServe, match="re-check did not finish"):
+        worker.evidence(Reply(fields), resolved)
+    fields["CHECK"] = b"exited 1 900 950"  # coqchk's own rejection stays the file's evidence
+    assert worker.evidence(Reply(fields), resolved).checked is not None

@@ -173,6 +173,9 @@ class CheckSandboxes:
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
+    def give_back_s(self, seconds: float) -> None:
+        self.deadline += max(0.0, seconds)  # the kit's wasted attempt: not this check's time
+
     def _recheck(self) -> None:
         """The kit's re-check of the prover's work starts: it has its own timeout (once)."""
         if not self._rechecked:

@@ -140,6 +140,11 @@ class Sandboxes(Protocol):
         sandbox commands and server reads are cut there whatever timeout they ask for."""
         ...
 
+    def give_back_s(self, seconds: float) -> None:
+        """Return time the kit's own machinery spent and then threw away (a warm attempt whose
+        re-check the kit could not finish) to the budget: it was never the artifact's."""
+        ...
+
 
 def whole_file(name: str, content: str) -> list[tuple[str, str]]:
     return [(name, content)]

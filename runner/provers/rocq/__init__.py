@@ -24,6 +24,8 @@ its reply once the file ran is followed by a control check on a fresh worker (co
 
 from __future__ import annotations
 
+import time
+
 from runner.core.errors import BackendUnavailable
 from runner.core.models import Outcome
 from runner.provers.base import HostSetup, ProverAdapter, ResolvedRequest, Sandboxes
@@ -110,11 +112,12 @@ def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evid
                 worker.unavailable(request.image, str(exc))
         else:
             path = f"worker:{server.spec.key}"
+            started = time.monotonic()
             try:
                 reply = worker.exchange(server, request, prefix, memo)
                 return worker.evidence(reply, request), path
-            except worker.CannotServe:
-                pass
+            except worker.CannotServe:  # the cold path decides, with the time this attempt took
+                sandboxes.give_back_s(time.monotonic() - started)
             except BackendUnavailable as exc:  # it died, stalled or garbled its reply while
                 server.retire()  # the file was in it: a control check says whose fault
                 raise WorkerDied(str(exc), path) from None

@@ -315,6 +315,12 @@ def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
         )
     except ValueError as exc:
         raise Garbled(f"the Rocq worker's report could not be read: {exc}") from None
+    if compiled.ok and checked is not None and (checked.out_of_memory or checked.signal):
+        # The worker's re-check (coqchk's code and the audit, in one process) needs far more
+        # memory than coqchk alone (Coq's Nia.v: killed at 4 GB, bare coqchk peaks at 745 MB):
+        # a re-check it could not finish is the kit's failure, never the file's verdict. The
+        # cold path checks the file again with bare coqc and coqchk, each in a fresh sandbox.
+        raise CannotServe(f"the worker's re-check did not finish ({reply.text('CHECK')})")
     found = Evidence(compiled, library="NOLIBRARY" not in reply.fields)
     if request.target is not None and not target_valid(request):
         found.target = "INVALID"
