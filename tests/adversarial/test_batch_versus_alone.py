@@ -22,7 +22,7 @@ from tests.support import rocq_cheats
 from tests.support.exploits import exploit_cases, exploit_request
 from tests.support.hol_light_cheats import CHEATS, cheat_request
 
-pytestmark = [pytest.mark.slow, SHARES_HOL_LIGHT_BOOTS]
+pytestmark = [pytest.mark.slow]
 
 BACKENDS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
 TIMEOUT = 60
@@ -95,6 +95,7 @@ def differences(
     }
 
 
+@SHARES_HOL_LIGHT_BOOTS  # the Rocq half needs no HOL Light worker: it runs beside that group
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_hol_light_gives_each_file_in_a_batch_what_it_gets_alone(request, backend):
     checker = session_checker(request, backend, TIMEOUT)
