@@ -9,6 +9,7 @@ fails on version drift or agrees. The pinned line is the real Rocq 8.16.1 of thi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -358,18 +359,44 @@ def test_run_with_a_second_opinion_from_rocq_9_2_disputes_only_the_proof_of_fals
     assert any("le_plus_l" in d["message"] for d in said["diagnostics"])  # 9.2 lacks it
 
 
+# The first release each bug is fixed in, as the upstream list says (rocq.toml holds the same).
+FIRST_FIXED = {"PL-ROCQ-21839": (9, 3, 0), "PL-ROCQ-22387": (9, 2, 1)}
+
+
+def rocq_version_in(client, image_id: str) -> tuple[int, ...]:
+    """The Rocq the image really holds, from its package database (`coqc --version` says only
+    "9.2"), not from the lock."""
+    said = client.containers.run(
+        image_id, ["dpkg-query", "-W", "-f=${Version}", "coq"], network_disabled=True, remove=True
+    )
+    found = re.match(rb"(?:\d+:)?(\d+)\.(\d+)\.(\d+)", said)
+    assert found, said
+    return tuple(int(part) for part in found.groups())
+
+
 @pytest.mark.slow
 @pytest.mark.docker
-def test_rocq_9_2_cannot_dispute_the_bugs_it_still_has(tmp_path):
-    """rocq#21839 and #22387 are not fixed in 9.2.0: their reproducers keep their `pass` and
-    their advisory. 9.2 is asked only for another advisory a record carries, and agrees."""
+def test_rocq_9_2_disputes_exactly_the_bugs_its_own_release_fixes(client, tmp_path):
+    """rocq#21839 (fixed in 9.3) and #22387 (fixed in 9.2.1): on a line whose Rocq still has a
+    bug, its reproducer keeps its `pass` and advisory and 9.2 is never asked about that bug; on
+    a line that fixed it (if the line's Debian package moves on), the pass is `disputed`. The
+    expectation follows the Rocq the image really runs, so a newer package cannot break it."""
     settings = Settings(backend="docker", cache_dir=tmp_path / "cache", retries=0)
     names = ["PL-ROCQ-21839.v", "PL-ROCQ-22387.v"]
     with Checker(settings) as real:
+        probe = real.resolve(exploit_request(names[0]).model_copy(update={"line": NEWEST_LINE}))
+        install = real.environment(probe).data["install"]
+        version = rocq_version_in(client, install["image_id"])
         results, _ = run_with_second_opinion(real, real, names, tmp_path, line=NEWEST_LINE)
     for name in names:
         own = name.removesuffix(".v")
-        assert results[name].verdict is Verdict.PASS and own in results[name].advisories, name
-        opinion = results[name].provenance.extra.get("second_opinion", {})
-        assert own not in opinion.get("fixes", [])  # 9.2 has this bug: never a reason to ask
-        assert opinion.get("outcome", "agrees") == "agrees"
+        opinion = results[name].details.get("second_opinion") or results[name].provenance.extra.get(
+            "second_opinion", {}
+        )
+        if version < FIRST_FIXED[own]:
+            assert results[name].verdict is Verdict.PASS and own in results[name].advisories, name
+            assert own not in opinion.get("fixes", [])  # the line has this bug: never a reason
+            assert opinion.get("outcome", "agrees") == "agrees"
+        else:
+            assert results[name].verdict is Verdict.DISPUTED, (name, version)
+            assert own in opinion["fixes"]
