@@ -18,7 +18,7 @@ Every check, warm or cold:
 
 The cold path runs Debian's coqc and coqchk and two drivers (cold.py); the warm path runs the
 same steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
-sandbox/server.ml). Both hand their evidence to verdict.outcome. A worker that dies or garbles
+sandbox/server.ml). Both hand their evidence to judging.outcome. A worker that dies or garbles
 its reply once the file ran is followed by a control check on a fresh worker (control.py).
 """
 
@@ -30,7 +30,7 @@ from runner.core.errors import BackendUnavailable
 from runner.core.models import Outcome
 from runner.provers.base import HostSetup, ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common import verdicts
-from runner.provers.rocq import cold, control, source, verdict, worker
+from runner.provers.rocq import cold, control, judging, source, worker
 from runner.provers.rocq.source import Prefix
 
 # 4: the target elaborated after its own `requires` only; coqchk re-checks in a fresh sandbox and
@@ -73,7 +73,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
         evidence, path = gather(request, sandboxes)
     except WorkerDied as died:
         return control.judge(sandboxes, died.why, died.path)
-    outcome = verdict.outcome(request, evidence)
+    outcome = judging.outcome(request, evidence)
     outcome.worker = {**outcome.worker, "rocq_path": path}  # provenance: which path gathered it
     return outcome
 
@@ -100,7 +100,7 @@ def start_ahead(request: ResolvedRequest, sandboxes: Sandboxes) -> None:
         worker.start(sandboxes, Prefix(end=0, code=""))
 
 
-def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[verdict.Evidence, str]:
+def gather(request: ResolvedRequest, sandboxes: Sandboxes) -> tuple[judging.Evidence, str]:
     """The evidence, from the warm worker when it can serve the file, else from the cold path."""
     prefix = source.prefix(request.content)
     if _warm(request, sandboxes):

@@ -29,8 +29,8 @@ from runner.backends.base import Completed, Sandbox
 from runner.core.errors import BackendUnavailable
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.rocq import report, source
+from runner.provers.rocq.judging import ANOMALY_EXIT, Evidence, as_exit, target_valid
 from runner.provers.rocq.report import LIBRARY, MODULE, SOURCE, CheckerReport, Inconsistent
-from runner.provers.rocq.verdict import ANOMALY_EXIT, Evidence, as_exit, target_valid
 
 # No -noglob: Coq hands its arguments to the helpers it starts (`par:`'s tactic workers), which
 # refuse that one; the .glob it writes stays in the sandbox.

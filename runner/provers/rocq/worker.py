@@ -28,10 +28,10 @@ from runner.core.errors import BackendUnavailable
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerSpec
 from runner.provers.rocq import report
+from runner.provers.rocq.judging import ANOMALY_EXIT, Evidence, target_valid
 from runner.provers.rocq.memo import AuditMemo, for_install
 from runner.provers.rocq.report import SOURCE
 from runner.provers.rocq.source import Prefix
-from runner.provers.rocq.verdict import ANOMALY_EXIT, Evidence, target_valid
 
 READY = b"\n@@PROOFLOCK-ROCQ-READY "
 BINARY = "srv/prooflock-rocq-server"
