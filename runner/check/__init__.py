@@ -1,1 +1,1 @@
-"""Checking: requests resolved, environment keys, the result cache, warm server pools, scheduling and batching, the Checker."""
+"""The Checker and its parts: requests, environment keys, cache, pools, scheduling."""

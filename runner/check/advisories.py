@@ -1,12 +1,14 @@
 """Known soundness bugs of the provers, as data: `manifests/advisories/<prover>.toml`.
 
-An advisory says which versions of a prover a bug affects and which features of an artifact it
-needs. `applicable(environment)` lists the advisories whose affected versions include the
-environment's (the version is read from the record's environment by the file's own regexes, so
-nothing here names a prover); `flagged(request, environment)` names those among them whose
-features the artifact's text uses (a syntactic scan, comments blanked). A flag is a warning for
-readers: it never changes a verdict, a result digest or an environment key. The scan reads the
-artifact's text, not its compiled library: what a notation or a tactic hides escapes it.
+An advisory names the prover versions a bug affects and the artifact features it needs.
+`applicable(environment)` lists the advisories that cover the environment's version.
+Each file's own regexes read that version, so no code here names a prover.
+`flagged(request, environment)` keeps those whose features the artifact uses.
+The scan is syntactic, with comments blanked.
+A flag only warns readers.
+It never changes a verdict, a result digest or an environment key.
+The scan reads the artifact's text, not its compiled library.
+So it misses what a notation or a tactic hides.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from runner.core.models import CheckResult, JsonValue
 from runner.provers.common.lexing import c_like_code, coq_code, ocaml_code
 
 DIRECTORY = Path("manifests") / "advisories"
-# How a file's artifacts are read before the scan: comments (and string contents) blanked.
+# How each file syntax reads an artifact before the scan: comments and strings blanked.
 CODE_OF = {"coq": coq_code, "ocaml": ocaml_code, "c": c_like_code, "none": lambda text: text}
 _VERSION = re.compile(r"(\d+(?:\.\d+)*)(?:[-.~+]?rc(\d+))?")
 _CLAUSE = re.compile(r"\s*(>=|<=|==|>|<)\s*(\S+?)\s*\Z")
@@ -44,7 +46,7 @@ class Artifact(Protocol):
 @functools.total_ordering
 @dataclass(frozen=True)
 class Version:
-    """A dotted version, `4.34.0-rc1` before `4.34.0`; missing parts count as 0 (8.16 == 8.16.0)."""
+    """A dotted version; `4.34.0-rc1` sorts before `4.34.0`, and 8.16 equals 8.16.0."""
 
     numbers: tuple[int, ...]
     rc: int | None = None
@@ -86,9 +88,9 @@ _COMPARE = {
 }
 
 
-@functools.lru_cache(maxsize=1024)  # every record asks again about the same few versions
+@functools.lru_cache(maxsize=1024)  # records ask about the same few versions
 def in_range(version: Version, spec: str) -> bool:
-    """Whether `version` satisfies every comma-separated clause of `spec` (`>=8.11, <8.19`)."""
+    """Whether `version` meets every clause of `spec`, such as `>=8.11, <8.19`."""
     for clause in spec.split(","):
         match = _CLAUSE.match(clause)
         if match is None:
@@ -100,24 +102,27 @@ def in_range(version: Version, spec: str) -> bool:
 
 
 class Advisory(BaseModel):
-    """One known bug, as its file states it (see the header of any manifests/advisories file)."""
+    """One known bug, as its file states it.
+
+    The header of each manifests/advisories file explains the fields.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^PL-[A-Z0-9]+(?:-[A-Z0-9]+)+$")
     title: str
     upstream: str
-    affected: tuple[str, ...]  # ranges, any of which may hold (`>=8.11, <8.19`)
+    affected: tuple[str, ...]  # ranges such as `>=8.11, <8.19`; any one may hold
     fixed_in: str  # words: a version, "not fixed", "unknown"
     features: str  # words: what an artifact must use
-    scan: tuple[str, ...] = ()  # regexes, ALL of which must match the artifact's code to flag it
-    # catches | misses | unknown: does the kit's independent re-check (coqchk, ...) stop it
+    scan: tuple[str, ...] = ()  # regexes; the artifact's code must match ALL to be flagged
+    # catches | misses | unknown: whether the independent re-check (coqchk, ...) stops it
     independent_check: str
     independent_check_note: str = ""
-    kit: str = ""  # what the kit itself does about it (a refusal, a flag, nothing)
+    kit: str = ""  # what the kit does about it: a refusal, a flag, nothing
     risk: str
-    exploit: str = ""  # tests/exploits/<prover>/<id>.<ext>, when a reproducer exists
-    unverified: str = ""  # facts in this entry that could not be established here
+    exploit: str = ""  # tests/exploits/<prover>/<id>.<ext>, if a reproducer exists
+    unverified: str = ""  # facts in this entry not established here
 
     @field_validator("affected")
     @classmethod
@@ -141,7 +146,7 @@ class Advisory(BaseModel):
         return value
 
     def affects(self, version: Version | None) -> bool:
-        """Unknown versions are affected: an advisory is ruled out only by a version read."""
+        """Unknown versions are affected; only a version read rules an advisory out."""
         return version is None or any(in_range(version, spec) for spec in self.affected)
 
     def uses(self, code: str) -> bool:
@@ -151,10 +156,11 @@ class Advisory(BaseModel):
 class VersionReading(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # Tried in order over the flattened environment (one `path=value` line per leaf, e.g.
-    # `install.image=prooflock/rocq:8.16.1`); the first match gives the version: its `version`
-    # group is one, its `alias` group is looked up in `aliases` (an image tag that names another
-    # component than the one advised on). An alias not listed leaves the version unknown.
+    # Tried in order over the flattened environment: one `path=value` line per leaf, such as
+    # `install.image=prooflock/rocq:8.16.1`. The first match gives the version.
+    # A `version` group is the version itself. An `alias` group is looked up in `aliases`:
+    # it is an image tag naming another component than the advised one.
+    # An alias not listed leaves the version unknown.
     patterns: tuple[str, ...]
     aliases: dict[str, str] = Field(default_factory=dict)
 
@@ -194,7 +200,7 @@ class AdvisoryFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prover: str
-    subject: str  # what the version is the version of (Rocq; the OCaml under HOL Light)
+    subject: str  # what the version belongs to: Rocq, or the OCaml under HOL Light
     comments: str = "none"  # how the scan blanks comments: coq, ocaml, c, none
     version: VersionReading
     advisory: tuple[Advisory, ...] = ()
@@ -211,7 +217,7 @@ class AdvisoryFile(BaseModel):
 
 
 def flatten(data: JsonValue, prefix: str = "") -> str:
-    """`a.b=value` lines, one per leaf, keys sorted; a multi-line value keeps its lines."""
+    """`a.b=value` lines, one per leaf, keys sorted; multi-line values keep their lines."""
     if isinstance(data, Mapping):
         items: Iterable[tuple[str, JsonValue]] = sorted(data.items())
     elif isinstance(data, list):
@@ -234,11 +240,11 @@ def load(prover: str) -> AdvisoryFile | None:
 
 
 def _stamped(prover: str) -> tuple[Path, int] | None:
-    """The prover's file and its modification time (a file edited meanwhile is read again)."""
+    """The prover's file and its modification time, so an edited file is read again."""
     try:
         path = path_of(prover)
         return path, path.stat().st_mtime_ns
-    except (FileNotFoundError, InfraFailure):  # no file, or an install without the kit's data
+    except (FileNotFoundError, InfraFailure):  # no file, or an install without the data
         return None
 
 
@@ -259,9 +265,11 @@ def _load(path: Path, stamp: int) -> AdvisoryFile:
 
 
 def applicable(environment: Mapping[str, JsonValue]) -> list[Advisory]:
-    """The advisories whose affected versions include the environment's prover version (all of
-    the prover's when its install is described but its version cannot be read from it; none for
-    a result with no install at all, such as an infra error before the backend answered)."""
+    """The advisories that affect the environment's prover version.
+
+    An install whose version cannot be read gets all of the prover's advisories.
+    A result with no install gets none, such as an infra error before the backend answered.
+    """
     prover = environment.get("prover")
     found = _stamped(prover) if isinstance(prover, str) else None
     if found is None or not environment.get("install"):
@@ -288,7 +296,7 @@ def flagged(request: Artifact, environment: Mapping[str, JsonValue]) -> list[str
 
 
 def summary(results: Iterable[CheckResult]) -> str | None:
-    """One line for a run's stderr: how many advisories apply and how many records carry one."""
+    """One stderr line: how many advisories apply, and how many records carry one."""
     results = list(results)
     ids: set[str] = set()
     files: set[str] = set()
@@ -311,6 +319,6 @@ def summary(results: Iterable[CheckResult]) -> str | None:
 
 
 def records_per_advisory(results: Iterable[CheckResult]) -> dict[str, int]:
-    """How many records carry each advisory, most first (ties by id)."""
+    """How many records carry each advisory, most first, ties by id."""
     counts = Counter(id_ for result in results for id_ in result.advisories)
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

@@ -1,26 +1,32 @@
 """Checks at once, each thread preferring work like the work it did lately.
 
-A warm worker pays once for what a kind of check shares (a Rocq worker loads each `Require`
-header it meets into a sub-parent, about half a second each, and keeps the last few). With
-threads taking work first come, first served, every worker meets every kind and loads it.
+A warm worker pays once for what a kind of check shares.
+A Rocq worker, for one, loads each `Require` header it meets, about half a second each.
+It keeps the last few loaded.
+With first come, first served, every worker meets every kind and loads it.
 
 Here a thread takes, among the next `lookahead` units:
-- while it serves no more keys than any other thread, the first unit of a key nobody serves;
+- if it serves no more keys than any other thread, the first unit of a key nobody serves;
 - else the first unit of a key it served lately;
 - else the first of a key no other thread serves; else the first.
-Taking another thread's key costs a load (a Rocq header: as much as 10-20 small checks), worth it
-only when enough of that key's units wait for two threads to share them: with fewer than
-`STEAL_AT` of others' units left, a thread with nothing of its own waits while the others make
-progress, and takes one only when no unit was taken or finished for `STEAL_WAIT_S` (an owner on a
-long check); else it takes the key with the most units left. So a run does not end on a header
-loaded for its last few checks.
-The pool hands a thread back the server it last used (ServerPool), so the keys split among the
-workers. A unit waits at most `lookahead` picks, or until the thread serving its key is free
-(that thread takes its oldest unit first): the input's order (longest first) holds, loosely.
 
-Results come back as units finish, as from a thread pool. An error in a unit, or in producing
-the units, stops the other threads after their current unit and is raised here; a caller that
-stops reading stops them too.
+Taking another thread's key costs a load, as much as 10-20 small Rocq checks.
+It pays only when enough of that key's units wait for two threads to share.
+So with fewer than `STEAL_AT` of others' units left, an idle thread waits.
+It steals only when nothing was taken or finished for `STEAL_WAIT_S`.
+That happens when an owner is on a long check.
+With more units left, it takes the key with the most of them.
+So a run does not end on a header loaded for its last few checks.
+
+The pool hands a thread back the server it last used (ServerPool).
+So the keys split among the workers.
+A unit waits at most `lookahead` picks, or until its key's thread is free.
+That thread takes its oldest unit first, so the input's longest-first order loosely holds.
+
+Results come back as units finish, as from a thread pool.
+An error in a unit, or in producing units, stops the other threads after their current unit.
+It is raised here.
+A caller that stops reading stops them too.
 """
 
 from __future__ import annotations
@@ -33,12 +39,12 @@ from typing import TypeVar
 
 U = TypeVar("U")
 R = TypeVar("R")
-# Wide enough that a thread sees its own keys' units when the input comes clustered by key (as
-# longest-first ordering clusters files by their header's length): with 8, a thread that saw
-# only others' keys took one, and its worker loaded a header another worker already held.
+# Wide enough that a thread sees its own keys' units in input clustered by key.
+# Longest-first order clusters files by header length. A narrow window shows a thread
+# only others' keys, and its worker loads a header another worker already holds.
 LOOKAHEAD_PER_THREAD = 32
-STEAL_AT = 16  # others' units left that make a load worth while (a load costs about as many)
-STEAL_WAIT_S = 0.5  # no progress for this long: take another's key after all (about one load)
+STEAL_AT = 16  # others' units left that pay for a load (a load costs about as many)
+STEAL_WAIT_S = 0.5  # no progress for this long: take another's key anyway (about one load)
 KEYS_KEPT = 4  # as many as a Rocq worker keeps loaded (PROOFLOCK_ROCQ_PREFIXES)
 
 Key = Hashable | None
@@ -78,7 +84,7 @@ def run_sticky(
                 others = {key for keys in theirs for key in keys}
                 oldest_waited, oldest_key, _ = pending[0]
                 if picks + 1 - oldest_waited > window and oldest_key not in others:
-                    index = 0  # it waited long enough, and no other thread takes it as its own
+                    index = 0  # it waited long enough, and no other thread owns its key
                 else:
                     fewest = len(mine) <= min(map(len, theirs), default=0)
                     index = _pick([key for _, key, _ in pending], mine, others, claim=fewest)
@@ -136,9 +142,12 @@ def run_sticky(
 
 
 def _pick(keys: list[Key], mine: list[Key], others: set[Key], *, claim: bool) -> int:
-    """A thread serving no more keys than any other (`claim`) takes the first unit of a key no
-    thread serves; else the first of a key it served lately; else the first of a key no other
-    thread serves; else the first."""
+    """The index of the unit a thread takes next.
+
+    With `claim` (it serves no more keys than any other), the first of a key nobody serves.
+    Else the first of a key it served lately.
+    Else the first of a key no other thread serves; else the first.
+    """
     new = next((i for i, k in enumerate(keys) if k is not None and k not in {*mine, *others}), None)
     if claim and new is not None:
         return new

@@ -15,8 +15,11 @@ from runner.core.verdicts import facts
 
 
 class ResultCache:
-    """`rules` is the adapter's revision of the kit's judgement (ProverAdapter.rules): a result
-    judged by older rules is not reused, though its environment key is the same."""
+    """Results on disk, keyed by environment, request digest and rules.
+
+    `rules` is the adapter's revision of the kit's judgement (ProverAdapter.rules).
+    A result judged by older rules is not reused, even under the same environment key.
+    """
 
     def __init__(self, root: Path):
         self.root = root
@@ -36,7 +39,7 @@ class ResultCache:
         return result
 
     def put(self, result: CheckResult, rules: str = "") -> None:
-        # Only verdicts resting on the artifact and the environment alone (runner.core.verdicts).
+        # Only verdicts that rest on the artifact and the environment (runner.core.verdicts).
         if not facts(result.verdict).cacheable or result.provenance.cached:
             return
         path = self._path(result.env_key, result.request_digest, rules)

@@ -1,8 +1,8 @@
 """The check API: resolve → environment → cache → attempts → result.
 
-Resolution (`runner.check.resolve`), environment keys (`runner.check.environment`) and warm servers
-(`runner.check.pool`) live in their own modules; this one ties them together, retries infra errors and
-writes provenance. Nothing here names a prover.
+Resolution, environment keys and warm servers live in their own modules.
+This one ties them together, retries infra errors and writes provenance.
+Nothing here names a prover.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from runner.provers.common.verdicts import infra_error
 
 K = TypeVar("K")
 DEADLINE_SLACK_S = 0.5  # a read cut by the deadline wakes up about then
-WARM_KINDS = {"warm", "server"}  # results a warm server gave: what a canary re-checks
+WARM_KINDS = {"warm", "server"}  # workers whose results a canary re-checks
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,12 @@ class Disagreement:
 
 
 def canary_selects(request_digest: str, percent: float) -> bool:
-    """Whether the canary re-checks a request: by its digest, so the same ones every time."""
+    """Whether the canary re-checks a request; by digest, so the choice is stable."""
     return percent > 0 and int(request_digest[:8], 16) % 10_000 < percent * 100
 
 
 class CheckService(Protocol):
-    """What a command checks with: a Checker here, or the daemon's (runner.runs.serve)."""
+    """What a command checks with: a local Checker, or the daemon's (runner.runs.serve)."""
 
     settings: Settings
     notify: Notify
@@ -103,18 +103,20 @@ class CheckService(Protocol):
 
 
 class Preparing:
-    """Requests resolved and their environments probed on this machine: what a Checker and
-    the daemon's client (runner.runs.serve) both do before a check."""
+    """Resolves requests and probes their environments on this machine.
+
+    A Checker and the daemon's client (runner.runs.serve) both do this before a check.
+    """
 
     settings: Settings
     environments: Environments
 
     def resolve(self, request: CheckRequest) -> ResolvedRequest:
-        """The resolved request; BadRequest on bad input, Refused for a refused artifact."""
+        """The resolved request; raises BadRequest or Refused."""
         return resolve(request, self.settings)
 
     def prepare(self, request: CheckRequest) -> ResolvedRequest | Refusal:
-        """The resolved request, or a refused artifact's record (bad input still raises)."""
+        """The resolved request, or a refused artifact's record; bad input still raises."""
         try:
             return self.resolve(request)
         except Refused as refused:
@@ -133,11 +135,12 @@ class Preparing:
 
 
 class Checker(Preparing):
-    """Checks requests on one backend. Thread-safe; `map` runs `settings.workers` checks at once.
+    """Checks requests on one backend; thread-safe.
 
-    `keep_outputs` is a directory for the output files an adapter returns (renders). They are
-    stored under their sha256, and the record names them by digest. A report or a reviewer can
-    then see them.
+    `map` runs `settings.workers` checks at once.
+    `keep_outputs` is a directory for output files an adapter returns, such as renders.
+    Each is stored under its sha256, and the record names it by digest.
+    So a report or a reviewer can see them.
     """
 
     def __init__(
@@ -154,7 +157,7 @@ class Checker(Preparing):
         use_cache = self.settings.cache if use_cache is None else use_cache
         self.cache = ResultCache(self.settings.cache_dir) if use_cache else None
         self.notify = notify or (lambda _message: None)
-        self._warn = notify  # None: backends say what matters (an unsandboxed run) on stderr
+        self._warn = notify  # None: backends print what matters (an unsandboxed run) to stderr
         self.keep_outputs = keep_outputs
         self.timings = Timings(self.settings.cache_dir)
         self.canary_disagreements: list[Disagreement] = []
@@ -176,14 +179,17 @@ class Checker(Preparing):
         cold: bool = False,
         keep_outputs: Path | None = None,
     ) -> CheckResult:
-        """Check one request. Never raises for artifact trouble or a transient machine failure.
+        """Check one request.
 
-        Transient infra errors (a worker died, the daemon hiccuped) are retried `settings.retries`
-        times with a short backoff. Permanent ones (`InfraFailure`: no lock, image not built)
-        raise, so a command stops at once instead of failing every artifact the same way.
-        `cold`: use no warm state (fresh servers), as a canary re-check does. A refused
-        artifact (too large, not text) gives its `refused` record; bad input raises BadRequest.
-        `keep_outputs`: this request's directory for output files, if not the checker's.
+        It never raises for artifact trouble or a transient machine failure.
+        Transient infra errors are retried `settings.retries` times, with a short backoff.
+        A worker that died or a daemon hiccup is transient.
+        A permanent one raises `InfraFailure`, such as no lock or an image not built.
+        So a command stops at once, not failing every artifact the same way.
+        `cold` uses no warm state, only fresh servers, as a canary re-check does.
+        A refused artifact (too large, not text) gives its `refused` record.
+        Bad input raises BadRequest.
+        `keep_outputs` is this request's directory for output files, if not the checker's.
         """
         resolved = self._prepared(request)
         if isinstance(resolved, Refusal):
@@ -224,7 +230,7 @@ class Checker(Preparing):
         cold: bool,
         keep_outputs: Path | None = None,
     ) -> CheckResult:
-        """What every fresh result goes through: the canary, the cache, timings, kept files."""
+        """Pass a fresh result through the canary, the cache, timings and kept files."""
         warm = result.provenance.worker in WARM_KINDS
         if warm and not cold and canary_selects(request.digest, self.settings.canary):
             result = self._canary(request, result)
@@ -235,7 +241,10 @@ class Checker(Preparing):
         return result
 
     def cached(self, request: ResolvedRequest) -> tuple[Environment, CheckResult | None]:
-        """The request's environment and its cached result, if any (BackendUnavailable raises)."""
+        """The request's environment and its cached result, if any.
+
+        Raises BackendUnavailable.
+        """
         environment = self.environments.of(request)
         hit = (
             self.cache.get(environment.key, request.digest, request.adapter.rules)
@@ -248,8 +257,11 @@ class Checker(Preparing):
         return self.settings.cache_dir / "installs" / self.environments.install_key(request)[:24]
 
     def _canary(self, request: ResolvedRequest, warm: CheckResult) -> CheckResult:
-        """Re-check cold (fresh servers, no warm state); on disagreement the cold result is the
-        one recorded, and the disagreement is listed in `canary_disagreements`."""
+        """Re-check cold, on fresh servers with no warm state.
+
+        On disagreement the cold result is recorded.
+        The disagreement is listed in `canary_disagreements`.
+        """
         cold = self.check_one(request, cold=True)
         agrees = cold.result_digest == warm.result_digest
         extra = {
@@ -288,8 +300,9 @@ class Checker(Preparing):
     ) -> tuple[list[Outcome | None], str, dict[str, JsonValue]]:
         """One adapter call, for one request (`check`) or many (`check_batch`).
 
-        Returns the outcomes (None where a batch could not decide), the worker kind and what
-        the worker reported."""
+        Returns the outcomes, the worker kind and what the worker reported.
+        An outcome is None where a batch could not decide.
+        """
         adapter = batch[0].adapter
         run = CheckSandboxes(
             batch[0],
@@ -312,7 +325,7 @@ class Checker(Preparing):
                     else:
                         assert adapter.check_batch is not None
                         outcomes = list(adapter.check_batch(batch, run))
-            except deadline.OutOfTime as exc:  # the kit's reading of the artifact took its time
+            except deadline.OutOfTime as exc:  # the kit's reading used up the artifact's time
                 outcomes = [_read_too_long(batch[0], exc)] if len(batch) == 1 else outcomes
             except ServerTimeout as exc:  # before BackendUnavailable, which it is
                 if len(batch) == 1 and time.monotonic() >= run.deadline - DEADLINE_SLACK_S:
@@ -323,7 +336,7 @@ class Checker(Preparing):
                 outcomes = [infra_error(str(exc))] * len(batch)
             except InfraFailure:
                 raise
-            except Exception as exc:  # an adapter or backend bug must not kill a whole run
+            except Exception as exc:  # an adapter or backend bug must not kill the run
                 message = (
                     f"internal error in the {adapter.name} adapter: {type(exc).__name__}: {exc}"
                 )
@@ -339,11 +352,12 @@ class Checker(Preparing):
     # -- batches (runner.check.batching groups them) ---------------------------------------------
 
     def check_unit(self, unit: Unit[K]) -> list[tuple[K, CheckResult]]:
-        """A unit of requests that may share a worker call.
+        """Check a unit of requests that may share a worker call.
 
-        The cache answers what it holds; the rest go in one call. What that call cannot decide
-        is checked again in halves, down to one request alone. Verdicts equal one-at-a-time
-        checks."""
+        The cache answers what it holds; the rest go in one call.
+        What that call cannot decide is checked again in halves, down to one request.
+        Verdicts equal those of one-at-a-time checks.
+        """
         if len(unit) == 1:
             key, request = unit[0]
             return [(key, self.check_one(request))]
@@ -419,8 +433,8 @@ class Checker(Preparing):
             tools=tools,
             started_at=started,
             finished_at=now(),
-            # A worker's boot serves many checks: it is shown once (`booted_in_check_ms`), not
-            # as this check's time.
+            # A worker's boot serves many checks. It shows once, as `booted_in_check_ms`,
+            # not as this check's time.
             wall_ms=max(0, int((time.monotonic() - clock) * 1000) - _booted_ms(worker_info)),
             cpu_ms=outcome.cpu_ms,
             attempts=attempts,
@@ -443,7 +457,7 @@ class Checker(Preparing):
         directory.mkdir(parents=True, exist_ok=True)
         for sha, data in outcome.files.items():
             if hashlib.sha256(data).hexdigest() != sha:
-                continue  # an adapter bug; never store bytes under a name they do not have
+                continue  # an adapter bug; never store bytes under a wrong name
             path = directory / sha
             if not path.exists():
                 tmp = path.with_name(f".{sha}.{os.getpid()}.tmp")
@@ -453,8 +467,10 @@ class Checker(Preparing):
     def map(
         self, requests: Iterable[CheckRequest | ResolvedRequest | Refusal]
     ) -> Iterator[CheckResult]:
-        """Check many requests, `settings.workers` at a time, yielding results in input order.
-        A refused artifact yields its `refused` record in its place; nothing runs for it."""
+        """Check many requests, `settings.workers` at a time; yield results in input order.
+
+        A refused artifact yields its `refused` record in its place; nothing runs for it.
+        """
         workers = self.settings.workers
         count = len(requests) if isinstance(requests, Sized) else workers
 
@@ -467,9 +483,13 @@ class Checker(Preparing):
     def map_unordered(
         self, work: Iterable[tuple[K, CheckRequest | ResolvedRequest]]
     ) -> Iterator[tuple[K, CheckResult]]:
-        """Check (key, request) pairs `settings.workers` at a time; yield (key, result) pairs as
-        they finish. Submission is bounded, so a long input is never all in flight. Requests an
-        adapter can batch go to a worker `settings.batch` at a time (see runner.check.batching)."""
+        """Check (key, request) pairs; yield (key, result) pairs as they finish.
+
+        `settings.workers` checks run at once.
+        Submission is bounded, so a long input is never all in flight.
+        Requests an adapter can batch go to a worker `settings.batch` at a time.
+        See runner.check.batching.
+        """
         units = batching.units(
             self._starting_ahead(
                 ((key, self._resolved(request)) for key, request in work), self.settings.workers
@@ -483,17 +503,22 @@ class Checker(Preparing):
     def _starting_ahead(
         self, work: Iterator[tuple[K, ResolvedRequest]], servers: int
     ) -> Iterator[tuple[K, ResolvedRequest]]:
-        """`work` as it comes. Its first request starts `servers` of what the first checks will
-        take (`ProverAdapter.start_ahead`): they boot while the first check probes the install."""
+        """`work` as it comes, starting servers on its first request.
+
+        It starts `servers` of what the first checks will take (`ProverAdapter.start_ahead`).
+        They boot while the first check probes the install.
+        """
         for index, (key, request) in enumerate(work):
             if index == 0:
                 self.start_ahead(request, servers)
             yield key, request
 
     def start_ahead(self, request: ResolvedRequest, servers: int) -> None:
-        """Start up to `servers` of what `request`'s checks will ask the pool for, once per
-        Checker. Each starts in its own thread. The checks themselves meet and report any
-        trouble there."""
+        """Start up to `servers` of what `request`'s checks will ask the pool for.
+
+        This happens once per Checker, each server in its own thread.
+        The checks themselves meet and report any trouble there.
+        """
         if request.adapter.start_ahead is None or self._started_ahead:
             return
         self._started_ahead = True
@@ -518,7 +543,7 @@ class Checker(Preparing):
         try:
             start(request, run)
             started = True
-        except Exception:  # noqa: BLE001, S110 - the checks that need it meet it and say so
+        except Exception:  # noqa: BLE001, S110 - the checks that need it meet it and report it
             pass
         finally:
             run.finish(healthy=started)
@@ -536,8 +561,12 @@ class Checker(Preparing):
 
 
 class Backends:
-    """Which backend runs each image, chosen on first use; the images lock resolves docker's
-    images (`notify` hears about `--build-missing` builds). `fixed`: one backend for all."""
+    """Which backend runs each image, chosen on first use.
+
+    The images lock resolves docker's images.
+    `notify` hears about `--build-missing` builds.
+    `fixed` is one backend for all images.
+    """
 
     def __init__(
         self, settings: Settings, warn: Notify | None, notify: Notify, fixed: Backend | None = None
@@ -572,8 +601,10 @@ def run_units(
     check_unit: Callable[[Unit[K]], list[tuple[K, CheckResult]]],
     workers: int,
 ) -> Iterator[tuple[K, CheckResult]]:
-    """Units checked `workers` at a time (each thread preferring work like its last), as they
-    finish."""
+    """Check units `workers` at a time; yield results as they finish.
+
+    Each thread prefers work like its last.
+    """
     if workers == 1:
         for unit in units:
             yield from check_unit(unit)
@@ -587,7 +618,7 @@ def in_order(
     check: Callable[[Iterator[tuple[int, ResolvedRequest]]], Iterator[tuple[int, CheckResult]]],
 ) -> Iterator[CheckResult]:
     """`check`'s results in the order of `requests`; a refusal's record takes its place."""
-    finished: dict[int, CheckResult] = {}  # ahead of their turn (bounded by the lookahead)
+    finished: dict[int, CheckResult] = {}  # ahead of their turn; the lookahead bounds it
 
     def to_check() -> Iterator[tuple[int, ResolvedRequest]]:
         for index, request in enumerate(requests):
@@ -614,7 +645,7 @@ def _unit_affinity(unit: Unit[K]) -> tuple[str, str, str] | None:
     same = request.adapter.affinity
     try:
         key = same(request) if same is not None else None
-    except Exception:  # noqa: BLE001 - only a hint: the artifact is checked (and judged) anyway
+    except Exception:  # noqa: BLE001 - only a hint: the artifact is checked anyway
         key = None
     return None if key is None else (request.adapter.name, request.image, key)
 
@@ -625,7 +656,7 @@ def _image_only() -> frozenset[str]:
 
 
 def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
-    """A boot, or a wait for a server another check held (a HOL Light worker's boot, say)."""
+    """Time spent on a boot, or waiting for a server another check held."""
     spent = [worker_info.get(key) for key in ("booted_in_check_ms", "waited_for_server_ms")]
     return sum(ms for ms in spent if isinstance(ms, int))
 
@@ -633,7 +664,8 @@ def _booted_ms(worker_info: dict[str, JsonValue]) -> int:
 def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome | None:
     """A check that ran past its whole budget is a timeout, whatever it concluded.
 
-    The limit covers everything done for the artifact, not only the prover's own run."""
+    The limit covers everything done for the artifact, not only the prover's run.
+    """
     if outcome is None or outcome.verdict in (Verdict.TIMEOUT, Verdict.INFRA_ERROR):
         return outcome
     limit = request.limits.timeout_s
@@ -647,9 +679,10 @@ def _over_budget(request: ResolvedRequest, outcome: Outcome | None) -> Outcome |
 
 
 def _read_too_long(request: ResolvedRequest, exc: deadline.OutOfTime) -> Outcome:
-    """The kit's own reading of the artifact used up the check's budget: a timeout.
+    """A timeout: the kit's own reading of the artifact used up the budget.
 
-    A lexer running before the prover is work done for the artifact, like any other."""
+    A lexer running before the prover is work done for the artifact, like any other.
+    """
     limit = request.limits.timeout_s
     message = (
         f"the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit) ran out while the kit "
@@ -659,9 +692,10 @@ def _read_too_long(request: ResolvedRequest, exc: deadline.OutOfTime) -> Outcome
 
 
 def _unanswered(request: ResolvedRequest) -> Outcome:
-    """A worker silent until the check's whole budget ran out: the artifact's time is up.
+    """A timeout: the worker stayed silent until the whole budget ran out.
 
-    An artifact that makes its worker hang must not escape as an infra error."""
+    An artifact that makes its worker hang must not escape as an infra error.
+    """
     limit = request.limits.timeout_s
     message = (
         f"no answer within the check's {limit} s limit (plus {KIT_GRACE_S} s for the kit): "
@@ -685,7 +719,7 @@ def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:
             "extra": {**hit.provenance.extra, "cached_from": hit.provenance.started_at},
         }
     )
-    # Advisories are read again: the data may have changed since the result was cached.
+    # Advisories are read again: the data may differ from when the result was cached.
     advisories = flagged(request, hit.environment)
     return hit.model_copy(
         update={"artifact": request.name, "provenance": provenance, "advisories": advisories}
@@ -695,7 +729,7 @@ def _from_cache(hit: CheckResult, request: ResolvedRequest) -> CheckResult:
 def check(
     requests: Iterable[CheckRequest], settings: Settings | None = None
 ) -> Iterator[CheckResult]:
-    """Stream results for many requests (in input order)."""
+    """Stream results for many requests, in input order."""
     with Checker(settings) as checker:
         yield from checker.map(requests)
 

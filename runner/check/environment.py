@@ -1,8 +1,9 @@
 """Environment keys: the digest of everything that can change a verdict.
 
-Prover and adapter version, the prover install (package versions on the local backend, the image
-ID on the docker backend), mode, limits and the options that select another environment. The
-install is probed once per image per checker.
+The key covers the prover and adapter version, the prover install, mode and limits.
+It also covers the options that select another environment.
+The install is the package versions on the local backend, the image ID on docker.
+Each checker probes the install once per image.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ class Environments:
         self._lock = threading.Lock()
 
     def install(self, request: ResolvedRequest) -> dict[str, JsonValue]:
-        """What identifies the prover install in `request.image` on this backend (probed once:
-        the first checks of a run, started at once, wait for one probe rather than each
-        spending the cores on the same one)."""
+        """What identifies the prover install in `request.image` on this backend.
+
+        It is probed once. A run's first checks start together and wait for that one probe.
+        Otherwise each would spend the cores on the same probe.
+        """
         cache_key = (request.adapter.name, request.image)
         with self._lock:
             probing = self._probing.setdefault(cache_key, threading.Lock())
@@ -46,8 +49,10 @@ class Environments:
         return known
 
     def install_key(self, request: ResolvedRequest) -> str:
-        """The digest of the prover install `request` runs on: what an adapter keeps across runs
-        for that install (not per mode or limits) is keyed by it."""
+        """The digest of the prover install that `request` runs on.
+
+        It keys what an adapter keeps across runs for that install, whatever the mode or limits.
+        """
         return digest({"prover": request.adapter.name, "install": self.install(request)})
 
     def of(self, request: ResolvedRequest) -> Environment:

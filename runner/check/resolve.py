@@ -1,10 +1,11 @@
 """Requests resolved once, before anything runs: adapter, mode, limits, options, image, digest.
 
-Everything a check depends on is settled here, so adapters read plain values. Two kinds of
-trouble are told apart before any check. What the requester chose (prover, mode, line,
-options, limits, target) is bad input: `BadRequest`, exit 2 from the CLI. What an artifact
-brings that the kit will not take (over the size limit, not UTF-8 text) is that artifact's
-record: `Refused` carries a `refused` result, and the rest of a run goes on.
+Everything a check depends on is settled here, so adapters read plain values.
+Two kinds of trouble are told apart before any check.
+A bad choice by the requester is bad input: prover, mode, line, options, limits, target.
+It raises `BadRequest`, and the CLI exits 2.
+An artifact the kit will not take is that artifact's record: too large, or not UTF-8 text.
+`Refused` carries its `refused` result, and the rest of the run goes on.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Refusal:
 
 
 class Refused(BadRequest):
-    """The artifact is refused, not the request: callers record `refusal` and go on."""
+    """The artifact is refused, not the request; callers record `refusal` and go on."""
 
     def __init__(self, refusal: Refusal):
         super().__init__(refusal.result.diagnostics[0].message)
@@ -63,8 +64,10 @@ def adapter_for(name: str) -> ProverAdapter:
 
 
 def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
-    """The request with every default filled in; BadRequest for bad input, Refused for an
-    artifact the kit will not take."""
+    """The request with every default filled in.
+
+    Raises BadRequest for bad input, and Refused for an artifact the kit will not take.
+    """
     adapter = adapter_for(request.prover)
     mode = request.mode or adapter.modes[0]
     if mode not in adapter.modes:
@@ -99,8 +102,10 @@ def resolve(request: CheckRequest, settings: Settings) -> ResolvedRequest:
 
 
 def _within_limit(request: CheckRequest, max_mb: float) -> CheckRequest:
-    """The request, or over the size limit its withheld form: the log keeps no megabytes the
-    kit did not check, only their digest and size."""
+    """The request, or its withheld form when over the size limit.
+
+    The log keeps no megabytes the kit did not check, only their digest and size.
+    """
     raw = request.content.encode("utf-8")
     size_mb = len(raw) / 2**20
     if size_mb <= max_mb:
@@ -113,7 +118,7 @@ def _within_limit(request: CheckRequest, max_mb: float) -> CheckRequest:
 
 
 def refusal(resolved: ResolvedRequest, reason: str) -> Refusal:
-    """The `refused` record of an artifact nothing ran on: it rests on the kit alone."""
+    """The `refused` record of an artifact nothing ran on; it rests on the kit alone."""
     outcome = Outcome(
         verdict=Verdict.REFUSED, trust=Trust.KIT, diagnostics=[Diagnostic(message=reason)]
     )
@@ -174,7 +179,10 @@ def result_of(
 
 
 def _options(adapter: ProverAdapter, raw: Mapping[str, JsonValue]) -> AdapterOptions:
-    """The request's options validated into the adapter's model; BadRequest names the option."""
+    """The request's options, validated into the adapter's model.
+
+    BadRequest names the bad option.
+    """
     declared = adapter.options.model_fields
     unknown = sorted(set(raw) - set(declared))
     if unknown:

@@ -1,14 +1,18 @@
 """A second opinion: a `pass` resting on a known bug, checked again where the bug is fixed.
 
-A record flagged with an advisory that another pinned line of the same prover fixes is checked
-again on that line. A fail there for a reason of the proof itself makes the record `disputed`
-(never counted as a pass), with both results in it. A fail that is ordinary version drift (a
-renamed lemma, a changed syntax) proves nothing: the record keeps its `pass` and its advisory,
-and says so in its provenance. So does a pass on the fixed line, and a line that cannot run
-here (the local backend, an image not built): the record says the second opinion was not asked.
+A record may carry an advisory that another pinned line of the same prover fixes.
+Then it is checked again on that line.
+A fail there for a reason in the proof makes the record `disputed`, with both results.
+A `disputed` record never counts as a pass.
+A fail from version drift proves nothing, such as a renamed lemma or changed syntax.
+Then the record keeps its `pass` and its advisory, and its provenance says so.
+A pass on the fixed line changes nothing either.
+Nor does a line that cannot run here, such as an image not built.
+Then the record says the second opinion was not asked.
 
-`auto` (the default of `prooflock run`) asks each prover's declared line
-(`ProverAdapter.second_opinion`); `none` asks nobody; otherwise a comma-separated list of lines.
+`auto`, the default of `prooflock run`, asks each prover's declared line.
+That line is `ProverAdapter.second_opinion`.
+`none` asks nobody; anything else is a comma-separated list of lines.
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ from runner.core.models import (
 )
 from runner.provers.base import ResolvedRequest
 
-# What a newer line says about a file written for an older one: names, syntax and options that
-# moved. Such a failure is drift, never evidence against the proof.
+# What a newer line says about a file written for an older one: moved names, syntax, options.
+# Such a failure is drift, never evidence against the proof.
 DRIFT = re.compile(
     r"was not found in the current environment|The reference \S+ was not found|"
     r"Syntax error|Unknown (?:tactic|interpretation|notation|option|flag)|"
@@ -41,12 +45,12 @@ DRIFT = re.compile(
     r"is not a (?:module|known|defined)|has been removed|Unbound",
     re.IGNORECASE,
 )
-# Verdicts of the fixed line that speak against the proof (a timeout or a crash says nothing).
+# Verdicts of the fixed line that speak against the proof. A timeout or crash says nothing.
 AGAINST = (Verdict.FAIL, Verdict.WRONG_STATEMENT, Verdict.AXIOM, Verdict.PLACEHOLDER)
 
 
 class RunsChecks(Protocol):
-    """A run's executor: checks (index, request) pairs, yields (index, result) as they finish."""
+    """A run's executor: checks (index, request) pairs and yields (index, result) pairs."""
 
     def map_unordered(
         self, work: Iterable[tuple[int, ResolvedRequest]]
@@ -67,7 +71,7 @@ AUTO, NONE = "auto", "none"
 
 
 def chosen_lines(choice: str | None) -> str | None:
-    """`--second-opinion` as the lines it asks (comma-separated), or None for nobody."""
+    """The comma-separated lines `--second-opinion` asks, or None for nobody."""
     if choice is None or choice == NONE:
         return None
     if choice == AUTO:
@@ -87,16 +91,17 @@ def line_owner(line: str) -> str:
 
 
 def fixed_on(result: CheckResult, line_environment: dict[str, JsonValue]) -> list[str]:
-    """The advisories the record carries that no longer apply on the line's version."""
+    """The advisories the record carries that the line's version fixes."""
     still = {advisory.id for advisory in applicable(line_environment)}
     return [id_ for id_ in result.advisories if id_ not in still]
 
 
 def is_drift(result: CheckResult) -> bool:
-    """Whether a failure reads as version drift (a name or syntax the line does not know).
+    """Whether a failure reads as version drift: a name or syntax the line does not know.
 
-    Only the line's errors say why it failed: a warning (Rocq 9 warns on every `From Coq`) is
-    never the reason, and a file could provoke one worded like drift."""
+    Only the line's errors say why it failed. A warning is never the reason.
+    Rocq 9 warns on every `From Coq`, and a file could provoke a warning worded like drift.
+    """
     return any(
         DRIFT.search(diagnostic.message)
         for diagnostic in result.diagnostics
@@ -115,7 +120,7 @@ def second_opinion(
     try:
         again_request = checker.resolve(request.request.model_copy(update={"line": line}))
         fixed = fixed_on(result, checker.environment(again_request).data)
-        if not fixed:  # the line has the same bugs: nothing to ask it
+        if not fixed:  # the line has the same bugs, so there is nothing to ask
             return result
         again = checker.check_one(again_request)
     except (UserError, InfraFailure, BackendUnavailable) as exc:  # the line cannot run here
@@ -136,7 +141,7 @@ def second_opinion(
 
 
 def _disputed(result: CheckResult, opinion: dict[str, JsonValue]) -> CheckResult:
-    """The record as `disputed`: both results in it, its digest recomputed over them."""
+    """The record as `disputed`, holding both results, its digest recomputed over them."""
     note = Diagnostic(
         severity="error",
         message=(
@@ -174,7 +179,7 @@ def with_second_opinion(
 
 
 class SecondOpinion:
-    """Runs a run's checks, then asks each prover's line about its flagged passes (an executor)."""
+    """An executor: runs the checks, then asks each prover's line about its flagged passes."""
 
     def __init__(self, inner: RunsChecks, checker: Checks, lines: str):
         self.lines = {line_owner(line): line for line in lines.split(",")}

@@ -1,8 +1,9 @@
 """Rocq's public list of critical bugs (`dev/doc/critical-bugs.md`), read to keep ours current.
 
-The list is Markdown: one heading per bug, then `- field: value` lines. An entry is known by
-its references: the upstream issues it names, or, when it names none, the pull requests and
-commits that fixed it. An advisory covers an entry when its `upstream` text names one of them.
+The list is Markdown: one heading per bug, then `- field: value` lines.
+An entry is known by the upstream issues it names.
+An entry that names none is known by the pull requests and commits that fixed it.
+An advisory covers an entry when its `upstream` text names one of these.
 `missing(text, advisories)` lists the entries no advisory covers.
 """
 
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 
 _HEADING = re.compile(r"^#{2,4}\s+(?P<title>.+?)\s*$")
 _FIELD = re.compile(r"^-\s+(?P<key>[^:]+?)\s*:\s*(?P<value>.*)$")
-# An issue or pull request of Rocq's own repository; another's (`ocaml/ocaml#6385`) is not:
-# a `#` glued to a word is never read.
+# An issue or pull request of Rocq's own repository, not another's (`ocaml/ocaml#6385`).
+# A `#` glued to a word is never read.
 _NUMBER = re.compile(
     r"(?<![\w/])(?:(?:rocq-prover/rocq|coq/coq)\s*(?:PRs?\s*)?)?#(?P<n>\d+)"
     r"|\[(?:PR\s*)?#?(?P<link>\d+)\]\(https://github\.com/rocq-prover/(?:rocq/)?(?:issues|pull)/"
@@ -33,7 +34,7 @@ class Entry:
     references: frozenset[str]  # `#N` issues/PRs, `commit:HEX`
 
     def field(self, prefix: str) -> str:
-        """The first field whose lower-cased name starts with `prefix` ('' when none)."""
+        """The first field whose lower-cased name starts with `prefix`, or ''."""
         for key, value in self.fields:
             if key.lower().startswith(prefix):
                 return value
@@ -58,13 +59,13 @@ def _same(reference: str, other: str) -> bool:
 
 
 def covers(upstream: str, entry: Entry) -> bool:
-    """Whether an advisory whose `upstream` text reads so names one of the entry's references."""
+    """Whether the advisory's `upstream` text names one of the entry's references."""
     named = references(upstream)
     return any(_same(mine, theirs) for mine in named for theirs in entry.references)
 
 
 def parse(text: str) -> list[Entry]:
-    """Every bug entry of the list, in order (section headings with no fields are not entries)."""
+    """Every bug entry of the list, in order; a heading with no fields is no entry."""
     entries: list[Entry] = []
     title: str | None = None
     fields: list[tuple[str, str]] = []
@@ -90,7 +91,7 @@ def parse(text: str) -> list[Entry]:
 
 
 def _entry_references(fields: Iterable[tuple[str, str]]) -> frozenset[str]:
-    """The issues an entry names; when it names none, the fixes (pull requests, commits)."""
+    """The issues an entry names, or else its fixes: pull requests and commits."""
     fields = list(fields)
     issues = " ".join(value for key, value in fields if "issue" in key.lower())
     found = references(issues)
@@ -101,6 +102,6 @@ def _entry_references(fields: Iterable[tuple[str, str]]) -> frozenset[str]:
 
 
 def missing(text: str, upstreams: Iterable[str]) -> list[Entry]:
-    """The entries of the list `text` that none of the advisories' `upstream` texts covers."""
+    """The entries of the list `text` that no advisory's `upstream` text covers."""
     upstreams = list(upstreams)
     return [entry for entry in parse(text) if not any(covers(u, entry) for u in upstreams)]
