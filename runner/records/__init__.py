@@ -1,1 +1,1 @@
-"""What a run leaves: the hash-chained checkpoint log, published bundles, their audit, and where bundles are read from."""
+"""What a run leaves: the hash-chained log, published bundles, their audit and their sources."""

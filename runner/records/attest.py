@@ -1,14 +1,19 @@
 """Reproduction reports: who replayed a published log, where, and which records matched.
 
-A report is an in-toto Statement v1 whose subject is the log (sha256, head, record count) and
-whose predicate is an SLSA Verification Summary (VSA v1): the verifier, the time, the policy
-("every record re-checked; verdict, result digest and environment key compared"), the bundle's
-statement as input attestation, PASSED or FAILED, plus the records that matched and the
-environment. Signed, it is a DSSE envelope like the bundle's own; attached to a bundle it is kept
-under `attestations/<sha256>.json`, and `audit` says who reproduced the result, and whether that
-signature is one the reader trusts.
+A report is an in-toto Statement v1.
+Its subject is the log: sha256, head and record count.
+Its predicate is an SLSA Verification Summary (VSA v1). It holds:
+- the verifier and the time;
+- the policy: every record re-checked, verdict, result digest and environment key compared;
+- the bundle's statement, as input attestation;
+- PASSED or FAILED, the records that matched, and the environment.
 
-The replay side hands over a `ReproductionSummary` of plain data; nothing here re-runs anything.
+A signed report is a DSSE envelope, like the bundle's own.
+A bundle keeps attached reports under `attestations/<sha256>.json`.
+`audit` then says who reproduced the result, and whether the reader trusts that signature.
+
+The replay side hands over a `ReproductionSummary` of plain data.
+Nothing here re-runs anything.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ if TYPE_CHECKING:
 
 VSA_TYPE: Final = "https://slsa.dev/verification_summary/v1"
 POLICY = "https://prooflock.dev/policies/replay/v1"
-# Custom SLSA results (the VSA spec reserves the SLSA_ prefix for its own levels).
+# Custom SLSA results; the VSA spec reserves the SLSA_ prefix for its own levels.
 REPRODUCED = "PROOFLOCK_REPLAY_MATCH"  # every record: same verdict, result and environment key
 DRIFTED = "PROOFLOCK_REPLAY_SAME_RESULTS"  # same verdicts and results, another environment
 SHOWN = 3  # differing records named in one sentence
@@ -54,8 +59,8 @@ class RecordOutcome:
     index: int
     artifact: str
     recorded: str  # verdict in the log
-    replayed: str  # verdict now
-    status: str  # "match", or what differs ("verdict differs", "environment differs", ...)
+    replayed: str  # verdict on replay
+    status: str  # "match", or what differs: "verdict differs", "environment differs", ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class ReproductionSummary:
     """What one replay found, as plain data."""
 
     verifier: str  # who replayed: PROOFLOCK_VERIFIER_ID, or user@host
-    resource: str  # what was replayed, as the verifier named it (a path or s3:// URL)
+    resource: str  # what was replayed, as the verifier named it: a path or s3:// URL
     log_sha256: str
     head: str
     records: int
@@ -181,7 +186,7 @@ def write_reproduction(
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Write `data` to `path` whole (a temporary file renamed into place)."""
+    """Write `data` to `path` whole, through a temporary file renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -220,7 +225,7 @@ class ReproductionReport:
 
     @property
     def publisher_key(self) -> bool:
-        """Verified only by the key that signed the bundle: not independent."""
+        """Verified only by the key that signed the bundle, so not independent."""
         return bool(self.signature and self.signature.trusted) and not self.independent_signers
 
     @property
@@ -284,7 +289,7 @@ def read_reports(
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         report = read_report(path.read_bytes(), path.name, log_sha256, trust)
-        # Keys are compared by what they verified, never by the key ids the envelopes claim.
+        # Keys are compared by what they verified, never by the ids the envelopes claim.
         if publisher is not None:
             report.publisher_keys = frozenset(key.keyid for key in publisher.signed_by)
         found.append(report)
@@ -337,7 +342,7 @@ def environment_phrase(environment: dict[str, Any]) -> str:
 
 
 def attach(bundle: Path, report_path: Path) -> Path:
-    """Copy a reproduction report into `bundle/attestations/<sha256>.json` (about this log only)."""
+    """Copy a report about this log into `bundle/attestations/<sha256>.json`."""
     if not (bundle / BUNDLE_LOG).is_file():
         raise UserError(f"{bundle}: not a bundle directory (no {BUNDLE_LOG})")
     try:

@@ -1,12 +1,18 @@
-"""`prooflock audit`: check a published result's integrity, signature and environment without
-re-running it.
+"""`prooflock audit`: check a result's integrity, signature and environment without a re-run.
 
-In seconds: everything `runner.records.verify` checks (the chain, each record's digests, the
-requests digest, every claim of the statement recomputed, the signature against `--trust` keys,
-attached reproduction reports); then every artifact blob has the bytes its name says, and every
-image archive the statement lists has the bytes it lists; every image is in the lock (shown with
-its pins) and present on this machine (with `rebuild`, first loaded from the bundle's archive when
-missing here, then rebuilt to the same ID); and the prover adapters and the kit here are the versions the results were made with.
+It takes seconds. It runs everything `runner.records.verify` checks:
+- the chain, each record's digests and the requests digest;
+- every claim of the statement, recomputed;
+- the signature against `--trust` keys, and attached reproduction reports.
+
+Then it checks that:
+- every artifact blob has the bytes its name says;
+- every image archive the statement lists has the bytes it lists;
+- every image is in the lock, shown with its pins, and present on this machine;
+- the prover adapters and the kit here are the versions that made the results.
+
+With `rebuild`, a missing image first loads from the bundle's archive.
+Then it is rebuilt to the same ID.
 """
 
 from __future__ import annotations
@@ -102,7 +108,7 @@ def audit(
     rebuild: Callable[[str], str] | None = None,
     trust: TrustPolicy = INTEGRITY_ONLY,
 ) -> AuditReport:
-    """Audit the log (and bundle) of `source`; `rebuild(image name) -> rebuilt image ID`."""
+    """Audit the log and bundle of `source`; `rebuild(image name)` returns the rebuilt ID."""
     verified = verify_source(source.log, source.bundle, trust, source.origin)
     report = AuditReport(source.origin, verified)
     if verified.runs is None:
@@ -141,7 +147,7 @@ def _audit_archives(report: AuditReport, bundle: Path) -> None:
     try:
         listed = listed_archives(Statement.from_json((bundle / STATEMENT).read_bytes()))
     except (OSError, ValueError):
-        return  # no readable statement: its own finding says so
+        return  # no readable statement; its own finding says so
     problems = []
     for image_id, expected in sorted(listed.items()):
         name = image_archive(image_id)

@@ -1,6 +1,9 @@
-"""Where a published result comes from: a checkpoint log, a bundle directory, or an s3:// bundle;
-and, for a bundle that carries image archives (`publish --with-images`), loading an image it used
-that is missing here from the bundle's own store (its directory, or its s3:// location)."""
+"""Where a published result comes from: a checkpoint log, a bundle directory, or an s3:// bundle.
+
+A bundle may carry image archives (`publish --with-images`).
+Then an image it used that is missing here loads from the bundle's own store.
+That store is its directory, or its s3:// location.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ class Source:
     log: Path
     bundle: Path | None  # the bundle directory, when the source is one
     remote: str | None = None  # the s3:// bundle the directory was downloaded from
-    given: str | None = None  # what the user named, when `bundle` is a temporary copy of it
+    given: str | None = None  # what the user named, when `bundle` is a temporary copy
 
     @property
     def origin(self) -> str:
@@ -32,14 +35,17 @@ class Source:
 
     @property
     def stores(self) -> list[str]:
-        """Where the bundle's image archives can be had (`runner.images.archives` stores)."""
+        """Where to get the bundle's image archives (`runner.images.archives` stores)."""
         return [str(place) for place in (self.bundle, self.remote) if place is not None]
 
 
 @contextlib.contextmanager
 def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
-    """The log (and bundle) named by `spec`; an s3:// bundle is downloaded for the duration,
-    its image archives only with `archives` (otherwise they are fetched when needed)."""
+    """The log, and the bundle if any, named by `spec`.
+
+    An s3:// bundle is downloaded for the duration of the block.
+    Its image archives come too only with `archives`; otherwise they are fetched when needed.
+    """
     if spec.startswith("s3://"):
         from runner.storage import fetch_to_temp  # noqa: PLC0415 - boto3 only when needed
 
@@ -71,7 +77,7 @@ def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
 
 @contextlib.contextmanager
 def _named_as(copy: Path, given: str) -> Iterator[None]:
-    """A user error about the temporary copy names what the user gave, not a path they never saw."""
+    """Make a user error name what the user gave, not the temporary copy they never saw."""
     try:
         yield
     except UserError as exc:
@@ -81,7 +87,7 @@ def _named_as(copy: Path, given: str) -> Iterator[None]:
 
 
 def unpack_tar(tar_path: Path, into: Path) -> Path:
-    """A bundle tar as a directory (for audit and replay), refusing unsafe member names."""
+    """Unpack a bundle tar for audit and replay, refusing unsafe member names."""
     try:
         with tarfile.open(tar_path) as tar:
             for member in tar.getmembers():
@@ -105,10 +111,12 @@ def unpack_tar(tar_path: Path, into: Path) -> Path:
 def load_missing_images(
     results: list[CheckResult], stores: list[str], say: Callable[[str], None]
 ) -> list[str]:
-    """Load every image the docker records used that is missing on this machine from the first
-    of `stores` holding its archive, saying so in one line each; return the IDs loaded. An
-    archive that does not check out (damaged, truncated, another image) is refused, naming it,
-    and the image stays missing: what follows (a rebuild, or drift) is the caller's usual path."""
+    """Load the images the docker records used that this machine lacks; return the IDs loaded.
+
+    Each comes from the first of `stores` that holds its archive, with one line said each.
+    An archive that does not check out is refused by name: damaged, cut, or another image.
+    The image then stays missing, and the caller goes its usual way: a rebuild, or drift.
+    """
     used = images_used(results)
     if not used or not stores:
         return []
@@ -120,7 +128,7 @@ def load_missing_images(
     try:
         client = connect(timeout=30)
     except (BackendUnavailable, InfraFailure):
-        return []  # no daemon: nothing to load into, and the caller says why it cannot run
+        return []  # no daemon to load into; the caller says why it cannot run
     loaded: list[str] = []
     for tag, image_id in sorted(used.items()):
         if image_id in loaded or image_id_of(client, image_id) is not None:

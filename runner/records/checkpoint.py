@@ -1,9 +1,11 @@
 """Append-only, hash-chained, crash-safe run records (JSON lines).
 
-Each line is one record `{seq, prev, kind, body, digest}`: `prev` is the previous record's digest
-and `digest` covers the record itself, so an edited, removed or reordered record breaks the chain.
-A record is one `write` to an O_APPEND file; fsync follows every `fsync_every` records (group
-commit). A crash can leave only a torn last line, which opening for writing cuts off.
+Each line is one record `{seq, prev, kind, body, digest}`.
+`prev` is the previous record's digest, and `digest` covers the record itself.
+So an edited, removed or reordered record breaks the chain.
+A record is one `write` to an O_APPEND file.
+An fsync follows every `fsync_every` records (group commit).
+A crash can leave only a torn last line, which opening for writing cuts off.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ FORMAT = "prooflock-checkpoint/1"
 
 
 class CheckpointError(UserError):
-    """The checkpoint cannot be used: unreadable, tampered, locked, or the disk refused a write."""
+    """The checkpoint is unusable: unreadable, tampered, locked, or a write was refused."""
 
 
 @dataclass
 class ChainReport:
     path: Path
     records: list[dict[str, Any]] = field(default_factory=list)
-    torn_tail: bytes = b""  # bytes after the last complete record (a crash mid-write)
+    torn_tail: bytes = b""  # bytes after the last complete record, from a crash mid-write
     valid_bytes: int = 0  # length of the prefix that holds whole, verified records
     broken_at: int | None = None  # 1-based line number where the chain breaks
     problem: str | None = None
@@ -58,13 +60,13 @@ class ChainReport:
 
     @property
     def expected(self) -> int | None:
-        """How many requests the run was made of (from its header), if it has one."""
+        """How many requests the run holds, from its header, if it has one."""
         header = self.header
         count = header.get("count") if header is not None else None
         return count if isinstance(count, int) else None
 
     def answered(self) -> tuple[int, int]:
-        """(requests with a result, of which the latest is an infra error still to retry)."""
+        """(requests with a result, how many of them still end on an infra error to retry)."""
         latest: dict[int, str] = {}
         for record in self.records:
             body = record["body"]
@@ -130,9 +132,12 @@ def inspect_chain(path: Path) -> ChainReport:
 
 
 def inspect_log(path: Path) -> ChainReport:
-    """inspect_chain for a command that reads a finished or cut log (verify-log, audit, replay,
-    report): a file of another kind is refused in one line, saying so. An empty log (a run
-    killed before its header) and a tampered chain are the caller's to report."""
+    """inspect_chain for commands that read a finished or cut log.
+
+    These are verify-log, audit, replay and report.
+    A file of another kind is refused in one line that says so.
+    The caller reports an empty log (a run killed before its header) or a tampered chain.
+    """
     chain = inspect_chain(path)
     if chain.records or (chain.broken_at is None and not chain.torn_tail):
         return chain
@@ -145,7 +150,7 @@ def inspect_log(path: Path) -> ChainReport:
 
 
 def _could_start_a_record(line: bytes) -> bool:
-    """Whether a log's first line is a record, or may be one cut short or zeroed by a crash."""
+    """Whether a log's first line is a record, or one a crash may have cut or zeroed."""
     if not line.strip(b"\x00"):
         return True
     try:
@@ -164,8 +169,8 @@ def verify_bytes(path: Path, data: bytes) -> ChainReport:
         problem = _check_line(raw, number - 1, prev)
         if problem is not None:
             if number == len(complete) and not tail and not _is_json(raw):
-                # The last line is not even JSON (say, zero-filled by a crash): a torn write. A
-                # whole JSON record whose digest is wrong is tampering, never "torn".
+                # A last line that is not JSON (zero-filled by a crash, say) is a torn write.
+                # A whole JSON record whose digest is wrong is tampering, never "torn".
                 report.torn_tail = raw + b"\n"
                 report.valid_bytes = offset
                 return report
@@ -208,7 +213,7 @@ def _check_line(raw: bytes, seq: int, prev: str) -> str | None:
 
 
 class CheckpointLog:
-    """The single writer of one checkpoint file (held with an exclusive lock until closed)."""
+    """The single writer of one checkpoint file; it holds an exclusive lock until closed."""
 
     def __init__(self, path: Path, *, fsync_every: int = 1):
         self.path = path
@@ -295,7 +300,7 @@ class CheckpointLog:
 
 
 def latest_results(log: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Result records by request index; a later record (a retried infra error) supersedes."""
+    """Result records by request index; a later record, such as a retry, supersedes."""
     return {body["index"]: body for body in log}
 
 

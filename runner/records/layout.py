@@ -1,4 +1,4 @@
-"""A published bundle's file names, in one place (publish writes them; everything else reads)."""
+"""A published bundle's file names, in one place; publish writes them, the rest read them."""
 
 from __future__ import annotations
 
@@ -13,5 +13,5 @@ ATTESTATIONS = "attestations"  # reproduction reports attached to the bundle, on
 
 
 def image_archive(image_id: str) -> str:
-    """Where an image's `docker save` archive lives, relative to the bundle (or its S3 prefix)."""
+    """Where an image's `docker save` archive lives, relative to the bundle or its S3 prefix."""
     return f"images/sha256-{image_id.removeprefix('sha256:')}.tar.gz"

@@ -10,7 +10,7 @@
       [statement.intoto.dsse.json]  with --sign: a DSSE envelope of exactly those bytes
       [attestations/*.json]   reproduction reports attached later (`prooflock attach`)
 
-What the statement says, and why all of it can be recomputed, is in `runner.records.statement`.
+`runner.records.statement` says what the statement claims, and why each claim recomputes.
 """
 
 from __future__ import annotations
@@ -61,14 +61,18 @@ class Bundle:
 
 
 def renders_dir(log: Path) -> Path:
-    """Where `prooflock run` keeps renders for the log `X.jsonl`: `X.renders/` beside it."""
+    """Where `prooflock run` keeps renders for the log `X.jsonl`: `X.renders/`, beside it."""
     return log.with_name(log.stem + ".renders")
 
 
 def _output_digests(result: CheckResult) -> set[str]:
-    """The digests of the files a record names: its typed outputs, and in records written before
-    outputs were typed, the digest maps in its details (`outputs`, and a comparison's
-    `reference_outputs` and `rasters`). Only sha256 digests: they become file names."""
+    """The digests of the files a record names.
+
+    These are its typed outputs, and the digest maps in its details.
+    Older records name files only in those maps: `outputs`, and a comparison's
+    `reference_outputs` and `rasters`.
+    Only sha256 digests count, because they become file names.
+    """
     found = {output.sha256 for output in result.outputs}
     for key in ("outputs", "reference_outputs", "rasters"):
         for holder in (result.details, result.details.get("comparison") or {}):
@@ -79,7 +83,7 @@ def _output_digests(result: CheckResult) -> set[str]:
 
 
 def _lock_bytes(lock: ImagesLock, tags: set[str]) -> bytes:
-    """The lock entries (pins and build results) of the images the run used, as a file."""
+    """The lock entries of the images the run used, as a file: pins and build results."""
     data = lock.model_dump(mode="json")
     data["images"] = {
         name: data["images"][name]
@@ -92,9 +96,12 @@ def _lock_bytes(lock: ImagesLock, tags: set[str]) -> bytes:
 def publish(
     log: Path, out: Path, *, signer: CryptoSigner | None = None, with_images: bool = False
 ) -> Bundle:
-    """Write the bundle for `log` into `out` (a new directory, or `out.tar` as one tar file),
-    with a DSSE envelope of its statement when a `signer` is given, and with `with_images` the
-    archive of every image the records used (each must be on this machine)."""
+    """Write the bundle for `log` into `out`: a new directory, or `out.tar` as one tar file.
+
+    With a `signer`, the bundle holds a DSSE envelope of its statement.
+    With `with_images`, it holds the archive of every image the records used.
+    Each of those images must be on this machine.
+    """
     if out.exists():
         raise UserError(f"{out} already exists: publish writes a new bundle")
     chain = inspect_chain(log)
@@ -129,7 +136,7 @@ def publish(
     for digest_hex, data in blobs.items():
         files[str(BLOBS / digest_hex)] = data
     out.parent.mkdir(parents=True, exist_ok=True)
-    # Staged beside `out`, then renamed (or packed): never half a bundle.
+    # Staged beside `out`, then renamed or packed, so there is never half a bundle.
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         saved = _save_archives(used, staging) if with_images else {}
@@ -167,8 +174,10 @@ def publish(
 
 
 def _save_archives(used: dict[str, str], bundle: Path) -> dict[str, ArchiveFile]:
-    """Save each image used (tag → ID) once as `bundle/images/sha256-<hex>.tar.gz`; image ID →
-    the archive's digest."""
+    """Save each image used (tag → ID) once, as `bundle/images/sha256-<hex>.tar.gz`.
+
+    Returns image ID → the archive's digest.
+    """
     if not used:
         return {}
     from runner.backends.policy import connect  # noqa: PLC0415

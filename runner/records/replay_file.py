@@ -1,6 +1,7 @@
 """The replay file (`prooflock replay --json`): its schema and the names of its row statuses.
 
-`runs.replay` writes it, the report reads it, and a reproduction report counts its statuses.
+`runs.replay` writes it and the report reads it.
+A reproduction report counts its statuses.
 All three use these models and names, so the file has one definition.
 """
 
@@ -18,7 +19,7 @@ VERDICT_DIFFERS = "verdict differs"
 RESULT_DIFFERS = "result differs"  # same verdict, other diagnostics or details
 NOT_RECHECKED = "not re-checked (infra error)"  # the machine failed, not the record
 INCONSISTENT = "record inconsistent"  # its digests do not match its own content
-# Re-checked on another line (`replay --on`): results differ by nature, verdicts may not.
+# Re-checked on another line (`replay --on`): results differ by nature; verdicts should not.
 SAME_VERDICT = "same verdict"
 OTHER_VERDICT = "different verdict"
 ERROR = "error"
@@ -40,7 +41,7 @@ class ReplayFileRow(BaseModel):
 
     @property
     def matches(self) -> bool:
-        """Reproduced, or on another line, the same verdict."""
+        """Whether the row reproduced; on another line, whether the verdict held."""
         return self.status == (SAME_VERDICT if self.line else MATCH)
 
 

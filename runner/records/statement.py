@@ -1,16 +1,24 @@
-"""A bundle's in-toto Statement v1 (SLSA Provenance v1 predicate): a typed model, and the one
-function that makes it.
+"""A bundle's in-toto Statement v1 with an SLSA Provenance v1 predicate: model and builder.
 
-Every claim in it is a function of the log and the bundle's lock, so `publish` makes it with
-`build_statement` and `verify` makes it again from the same inputs and compares the two field by
-field: nothing the statement says is taken on its word.
+Every claim in it is a function of the log and the bundle's lock.
+`publish` makes it with `build_statement`.
+`verify` makes it again from the same inputs and compares the two field by field.
+So nothing the statement says is taken on its word.
 
-Subjects: the log (with its record count, head digest and verdict counts) and every artifact.
-Predicate: the requests digest, prover/mode/limits/options, the images by ID with their lock
-entries and archive address (and, when the bundle carries the archive, its file's sha256 and
-size: a claim about the bundle's files that `audit` checks against them, so it is carried over
-rather than recomputed), the lock's digest, the kit that made the results (from the log's
-header), the backends, isolation and hosts, and the run's first and last times.
+Subjects: the log and every artifact.
+The log's subject carries its record count, head digest and verdict counts.
+
+Predicate:
+- the requests digest, and prover, mode, limits and options;
+- the images by ID, with their lock entries and archive address;
+- the lock's digest;
+- the kit that made the results, from the log's header;
+- the backends, isolation and hosts;
+- the run's first and last times.
+
+A bundle that carries an image archive also states the file's sha256 and size.
+That is a claim about the bundle's files, which `audit` checks against them.
+So it is carried over, not recomputed.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from runner.records.layout import BUNDLE_LOCK, BUNDLE_LOG, image_archive
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PROVENANCE_TYPE: Final = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://prooflock.dev/buildtypes/check-run/v2"
-# What prooflock 0.2 published: the same claims without image archive URIs or verdict counts.
+# The prooflock 0.2 format: the same claims, without image archive URIs or verdict counts.
 BUILD_TYPE_V1 = "https://prooflock.dev/buildtypes/check-run/v1"
 BUILD_TYPES = (BUILD_TYPE, BUILD_TYPE_V1)
 BUILDER = "https://prooflock.dev/builder"
@@ -46,7 +54,7 @@ def sha256(data: bytes) -> str:
 
 
 class OpenModel(BaseModel):
-    # Unknown fields are kept, so that a claim the kit never makes still shows up as a difference.
+    # Unknown fields are kept, so a claim the kit never makes shows up as a difference.
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
@@ -101,7 +109,7 @@ class Statement(OpenModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_bytes(self) -> bytes:
-        """The file publish writes (and signs): indented, sorted keys, one final newline."""
+        """The bytes publish writes and signs: indented, keys sorted, one final newline."""
         return (
             orjson.dumps(self.as_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
         )
@@ -117,7 +125,7 @@ class Statement(OpenModel):
 
 @dataclass(frozen=True)
 class ArchiveFile:
-    """An image archive a bundle carries (`images/sha256-<image ID>.tar.gz`): its file's digest."""
+    """The file digest of an image archive a bundle carries (`images/sha256-<ID>.tar.gz`)."""
 
     sha256: str
     size: int
@@ -253,7 +261,7 @@ def _resolved_dependencies(
         )
     if evidence.lock_sha256 is not None:
         found.append(ResourceDescriptor(name=BUNDLE_LOCK, digest={"sha256": evidence.lock_sha256}))
-    # The kit that made the results, as the log's header records it ("0.2.0+g<commit>").
+    # The kit that made the results, as the log's header records it: "0.2.0+g<commit>".
     _, _, commit = kit.partition("+g")
     found.append(
         ResourceDescriptor(

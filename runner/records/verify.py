@@ -1,13 +1,22 @@
-"""The one verification path for published results, shared by `verify-log`, `audit`, `download`,
-`replay` and the report: what a log or bundle claims is recomputed, never believed.
+"""The one verification path for published results: claims are recomputed, never believed.
 
-For a log: the hash chain; every request has a result; every record's digests recompute from its
-content; the header's requests digest recomputes from the recorded requests. For a bundle, also:
-the statement is rebuilt from the log and the bundle's lock (`runner.records.statement`) and
-compared field by field, each disagreement named; the DSSE envelope's payload is the statement
-file byte for byte and its signature verifies with a `--trust` key; attached reproduction reports
-are about this log, and who signed them. Without a trusted signature a bundle has integrity only:
-anyone who can write it can re-hash the chain and rewrite the statement to match.
+`verify-log`, `audit`, `download`, `replay` and the report all share it.
+
+For a log it checks:
+- the hash chain;
+- that every request has a result;
+- that every record's digests recompute from its content;
+- that the header's requests digest recomputes from the recorded requests.
+
+For a bundle it also checks:
+- the statement, rebuilt from the log and the bundle's lock and compared field by field;
+- the DSSE envelope: its payload is the statement file, byte for byte;
+- the envelope's signature, against the `--trust` keys;
+- that attached reproduction reports are about this log, and who signed them.
+
+Each disagreement is named.
+Without a trusted signature a bundle has integrity only.
+Anyone who can write it can re-hash the chain and rewrite the statement to match.
 """
 
 from __future__ import annotations
@@ -52,12 +61,12 @@ OK, PROBLEM, NOTE = "ok", "problem", "note"
 @dataclass
 class Finding:
     check: str  # what was checked: a log property, or the statement field that disagrees
-    status: str  # ok, problem (damage, forgery or no trust: exit 1), note (said, not counted)
+    status: str  # ok; problem (damage, forgery, no trust: exit 1); note (said, not counted)
     detail: str
 
 
 class BundleNotVerified(NotTrusted):
-    """A log or bundle that does not verify; the message names the first field that fails."""
+    """A log or bundle that does not verify; the message names the first failing field."""
 
     def __init__(self, origin: str, finding: Finding):
         super().__init__(f"{origin} does not verify: {finding.check}: {finding.detail}")
@@ -66,27 +75,27 @@ class BundleNotVerified(NotTrusted):
 
 @dataclass(frozen=True)
 class TrustPolicy:
-    """The reader's keys (`--trust`), and whether a result without their signature fails."""
+    """The reader's `--trust` keys, and whether a result they did not sign fails."""
 
     keys: tuple[PublicKey, ...] = ()
     require_signature: bool = False
 
     def __post_init__(self) -> None:
-        # Without a key to verify with, any signature is only a label: nothing can satisfy it.
+        # Without a key to verify with, a signature is only a label: nothing can satisfy it.
         if self.require_signature and not self.keys:
             raise UserError(
                 "--require-signature needs --trust KEY.pub: without a key no signer can be verified"
             )
 
 
-INTEGRITY_ONLY = TrustPolicy()  # no keys: what can be recomputed is checked, nobody vouches for it
+INTEGRITY_ONLY = TrustPolicy()  # no keys: checks what recomputes; nobody vouches for it
 
 
 @dataclass
 class Verification:
     origin: str
     chain: ChainReport
-    runs: list[Run] | None  # None: the records cannot be read (a broken chain, a bad body)
+    runs: list[Run] | None  # None: unreadable records (a broken chain, a bad body)
     findings: list[Finding] = field(default_factory=list)
     signature: SignatureCheck | None = None  # None: no envelope
     reports: list[ReproductionReport] = field(default_factory=list)
@@ -173,8 +182,10 @@ def _completeness(chain: ChainReport) -> str:
 
 
 def _requests_digest(found: Verification, chain: ChainReport, runs: list[Run]) -> None:
-    """The header's requests digest is the digest of the requests' digests, in request order: a
-    result dropped (with the count lowered), added or swapped in from another run changes it."""
+    """Check the header's requests digest: the digest of the requests' digests, in order.
+
+    It changes when a result is dropped (with the count lowered), added, or swapped in.
+    """
     claimed = (chain.header or {}).get("requests")
     if claimed is None:
         return
@@ -217,7 +228,7 @@ def verify_bundle(
 
 
 def verify_source(log: Path, bundle: Path | None, trust: TrustPolicy, origin: str) -> Verification:
-    """A bundle, or a bare log (which has no statement and no signature)."""
+    """A bundle, or a bare log, which has no statement and no signature."""
     if bundle is not None:
         return verify_bundle(bundle, trust, origin)
     found = verify_log(log, origin)
@@ -231,7 +242,7 @@ def verify_source(log: Path, bundle: Path | None, trust: TrustPolicy, origin: st
 
 
 def statement_problems(bundle: Path, log: Path, chain: ChainReport, runs: list[Run]) -> list[str]:
-    """Why the bundle's statement does not hold for this log (empty: every claim recomputes)."""
+    """Why the bundle's statement does not hold for this log; empty when every claim holds."""
     scratch = Verification(str(bundle), chain, runs)
     evidence = _evidence(bundle, log, chain, runs, scratch)
     findings = statement_findings(_read(bundle / STATEMENT), evidence) + scratch.findings
@@ -269,7 +280,7 @@ def _evidence(
 
 
 def statement_findings(data: bytes | None, evidence: Evidence) -> list[Finding]:
-    """The statement against the one rebuilt from `evidence`: one finding per field that differs."""
+    """Compare the statement with one rebuilt from `evidence`: a finding per differing field."""
     if data is None:
         return [Finding("statement", PROBLEM, f"the bundle has no {STATEMENT}")]
     try:
@@ -287,7 +298,7 @@ def statement_findings(data: bytes | None, evidence: Evidence) -> list[Finding]:
         ]
     if claimed.build_type not in BUILD_TYPES:
         return [Finding("build type", PROBLEM, f"{claimed.build_type!r} is not a prooflock run")]
-    # The archives a bundle carries are checked against their files by `audit`, not recomputed.
+    # `audit` checks a bundle's archives against their files; they are not recomputed.
     evidence = replace(evidence, archives=listed_archives(claimed))
     expected = build_statement(evidence, claimed.build_type)
     found: dict[str, list[str]] = {}
@@ -385,7 +396,7 @@ LABELS: dict[Path_, str] = {
 
 
 def field_label(path: Path_) -> tuple[str, str]:
-    """The field's name for people, and what of the path lies below it (e.g. a verdict)."""
+    """The field's name for people, and the rest of the path below it, such as a verdict."""
     for length in range(len(path), 0, -1):
         if path[:length] in LABELS:
             return LABELS[path[:length]], ".".join(path[length:])
@@ -398,8 +409,11 @@ def _listed(parts: list[str], shown: int = 3) -> str:
 
 
 def differences(said: Any, made: Any, path: Path_ = ()) -> list[tuple[Path_, Any, Any]]:
-    """(path, claimed, recomputed) wherever two JSON values differ; lists of named entries are
-    compared by name, so one changed entry is named rather than every entry after it."""
+    """(path, claimed, recomputed) wherever two JSON values differ.
+
+    Lists of named entries are compared by name.
+    So one changed entry is named, not every entry after it.
+    """
     if isinstance(said, dict) and isinstance(made, dict):
         return [
             found
@@ -432,7 +446,7 @@ def _shown(value: Any) -> str:
 
 
 def download_verified(url: str, dest: Path, trust: TrustPolicy, **options: Any) -> Verification:
-    """Download the bundle at `url` into `dest` and verify it; on any problem nothing is kept."""
+    """Download the bundle at `url` into `dest` and verify it; keep nothing on any problem."""
     from runner.storage import download_bundle  # noqa: PLC0415 - boto3 only when needed
 
     download_bundle(url, dest, **options)
