@@ -1,4 +1,4 @@
-"""Progress for long work: a live bar (count, rate, ETA) on a terminal, plain lines otherwise."""
+"""Progress for long work: a live bar on a terminal, plain lines otherwise."""
 
 from __future__ import annotations
 
@@ -26,14 +26,17 @@ class RateColumn(ProgressColumn):
 
 
 class ProgressReporter:
-    """`advance(label)` once per finished item. Writes to stderr so stdout stays machine-readable."""
+    """Call `advance(label)` once per finished item.
+
+    It writes to stderr, so stdout stays machine-readable.
+    """
 
     def __init__(
         self, total: int, description: str, stream: TextIO | None = None, *, enabled: bool = True
     ):
         self.total = total
         self.done = 0
-        self.skipped = 0  # done before this invocation (a resumed run): no part of the rate
+        self.skipped = 0  # done before this invocation (a resumed run); not in the rate
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self.enabled = enabled
@@ -54,7 +57,7 @@ class ProgressReporter:
             self._bar.start()
 
     def skip(self, count: int) -> None:
-        """`count` items were already done (a resumed run): counted, but not in the rate."""
+        """Count `count` items done before, as in a resumed run; they stay out of the rate."""
         self.done += count
         self.skipped += count
         self.started = time.monotonic()

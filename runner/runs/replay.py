@@ -1,15 +1,17 @@
-"""Replay: re-check every recorded request now and compare, record by record.
+"""Replay: re-check every recorded request here and compare, record by record.
 
 A replay ends in one of three outcomes, each with an exit code:
-- reproduced bit-for-bit (0): every verdict, result digest and environment key is the same;
-- reproduced on a drifted environment (4): verdicts and results match, the environment does
-  not, and the drift is listed;
+- reproduced bit-for-bit (0): same verdicts, result digests and environment keys;
+- reproduced on a drifted environment (4): verdicts and results match, and the drift is listed;
 - differs (1).
+
 It exits 3 when the machine could not re-check everything.
 
-Each row has a status from runner.records.replay_file. `match` means nothing differs.
-`environment differs` lists the changed inputs. `verdict differs` and `result differs` speak
-against the record. `not re-checked` is the machine's failure, not the record's.
+Each row has a status from runner.records.replay_file.
+`match` means nothing differs.
+`environment differs` lists the changed inputs.
+`verdict differs` and `result differs` speak against the record.
+`not re-checked` is the machine's failure, not the record's.
 `record inconsistent` means its digests do not match its content: it was edited by hand.
 """
 
@@ -78,8 +80,8 @@ class ReplayReport:
     log: Path
     chain: ChainReport
     rows: list[ReplayRow] = field(default_factory=list)
-    unanchored: list[str] = field(default_factory=list)  # why a bundle's statement does not hold
-    stopped: str | None = None  # why the replay stopped before every record was re-checked
+    unanchored: list[str] = field(default_factory=list)  # why the bundle's statement fails
+    stopped: str | None = None  # why the replay stopped before re-checking every record
     recorded: int = 0  # results the log holds
     on: dict[str, str] = field(default_factory=dict)  # prover → the line it was re-checked on
 
@@ -105,7 +107,7 @@ class ReplayReport:
         return [row for row in self.rows if row.line is not None]
 
     def drift_by_prover(self) -> dict[str, dict[str, int]]:
-        """Per prover re-checked on another line: how many records kept their verdict."""
+        """For each prover re-checked on another line: how many records kept their verdict."""
         table: dict[str, dict[str, int]] = {}
         for row in self.cross_version:
             counts = table.setdefault(
@@ -256,7 +258,7 @@ def compare_across(index: int, recorded: CheckResult, other: CheckResult, line: 
 
 
 def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, CheckResult]]]:
-    """A log's chain and final (request, result) pairs, refusing a tampered or empty log."""
+    """A log's chain and final (request, result) pairs; a tampered or empty log is refused."""
     chain = inspect_log(log)
     if not chain.ok:
         raise UserError(f"cannot replay a tampered checkpoint: {chain.describe()}")
@@ -267,8 +269,10 @@ def load_recorded(log: Path) -> tuple[ChainReport, list[tuple[CheckRequest, Chec
 
 
 def recorded_backend(runs: list[tuple[CheckRequest, CheckResult]]) -> str | None:
-    """The backend the results were checked on, when all agree (to replay on the same kind);
-    a refused artifact ran on none, so it has no say."""
+    """The backend all results were checked on, so the replay uses the same kind.
+
+    A refused artifact ran on none, so it has no say.
+    """
     backends = {result.provenance.backend for _, result in runs} - {"none"}
     return backends.pop() if len(backends) == 1 else None
 
@@ -283,13 +287,14 @@ def replay(
     on: dict[str, str] | None = None,
     stores: list[str] | None = None,
 ) -> ReplayReport:
-    """Re-check `log`'s requests (`checker.settings.workers` at once) and compare each result.
+    """Re-check `log`'s requests and compare each result.
 
+    `checker.settings.workers` checks run at once.
     A bundle's statement must still name this log (count and head digest) and its artifacts.
-    An image the bundle used and this machine lacks is loaded from its archive in `stores`
-    (default: the bundle's directory) before anything would rebuild it.
-    `on` maps a prover to another pinned line: its records are re-checked there, to show
-    which verdicts drift across versions.
+    An image the bundle used that this machine lacks loads from its archive in `stores`.
+    `stores` defaults to the bundle's directory; loading comes before any rebuild.
+    `on` maps a prover to another pinned line, where its records are re-checked.
+    That shows which verdicts drift across versions.
     """
 
     chain, runs = load_recorded(log)
@@ -318,11 +323,11 @@ def replay(
     work = []
     for index, (request, _) in enumerate(runs):
         prepared = checker.prepare(_on_line(request, on))
-        if isinstance(prepared, Refusal):  # refused again, as it was recorded (or not)
+        if isinstance(prepared, Refusal):  # refused again; the comparison says if it was before
             compared(index, prepared.result)
         else:
             work.append((index, prepared))
-    # A run that asked a second opinion is replayed with it, or its disputed records would differ.
+    # A run that asked a second opinion replays with it, or its disputed records would differ.
     checks = with_second_opinion(executor, checker, _second_opinion(chain)) or checker
     try:
         for index, again in checks.map_unordered(work):

@@ -1,4 +1,4 @@
-"""Resumable runs: a requests file checked into a checkpoint log, skipping what is already recorded."""
+"""Resumable runs: check a requests file into a checkpoint log, skipping what it holds."""
 
 from __future__ import annotations
 
@@ -46,10 +46,11 @@ class RunSummary:
 
 
 def load_requests(path: Path) -> list[CheckRequest]:
-    """Parse a JSON-lines requests file; a line that is no request is a UserError naming it.
+    """Parse a JSON-lines requests file; a line that is no request raises a UserError.
 
-    An artifact that is not UTF-8 text (a byte that is no UTF-8, a lone surrogate escape) is
-    that artifact's trouble, not the file's: its request comes back withheld, to be refused.
+    An artifact that is not UTF-8 text is that artifact's trouble, not the file's.
+    Its request comes back withheld, to be refused.
+    Bad UTF-8 bytes and lone surrogate escapes are both such trouble.
     """
     try:
         data = path.read_bytes()
@@ -74,14 +75,14 @@ def load_requests(path: Path) -> list[CheckRequest]:
 
 
 def _request_fields(line: bytes) -> Any:
-    """A line's JSON; a name or content that is not UTF-8 text is withheld, saying why."""
+    """A line's JSON; a name or content that is not UTF-8 text is withheld, with the reason."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as refused:
         try:  # the standard library keeps what orjson refuses: bad bytes, lone surrogates
             fields = json.loads(line.decode("utf-8", "surrogateescape"))
         except (ValueError, RecursionError):
-            raise refused from None  # not JSON at all: orjson's error is the one to show
+            raise refused from None  # not JSON at all; orjson's error is the one to show
     if not isinstance(fields, dict):
         return fields  # pydantic says what is wrong with it
     name, content = fields.get("name"), fields.get("content")
@@ -103,7 +104,7 @@ def _request_fields(line: bytes) -> Any:
 
 
 def _not_text_at(text: str) -> int | None:
-    """Where the first lone surrogate is, if any (a str that is not Unicode text)."""
+    """Where the first lone surrogate is, if any; such a str is not Unicode text."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -112,7 +113,7 @@ def _not_text_at(text: str) -> int | None:
 
 
 class Executor(Protocol):
-    """Where a run's checks execute: this process's checker, or a cluster (runner.runs.executors)."""
+    """Where a run's checks execute: this process's checker, or a cluster."""
 
     def map_unordered(
         self, work: Iterable[tuple[int, ResolvedRequest]]
@@ -133,12 +134,16 @@ def run_requests(
 ) -> RunSummary:
     """Check `requests` into `checkpoint`, resuming from what it already holds.
 
-    The checkpoint has one writer, this function: results are appended in the order they finish
-    (each record keeps its request's index), longest predicted checks first. A log keeps the
-    backend and isolation it was started with, and each image the backend it was checked on:
-    resuming otherwise is refused unless `mixed_backends`. `on_resume(n)`: n already recorded.
-    `second_opinion`: lines that re-check each pass resting on a bug they fix, `auto` for the
-    provers' declared ones (a resumed log keeps its header's), `none` or None for none.
+    This function is the checkpoint's one writer.
+    The longest predicted checks start first.
+    Results are appended as they finish; each record keeps its request's index.
+    A log keeps the backend and isolation it was started with.
+    Each image keeps the backend it was first checked on.
+    Resuming otherwise is refused, unless `mixed_backends`.
+    `on_resume(n)` hears that n requests are already recorded.
+    `second_opinion` names lines that re-check each pass resting on a bug they fix.
+    `auto` means the provers' declared lines; `none` or None means none.
+    A resumed log keeps its header's choice.
     """
     resolved: list[ResolvedRequest | Refusal] = []
     for number, request in enumerate(requests, start=1):
@@ -194,7 +199,7 @@ def run_requests(
             if not mixed_backends and result.verdict is not Verdict.INFRA_ERROR:
                 _same_route(checkpoint, routes, checked.image, result)
             log.append("result", _result_body(index, checked.request, result))
-            if executor is not None:  # a cluster's checks teach this machine's predictions too
+            if executor is not None:  # a cluster's checks also teach this machine's predictions
                 checker.timings.add(result.prover, result.provenance.cpu_ms, len(checked.content))
             _counted(summary, result, on_result)
         summary.results = [result for _, result in recorded_runs(log.records)]
@@ -215,13 +220,13 @@ def _started_with(checker: CheckService, second_opinion: str | None) -> dict[str
         "backend": checker.settings.backend,
         "isolation": checker.settings.isolation,
     }
-    if second_opinion is not None:  # a log older than the option says nothing of it
+    if second_opinion is not None:  # None writes nothing, as in logs that predate the option
         started["second_opinion"] = second_opinion
     return started
 
 
 def _same_start(checkpoint: Path, header: dict[str, Any], now: dict[str, str]) -> None:
-    """A resumed log keeps the backend and isolation it was started with (older logs say none)."""
+    """A resumed log keeps the backend and isolation it was started with, if it names them."""
     before = {key: header[key] for key in now if key in header}
     if "second_opinion" in header:  # resuming without the option would drop it silently
         before["second_opinion"] = header["second_opinion"]
@@ -234,8 +239,10 @@ def _same_start(checkpoint: Path, header: dict[str, Any], now: dict[str, str]) -
 
 
 def _same_route(checkpoint: Path, routes: dict[str, str], image: str, result: CheckResult) -> None:
-    """Each image's checks stay on the backend its first recorded check used (`auto` may choose
-    differently on another day: a log must not mix environments silently)."""
+    """Each image's checks stay on the backend its first recorded check used.
+
+    `auto` may choose differently another day, and a log must not mix environments silently.
+    """
     backend = result.provenance.backend
     first = routes.setdefault(image, backend)
     if first != backend:

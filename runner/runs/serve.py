@@ -1,13 +1,15 @@
 """`prooflock serve`: a per-user daemon that keeps warm workers between commands.
 
-A HOL Light worker takes minutes to boot. Without a daemon, every `prooflock check` pays that.
-The daemon listens on a Unix socket only its user can open (mode 0600 in a 0700 directory).
+A HOL Light worker takes minutes to boot.
+Without a daemon, every `prooflock check` pays that.
+The daemon listens on a Unix socket only its user can open.
+The socket has mode 0600, in a 0700 directory.
 It serves one JSON line per request:
 `{"op": "check", "settings": {...}, "request": {...}, "cold": false}` gets
 `{"result": {...}}` or `{"error": {"kind": "user"|"infra", "message": ...}}`.
-It keeps one Checker, so one pool of warm servers, per distinct settings. It stops after an
-idle timeout, or on `{"op": "stop"}`. Its results equal a local checker's; only their
-provenance says they came from the daemon.
+It keeps one Checker, so one pool of warm servers, per distinct settings.
+It stops after an idle timeout, or on `{"op": "stop"}`.
+Its results equal a local checker's; only their provenance names the daemon.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from runner.provers.base import ResolvedRequest
 K = TypeVar("K")
 SOCKET_NAME = "serve.sock"
 IDLE_TIMEOUT_S = 15 * 60
-# Settings a client sends: everything that changes how a check runs (not where logs go).
+# Settings a client sends: all that changes how a check runs, not where logs go.
 FORWARDED = (
     "backend",
     "isolation",
@@ -73,8 +75,9 @@ FORWARDED = (
 def installation() -> dict[str, str]:
     """What a daemon must share with its clients: the kit's version and this installation.
 
-    The installation is the package's location and the interpreter, so one install never uses
-    another's daemon."""
+    The installation is the package's location and the interpreter.
+    So one install never uses another's daemon.
+    """
     package = Path(__file__).resolve().parents[1]
     marker = (package / "__init__.py").stat()  # a reinstall at the same path is another install
     return {
@@ -86,7 +89,7 @@ def installation() -> dict[str, str]:
 
 
 def socket_path(settings: Settings) -> Path:
-    """One socket per installation and version: another install's daemon is never reached."""
+    """One socket per installation and version, so no install reaches another's daemon."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) / "prooflock" if runtime else settings.cache_dir / "serve"
     key = hashlib.sha256(orjson.dumps(installation(), option=orjson.OPT_SORT_KEYS)).hexdigest()
@@ -98,8 +101,11 @@ SUN_PATH_MAX = 107  # bytes of a socket's name bind and connect accept (108 with
 
 @contextlib.contextmanager
 def unix_address(path: Path) -> Iterator[str]:
-    """A name bind and connect accept for `path`. A deep cache dir is longer than a socket's name
-    may be, so it is reached through its directory's descriptor (/proc/self/fd/N/NAME)."""
+    """A name that bind and connect accept for `path`.
+
+    A deep cache dir can be longer than a socket's name may be.
+    Then the socket is reached through its directory's descriptor: /proc/self/fd/N/NAME.
+    """
     if len(os.fsencode(path)) <= SUN_PATH_MAX:
         yield str(path)
         return
@@ -138,7 +144,8 @@ class Daemon(socketserver.ThreadingUnixStreamServer):
     def checker(self, fields: dict[str, Any]) -> Checker:
         """One checker, and so one set of warm workers, per settings.
 
-        Each request says where its output files go, so every `run` reuses the same workers."""
+        Each request says where its output files go, so every `run` reuses the same workers.
+        """
         key = _settings_key(fields)
         with self._lock:
             if key not in self._checkers:
@@ -287,7 +294,7 @@ def stop(settings: Settings) -> bool:
 
 
 def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> int:
-    """Start a daemon in its own session; wait until it answers. Returns its pid."""
+    """Start a daemon in its own session, wait until it answers, and return its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(
@@ -317,9 +324,10 @@ def start_background(settings: Settings, idle_timeout_s: float, log: Path) -> in
 class DaemonChecker(Preparing):
     """Checks in the daemon, whose warm workers outlive this command.
 
-    It holds only what a command needs on this side. Requests are resolved here, and the run's
-    timings kept here. Environments are probed here, for a second opinion. Each thread has its
-    own connection to the daemon.
+    It holds only what a command needs on this side.
+    Requests are resolved here, and the run's timings kept here.
+    Environments are probed here, for a second opinion.
+    Each thread has its own connection to the daemon.
     """
 
     def __init__(
@@ -329,7 +337,7 @@ class DaemonChecker(Preparing):
         notify: Notify | None = None,
         keep_outputs: Path | None = None,
     ):
-        # One request per daemon call: batches are the daemon's checkers' business.
+        # One request per daemon call; the daemon's checkers do the batching.
         self.settings = settings.model_copy(update={"batch": 1})
         self.notify = notify or (lambda _message: None)
         self.keep_outputs = keep_outputs
@@ -423,8 +431,10 @@ class DaemonChecker(Preparing):
 
 
 def open_checker(settings: Settings, mode: str, **kwargs: Any) -> CheckService:
-    """A daemon-backed checker when `mode` allows and a daemon answers (or, for `start`, once one
-    is started), else a checker in this process."""
+    """A daemon-backed checker if `mode` allows and a daemon answers; else a local one.
+
+    With mode `start`, a daemon is started when none answers.
+    """
     if mode == "off":
         return Checker(settings, **kwargs)
     notify = kwargs.get("notify") or (lambda _m: None)

@@ -1,8 +1,9 @@
-"""Where a run's checks execute, when not in this process: `ray`, a Ray cluster (`prooflock[ray]`).
+"""Where a run's checks execute, when not in this process: `ray`, a Ray cluster.
 
-`run_requests(..., executor=None)` checks with the run's own `Checker`; `executor_for("ray", ...)`
-returns an executor that sends the same work to a cluster. Ray is imported only when a Ray
-executor is made, so the kit works without it.
+`run_requests(..., executor=None)` checks with the run's own `Checker`.
+`executor_for("ray", ...)` returns an executor that sends the same work to a cluster.
+It needs `prooflock[ray]`.
+Ray is imported only when a Ray executor is made, so the kit works without it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def executor_for(
     runtime_env: Mapping[str, Any] | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> RayExecutor | None:
-    """`local`: None (the run checks in this process); `ray`: a `RayExecutor` on `address`."""
+    """None for `local` (the run checks in this process); a `RayExecutor` for `ray`."""
     if kind == "local":
         if address is not None:
             raise UserError("--address names a Ray cluster: use it with --executor ray")

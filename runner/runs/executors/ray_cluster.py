@@ -1,21 +1,25 @@
 """Runs that outgrow one machine: checks on a Ray cluster, results back to this process.
 
-The driver (this process) holds the queue and stays the checkpoint's only writer: nodes get plain
-`CheckRequest`s and send back `CheckResult`s. On each node, one actor per prover (`ProverHost`)
-holds that node's warm workers in a `Checker`, so a HOL Light forkserver boots once per node.
+The driver, this process, holds the queue and stays the checkpoint's only writer.
+Nodes get plain `CheckRequest`s and send back `CheckResult`s.
+On each node, one actor per prover (`ProverHost`) holds the node's warm workers in a `Checker`.
+So a HOL Light forkserver boots once per node.
 
-A node joins a run only if the environment keys it computes for the run's request kinds match
-the first node's (the docker backend's key holds the image ID, the local backend's the install's
-versions), so every record of a run has one environment. Each actor gets twice as many requests
-as it checks at once, so a core never waits on the driver.
+A node joins a run only if its environment keys match the first node's.
+It computes them for each of the run's request kinds.
+The docker backend's key holds the image ID, the local backend's the install's versions.
+So every record of a run has one environment.
+Each actor gets twice as many requests as it checks at once, so a core never waits.
 
-Faults: when an actor dies, the driver starts another on the same node, and the dead actor's
-in-flight requests wait for it. If it starts, the node is up and its worker died: each request
-that was in flight counts a worker death, goes back to the queue and from then on is checked
-alone (on another node, if there is one); a request on its second worker death (so surely the
-one that killed it) is recorded as `crash` instead of being retried forever. If it cannot
-start, the node is gone: the requests go back to the queue as they were, and the rest of the run
-goes to the other nodes.
+Faults: when an actor dies, the driver starts another on the same node.
+The dead actor's in-flight requests wait for it.
+If it starts, the node is up and its worker died.
+Then each request that was in flight counts a worker death and goes back to the queue.
+From then on it is checked alone, on another node if there is one.
+A request on its second worker death surely killed the worker.
+It is recorded as `crash` rather than retried forever.
+If the replacement cannot start, the node is gone.
+Then its requests go back to the queue as they were, and the other nodes take the rest.
 """
 
 from __future__ import annotations
@@ -45,15 +49,15 @@ K = TypeVar("K")
 MISSING = "the ray executor needs Ray, which is not installed: pip install 'prooflock[ray]'"
 WORKER_DIED_TWICE = "the worker died twice checking this artifact"
 NAMESPACE = "prooflock"
-IN_FLIGHT_PER_SLOT = 2  # one request checking, one waiting: a slot never idles on a round trip
+IN_FLIGHT_PER_SLOT = 2  # one checking, one waiting: a slot never idles on a round trip
 CONTROL_THREADS = 2  # describe / worker_death / close calls never queue behind checks
 NODE_POLL_S = 10.0  # how often the driver looks for nodes that joined the cluster
 CLOSE_S = 30.0
-REPLACEMENT_S = 180.0  # a replacement actor not started by then: its node is treated as gone
+REPLACEMENT_S = 180.0  # a replacement actor not started by then means its node is gone
 # Machine-local paths: a node uses its own (PROOFLOCK_CACHE_DIR there, or its home).
 NODE_LOCAL_SETTINGS = frozenset({"cache_dir", "checkpoint_dir"})
-# Test hook (tests/test_ray.py), set only through an actor's runtime_env: a worker that is
-# asked to check the request of this name exits at once, as a worker killed by an artifact would.
+# Test hook (tests/test_ray.py), set only through an actor's runtime_env.
+# A worker asked to check the request of this name exits at once, like one an artifact killed.
 TEST_EXIT_HOOK = "PROOFLOCK_TEST_RAY_EXIT_ON"
 
 DESCRIBE, CHECK, DEATH = "describe", "check", "death"
@@ -83,10 +87,10 @@ def request_kind(request: ResolvedRequest) -> str:
 def refusal(
     reference: dict[str, str], report: Mapping[str, Any], kit: str, adapters: Mapping[str, str]
 ) -> str | None:
-    """Why a node must not check this run (None: it may), given the keys of the first node.
+    """Why a node must not check this run, or None if it may.
 
-    `kit` and `adapters` (version by prover) are this process's: a node must run the same. The
-    first node to report sets `reference`; later ones must match it kind by kind.
+    `kit` and `adapters` (version by prover) are this process's; a node must run the same.
+    The first node to report sets `reference`; later ones must match it kind by kind.
     """
     if report.get("problem"):
         return str(report["problem"])
@@ -112,7 +116,7 @@ def refusal(
 
 
 class ProverHost:
-    """One prover's warm workers on one Ray node (a Ray actor; `running` checks at a time)."""
+    """A Ray actor: one prover's warm workers on one node, `running` checks at a time."""
 
     def __init__(self, fields: dict[str, Any], running: int):
         ray = import_ray()
@@ -122,7 +126,7 @@ class ProverHost:
         self._exit_on = os.environ.get(TEST_EXIT_HOOK)  # test hook, see TEST_EXIT_HOOK
 
     def describe(self, samples: dict[str, CheckRequest]) -> dict[str, Any]:
-        """This node's kit version and environment key for each request kind (one sample each)."""
+        """This node's kit version, and its environment key for each request kind."""
         keys: dict[str, dict[str, Any]] = {}
         try:
             for kind, sample in samples.items():
@@ -205,9 +209,9 @@ class _Host:
     running: int
     ready: bool = False  # described itself and was admitted
     alive: bool = True
-    alone: bool = False  # checking a request that was in flight on a worker death: nothing else
+    alone: bool = False  # checking only a request that was in flight on a worker death
     in_flight: dict[Any, _Job[Any]] = field(default_factory=dict)  # by object ref
-    # In flight on the actor this one replaces: a worker death each if this actor starts.
+    # In flight on the actor this one replaces; each counts a worker death if this one starts.
     held: list[_Job[Any]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
@@ -217,10 +221,11 @@ class _Host:
 
 
 class RayExecutor:
-    """Checks on a Ray cluster (`address`: `auto`, `host:port`, or `ray://host:port`).
+    """Checks on a Ray cluster; `address` is `auto`, `host:port`, or `ray://host:port`.
 
-    Reuses this process's Ray connection if it already has one. `runtime_env` is given to every
-    actor (say, `{"env_vars": {"PROOFLOCK_CACHE_DIR": ...}}`). Call `close()` when done.
+    It reuses this process's Ray connection if there is one.
+    Every actor gets `runtime_env`, such as `{"env_vars": {"PROOFLOCK_CACHE_DIR": ...}}`.
+    Call `close()` when done.
     """
 
     def __init__(
@@ -369,9 +374,12 @@ class _Run(Generic[K]):
                 actor.alone = job.deaths > 0
 
     def _take(self, queue: deque[_Job[K]], actor: _Host) -> _Job[K] | None:
-        """The next request for `actor`. One that was on a worker death goes only to an idle
-        actor, and on another node than the deaths if the run has one: a node that breaks its
-        workers by itself must not turn a request into `crash`."""
+        """The next request for `actor`.
+
+        A request that was on a worker death goes only to an idle actor.
+        It goes to another node than the deaths, if the run has one.
+        A node that breaks its workers by itself must not turn a request into `crash`.
+        """
         for position, job in enumerate(queue):
             if job.deaths == 0 or (not actor.in_flight and self._may_retry_on(job, actor.node)):
                 del queue[position]
@@ -388,7 +396,7 @@ class _Run(Generic[K]):
     # -- nodes and actors ------------------------------------------------------------------
 
     def _discover(self) -> None:
-        """Start actors on nodes not seen yet (all of them, the first time)."""
+        """Start actors on nodes not seen yet; the first time, on all of them."""
         self.polled = time.monotonic()
         for info in self.ray.nodes():
             node_id = info["NodeID"]
@@ -444,7 +452,7 @@ class _Run(Generic[K]):
         actor.held = []
 
     def _lost(self, actor: _Host, why: str) -> None:
-        """An actor died: its work waits for a replacement on the same node (see the module)."""
+        """An actor died; its work waits for a replacement on the same node (see the module)."""
         if not actor.alive:
             return
         jobs = list(actor.in_flight.values())
@@ -475,7 +483,7 @@ class _Run(Generic[K]):
     def _unanswered(
         self, ref: Any, purpose: str, actor: _Host, job: _Job[K] | None, why: str
     ) -> None:
-        """No answer and no actor death: the request goes back, the actor (if it started) stays."""
+        """No answer and no actor death: the request goes back; a started actor stays."""
         if purpose == DESCRIBE or job is None:
             self._drop(actor)
             self._gone(actor, why)
@@ -517,7 +525,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _stopping(exc: Any, actor: _Host) -> Exception:
-    """A check raised on the node (say, InfraFailure: an image is not built there)."""
+    """A check raised on the node, such as InfraFailure for an image not built there."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, UserError | InfraFailure):
         return cause
