@@ -1,4 +1,4 @@
-"""Bytes found by their sha256: a log's `X.renders/` directory or a bundle's `blobs/sha256/`."""
+"""Bytes found by sha256, in a log's `X.renders/` directory or a bundle's `blobs/sha256/`."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ MEDIA_TYPES = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/p
 
 @dataclass(frozen=True)
 class BlobStore:
-    """A directory of files named by the sha256 of their bytes (it may not exist)."""
+    """A directory, perhaps absent, of files named by the sha256 of their bytes."""
 
     directory: Path
 
     def path(self, sha256: str) -> Path | None:
-        """The file for `sha256`, or None when the digest is malformed (never a path outside)."""
+        """The file for `sha256`, or None for a malformed digest; never a path outside."""
         return self.directory / sha256 if SHA256.match(sha256) else None
 
     def read(self, sha256: str) -> bytes | None:
@@ -67,7 +67,7 @@ def _png_problem(data: bytes) -> str | None:
         return "not a valid PNG"
     try:
         with Image.open(io.BytesIO(data)) as image:
-            image.verify()  # chunk CRCs; verify() leaves the image unusable, so decode anew
+            image.verify()  # chunk CRCs; verify() spoils the image, so decode anew
         with Image.open(io.BytesIO(data)) as image:
             image.load()
     except Image.DecompressionBombError:

@@ -1,13 +1,15 @@
-"""Records with rendered outputs: each render shown by role, beside its reference, with the
-comparison's scores, or the error.
+"""Records with rendered outputs: each render by role, beside its reference, with scores.
 
-A record's output files are its typed `outputs` (role, format, sha256); records written before
-outputs were typed name them in their details instead (`outputs` {format: sha256}, and a
-comparison's `reference_outputs` and `rasters`), read here as the roles `render`, `reference`,
-`raster-artifact` and `raster-reference`. Every record of a prover whose records name output
-files is shown, so a render that failed appears with its error beside the others; no prover is
-named here. Files are found by digest and copied beside the page; a file that is missing or does
-not decode is named, never shown.
+A render that failed shows its error instead.
+A record's output files are its typed `outputs`: role, format, sha256.
+Older records name them in their details instead.
+There `outputs` maps format to sha256; a comparison adds `reference_outputs` and `rasters`.
+These read as the roles `render`, `reference`, `raster-artifact` and `raster-reference`.
+Every record of a prover whose records name output files is shown.
+So a failed render appears with its error beside the others.
+No prover is named here.
+Files are found by digest and copied beside the page.
+A file that is missing or does not decode is named, never shown.
 """
 
 from __future__ import annotations
@@ -61,9 +63,11 @@ class DiagramView:
 
 
 def output_files(result: CheckResult) -> list[OutputFile] | None:
-    """The files a record names, by role; None when it names none and could not have (a record
-    of a prover without outputs). A record of the old form with an empty `outputs` map did render
-    nothing: []."""
+    """The files a record names, by role.
+
+    None when it names none and could not have, as for a prover without outputs.
+    An older record with an empty `outputs` map rendered nothing: [].
+    """
     found = list(result.outputs)
     legacy = result.details.get("outputs")
     comparison = result.details.get("comparison")
@@ -118,7 +122,7 @@ def diagram_views(
 
 
 def _grouped(misses: dict[str, list[str]]) -> list[str]:
-    """One sentence per kind of miss, naming a few diagrams, so 1,000 misses stay readable."""
+    """One sentence per kind of miss, naming a few diagrams, so many misses stay readable."""
     sentences = []
     for what, names in misses.items():
         listed = ", ".join(names[:MAX_LISTED])
@@ -143,7 +147,7 @@ def _renders(
         data = store.read(file.sha256)
         view.problem = render_problem(file.format, file.sha256, data)
         if view.problem is None and data is not None:
-            # The digest is a checked sha256 and the format a known one: this stays in renders/.
+            # A checked sha256 and a known format, so this path stays in renders/.
             view.href = assets.write(f"renders/{file.sha256}.{file.format}", data)
         else:
             side = SIDE_NAMES.get(file.role, view.role)

@@ -1,4 +1,4 @@
-"""Where the results came from: prover installs (image IDs and their pins), kit versions, hosts."""
+"""Where the results came from: prover installs, kit versions, hosts."""
 
 from __future__ import annotations
 

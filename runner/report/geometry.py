@@ -1,5 +1,7 @@
-"""AlphaGeometry records: the error taxonomy (outcomes, syntax errors by class) and each failing
-problem with the clause at fault."""
+"""AlphaGeometry records: the error taxonomy, and each failing problem's clause at fault.
+
+The taxonomy counts outcomes, and syntax errors by class.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass, field
 from runner.report.load import Run
 from runner.report.text import visible, visible_block
 
-# NL2AGBench's categories first, then the kit's additions; anything else follows by name.
+# NL2AGBench's categories first, then the kit's additions, then the rest by name.
 OUTCOME_ORDER = (
     "solved",
     "unsolved",

@@ -1,5 +1,7 @@
-"""Whether the run shown can be trusted: who signed it (or nobody), the audit's verdict, and the
-reproduction reports attached to it, in the words `audit` uses."""
+"""Whether the run shown can be trusted, in the words `audit` uses.
+
+It shows who signed the run, if anyone, the audit's verdict and attached reproduction reports.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def integrity_view(loaded: LoadedRun, trust: TrustPolicy) -> IntegrityView:
     bundle = loaded.source if loaded.kind == "bundle" else None
     try:
         found = audit(Source(loaded.log, bundle), trust=trust)
-    except UserError as exc:  # an empty log still gets its (empty) report
+    except UserError as exc:  # an empty log still gets its empty report
         return IntegrityView(trust=UNSIGNED, level="integrity-only", verdict=f"not audited: {exc}")
     check = found.verification.signature
     if found.problems and any(f.check == "signature" for f in found.problems):

@@ -1,7 +1,8 @@
 """Read what a report shows: a checkpoint log, or a bundle directory around one.
 
-A tampered chain or a file that is not a log is refused; anything merely missing (a render, a
-blob, the lock file) becomes a sentence in `LoadedRun.problems` and the report goes on.
+A tampered chain or a file that is not a log is refused.
+Anything merely missing, such as a render, a blob or the lock file, becomes a sentence.
+That sentence goes in `LoadedRun.problems`, and the report goes on.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class LoadedRun:
     header: dict[str, Any] | None
     runs: list[Run]
     renders: BlobStore
-    artifacts: BlobStore | None = None  # bundle only: sources stored by sha256 of their bytes
+    artifacts: BlobStore | None = None  # bundles only: sources stored by their bytes' sha256
     lock: dict[str, Any] | None = None
     statement: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
@@ -97,7 +98,8 @@ def _runs(records: list[dict[str, Any]], problems: list[str]) -> list[Run]:
         return list(recorded_runs(records))
     except (UserError, KeyError, TypeError):  # a body without an index fails before validation
         pass
-    # One bad result body must not hide the others: read them one at a time (the last per index).
+    # One bad result body must not hide the others, so read them one at a time.
+    # The last body per index wins.
     latest: dict[object, dict[str, Any]] = {}
     for record in records:
         if record["kind"] == "result":

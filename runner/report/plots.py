@@ -1,7 +1,8 @@
 """Time distributions as SVG plots, byte-identical from one run to the next.
 
-Drawn on matplotlib's Figure with an Agg canvas, never pyplot, so no global backend or figure
-state is touched. No artifact-supplied text goes into a plot (a `$` would be read as mathtext).
+They are drawn on matplotlib's Figure with an Agg canvas, never pyplot.
+So no global backend or figure state is touched.
+No artifact-supplied text goes into a plot, since a `$` would read as mathtext.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def time_distribution(wall_ms_by_verdict: dict[str, list[int]]) -> bytes:
     edges = np.histogram_bin_edges(every, bins=bins) if len(every) else np.linspace(0, 1, bins + 1)
     with matplotlib.rc_context({"svg.hashsalt": HASH_SALT, "svg.fonttype": "path"}):
         figure = Figure(figsize=(6.4, 2.4), dpi=100)
-        # Fixed margins (room for the legend on the right): a layout engine costs ~0.3 s a plot.
+        # Fixed margins leave room for the legend; a layout engine costs ~0.3 s a plot.
         figure.subplots_adjust(left=0.09, right=0.8, bottom=0.2, top=0.95)
         FigureCanvasAgg(figure)
         axes = figure.add_subplot()

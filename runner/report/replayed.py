@@ -24,7 +24,7 @@ class ReplayView:
     total: int
     rows: list[ReplayFileRow]
     by_index: dict[int, ReplayFileRow]
-    drift: dict[str, dict[str, int]]  # across versions, per prover and line (empty otherwise)
+    drift: dict[str, dict[str, int]]  # across versions, per prover and line; may be empty
 
 
 def load_replay(path: Path, runs: list[Run], problems: list[str]) -> ReplayView:
@@ -54,7 +54,7 @@ def load_replay(path: Path, runs: list[Run], problems: list[str]) -> ReplayView:
 
 
 def _check_alignment(view: ReplayView, runs: list[Run], problems: list[str]) -> None:
-    """Say so when the replay was made from another log: rows naming other artifacts."""
+    """Say so when the replay came from another log, whose rows name other artifacts."""
     strays = []
     for row in view.rows:
         if not 0 <= row.index < len(runs):

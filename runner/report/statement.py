@@ -1,4 +1,4 @@
-"""A bundle's in-toto statement: its predicate type, and its subjects found in the bundle or not."""
+"""A bundle's in-toto statement: its predicate type, and which subjects the bundle holds."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def statement_view(
 
 
 def _in_bundle(name: str, sha256: str, bundle: Path, blobs: BlobStore) -> bool:
-    """A subject is present as a blob of its digest, or as a file of its name with that digest."""
+    """Whether a subject is present: a blob of its digest, or a file of its name and digest."""
     if not SHA256.match(sha256):
         return False
     if blobs.has(sha256):

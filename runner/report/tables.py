@@ -80,8 +80,10 @@ class SummaryRow:
 
     @property
     def pass_rate(self) -> str:
-        """Passes over the records that count for or against their artifact (the verdict table
-        says which: infra errors do not)."""
+        """Passes over the records that count for or against their artifact.
+
+        The verdict table says which count; infra errors do not.
+        """
         passed, judged = verdicts.pass_rate(self.counts)
         return f"{100 * passed / judged:.1f} %" if judged else "–"
 

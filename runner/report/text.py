@@ -1,7 +1,8 @@
 """Artifact-supplied text made safe to lay out: control and bidi characters shown as escapes.
 
-HTML escaping (Jinja's autoescape) stops markup; it does not stop a newline, an ANSI escape or a
-right-to-left override in an artifact name from scrambling a table row or a one-line message.
+HTML escaping (Jinja's autoescape) stops markup, but not layout tricks.
+A newline, an ANSI escape or a right-to-left override in an artifact name could scramble a row.
+It could scramble a one-line message too.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def visible(text: object) -> str:
 
 
 def visible_block(text: object, limit: int = MAX_BLOCK) -> str:
-    """Multi-line text (a message, a source): newlines and tabs kept, other controls escaped."""
+    """Multi-line text, such as a message or a source: newlines and tabs kept, controls escaped."""
     raw = str(text)
     shown = "".join(
         c if c in KEPT_IN_BLOCKS or unicodedata.category(c) not in HIDDEN else _escape(c)

@@ -1,4 +1,4 @@
-"""`write_report`: one run (a log or a bundle, optionally a replay) as a static offline page."""
+"""`write_report`: one run, from a log or a bundle and perhaps a replay, as a static page."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class ReportSummary:
     records: int
     provers: dict[str, dict[str, int]]  # prover -> verdict -> records
     files: list[Path]
-    not_shown: list[str] = field(default_factory=list)  # sentences: what the page could not show
+    not_shown: list[str] = field(default_factory=list)  # sentences on what the page cannot show
     seconds: float = 0.0
 
     @property
@@ -54,8 +54,10 @@ class ReportSummary:
 def write_report(
     source: Path, out: Path, *, replay: Path | None = None, trust: TrustPolicy = INTEGRITY_ONLY
 ) -> ReportSummary:
-    """Write `out/index.html` (and its plots, renders, CSS and JS) for the run in `source`; its
-    integrity section checks signatures against `trust`."""
+    """Write `out/index.html`, with its plots, renders, CSS and JS, for the run in `source`.
+
+    Its integrity section checks signatures against `trust`.
+    """
     started = time.monotonic()
     loaded = load_run(source)
     integrity = integrity_view(loaded, trust)
@@ -94,7 +96,7 @@ def write_report(
         statement=statement,
         integrity=integrity,
     )
-    assets.write("index.html", page)  # last: the page never links what is not yet written
+    assets.write("index.html", page)  # last, so the page never links what is not yet written
     return ReportSummary(
         out=out,
         records=len(loaded.runs),
@@ -118,7 +120,7 @@ def _timing(table: ProverTable) -> dict[str, str]:
 
 
 def _mark_sources(loaded: LoadedRun, tables: list[ProverTable], problems: list[str]) -> None:
-    """In a bundle, each artifact's source is a blob named by its sha256: say which are missing."""
+    """Say which artifact sources a bundle lacks; each is a blob named by its sha256."""
     assert loaded.artifacts is not None
     rows = {row.index: row for table in tables for row in table.rows}
     missing = []
