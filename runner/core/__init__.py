@@ -1,1 +1,4 @@
-"""The kit's foundations: request and result models, canonical bytes, errors, settings, provenance, where the kit lives. Imports nothing else of the kit."""
+"""The kit's foundations: models, canonical bytes, errors, settings, provenance, its home.
+
+It imports nothing else of the kit.
+"""

@@ -10,16 +10,17 @@ from pathlib import Path
 
 from runner.core.errors import UserError
 
-HOST = "host"  # a mirror value meaning: the mirror this machine's own apt sources use
+HOST = "host"  # a mirror value: the mirror this machine's own apt sources use
 APT_SOURCES = Path("/etc/apt")
 
 
 def host_mirror(suite: str, sources: Path = APT_SOURCES) -> str:
-    """The URI this machine's apt sources use for `suite` (deb822 `.sources` or `.list` lines).
+    """The URI this machine's apt sources use for `suite`, from `.sources` or `.list` files.
 
-    A suite they do not list (a bookworm host building a forky image) is served by the same
-    Debian mirror as the suites they do list: a Debian mirror carries every suite, so the URI of
-    a listed Debian archive of the same kind (main, or security) is used."""
+    A Debian mirror carries every suite, including ones the sources do not list.
+    A bookworm host building a forky image is one such case.
+    So an unlisted suite uses a listed Debian archive of the same kind: main, or security.
+    """
     entries = _entries(sources)
     for uri, suites in entries:
         if suite in suites:
@@ -35,7 +36,7 @@ def host_mirror(suite: str, sources: Path = APT_SOURCES) -> str:
 
 
 def _entries(sources: Path) -> list[tuple[str, list[str]]]:
-    """Every `deb` entry of the apt sources, in apt's reading order: (URI, suites)."""
+    """Every `deb` entry of the apt sources as (URI, suites), in apt's reading order."""
     found: list[tuple[str, list[str]]] = []
     candidates = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*.list"))]
     for path in [*sorted((sources / "sources.list.d").glob("*.sources")), *candidates]:

@@ -9,11 +9,11 @@ import orjson
 
 
 class NotCanonical(ValueError):
-    """A value that cannot be hashed reproducibly (a float, a non-string key)."""
+    """A value that cannot be hashed reproducibly, such as a float or a non-string key."""
 
 
 def _reject_floats(value: Any, path: str) -> None:
-    # Floats print differently across libraries and platforms; a hashed value must never hold one.
+    # Floats print differently across libraries and platforms, so hashed values hold none.
     if isinstance(value, float):
         raise NotCanonical(f"float at {path or '<root>'}: store a string or an integer instead")
     if isinstance(value, dict):

@@ -1,11 +1,12 @@
 """The deadline of the check this thread is working on, for the kit's own work in this process.
 
-A check's one budget covers everything done for the artifact (runner.check.pool), and sandbox
-commands and server reads are cut at its deadline. Reading the artifact in Python (an adapter's
-lexer, before anything runs) cannot be cut from outside: a 10 MB file takes such a reader
-seconds to minutes. So the checker sets the deadline here around each check, and long readers
-call `checkpoint()` every few thousand steps: past the deadline it raises OutOfTime, which the
-checker reports as the check's timeout.
+A check's one budget covers everything done for the artifact (runner.check.pool).
+Sandbox commands and server reads are cut at its deadline.
+Reading the artifact in Python cannot be cut from outside, as in an adapter's lexer.
+Such a reader can take seconds to minutes on a 10 MB file.
+So the checker sets the deadline here around each check.
+Long readers call `checkpoint()` every few thousand steps.
+Past the deadline it raises OutOfTime, which the checker reports as a timeout.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
-# A function, not a number: a check's deadline moves on when a server boots during it (a boot
-# is not the check's time).
+# A function, not a number: a check's deadline moves when a server boots during it.
+# A boot is not the check's time.
 _deadline: ContextVar[Callable[[], float] | None] = ContextVar("prooflock_deadline", default=None)
 
 STEPS = 4096  # a reader's steps between two looks at the clock (a few ms of work)
@@ -30,8 +31,7 @@ class OutOfTime(Exception):
 
 @contextmanager
 def bounded_by(deadline: Callable[[], float]) -> Iterator[None]:
-    """Work in this thread, until the block ends, is the check's whose deadline (in
-    time.monotonic()'s terms) `deadline()` says."""
+    """Bound this thread's work in the block by `deadline()`, in time.monotonic() terms."""
     token = _deadline.set(deadline)
     try:
         yield
@@ -40,16 +40,21 @@ def bounded_by(deadline: Callable[[], float]) -> Iterator[None]:
 
 
 def checkpoint(what: str) -> None:
-    """Raise OutOfTime when the current check's deadline has passed; `what` says how far the
-    reading got (it ends up in the timeout's message)."""
+    """Raise OutOfTime when the current check's deadline has passed.
+
+    `what` says how far the reading got, for the timeout's message.
+    """
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline():
         raise OutOfTime(what)
 
 
 class Pacer:
-    """A reader's step counter: every STEPS steps it calls `checkpoint` with what `progress()`
-    says then (a closure over the reader's position, so the message costs nothing between)."""
+    """A reader's step counter that calls `checkpoint` every STEPS steps.
+
+    It passes what `progress()` says then.
+    `progress` is a closure over the reader's position, so the message costs nothing between.
+    """
 
     __slots__ = ("_left", "_progress")
 
@@ -65,8 +70,10 @@ class Pacer:
 
 
 def paced(items: Sequence[T], progress: Callable[[int], str]) -> Iterator[tuple[int, T]]:
-    """(index, item) over `items`, looking at the clock every STEPS items; `progress(index)`
-    says how far it got."""
+    """(index, item) over `items`, looking at the clock every STEPS items.
+
+    `progress(index)` says how far it got.
+    """
     pacer = Pacer(lambda: progress(index))
     for index, item in enumerate(items):
         pacer.step()

@@ -1,10 +1,9 @@
 """Errors the user sees as one line, never a traceback.
 
-`UserError` is bad input (exit 2): a missing file, an unknown prover, a malformed line, a bad log.
-`InfraFailure` is a machine problem no retry will fix (exit 3): no images lock, an image that is
-not built, a daemon that is gone. Transient trouble is `BackendUnavailable` (retried per check).
-`NotTrusted` is a result that does not verify (exit 1): damaged, forged, or not signed by a key
-the user trusts.
+- `UserError` is bad input (exit 2), such as a missing file or an unknown prover.
+- `InfraFailure` is a machine problem no retry will fix (exit 3), such as no images lock.
+- `BackendUnavailable` is transient trouble, retried per check.
+- `NotTrusted` is a result that does not verify (exit 1): damaged, forged, or untrusted.
 """
 
 from __future__ import annotations
@@ -21,7 +20,10 @@ class BadRequest(UserError):
 
 
 class BackendUnavailable(RuntimeError):
-    """The machine cannot run checks right now (no daemon, no prover install). An infra error."""
+    """An infra error: the machine cannot run checks at the moment.
+
+    There is no daemon, say, or no prover install.
+    """
 
 
 class NotTrusted(Exception):
@@ -29,7 +31,7 @@ class NotTrusted(Exception):
 
 
 class InfraFailure(Exception):
-    """The machine cannot run these checks and retrying will not help; fix it, then re-run."""
+    """The machine cannot run these checks, and a retry will not help; fix it, then re-run."""
 
 
 def explain(error: ValidationError) -> str:

@@ -1,7 +1,9 @@
 """Where the kit's own files are: the image definitions (`images/`) and the images lock.
 
-In order: `PROOFLOCK_HOME` (a checkout whose lock you want to use), the checkout this package
-runs from, or the copy installed with the package (a wheel carries both as package data).
+In order of precedence:
+- `PROOFLOCK_HOME`, a checkout whose lock you want to use;
+- the checkout this package runs from;
+- the copy installed with the package, which a wheel carries as package data.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def kit_home() -> Path:
     return _kit_home(os.environ.get("PROOFLOCK_HOME"), PACKAGED)
 
 
-@functools.lru_cache(maxsize=8)  # asked per record; only a found home is kept (errors are not)
+@functools.lru_cache(maxsize=8)  # asked per record; only a found home is kept, not errors
 def _kit_home(configured: str | None, packaged: Path) -> Path:
     if configured:
         home = Path(configured).expanduser().resolve()
@@ -54,5 +56,5 @@ def images_root() -> Path:
 
 
 def writable_home() -> bool:
-    """Whether recording builds in the lock is allowed (a checkout, not an installed copy)."""
+    """Whether builds may be recorded in the lock: in a checkout, not an installed copy."""
     return kit_home() != PACKAGED

@@ -1,4 +1,4 @@
-"""One-line messages to the user while work goes on (progress, fallbacks, boots)."""
+"""One-line messages to the user while work goes on: progress, fallbacks, boots."""
 
 from __future__ import annotations
 

@@ -21,12 +21,12 @@ class Verdict(StrEnum):
         "placeholder"  # Admitted / sorry / CHEAT_TAC: the artifact is not a finished proof
     )
     AXIOM = "axiom"  # relies on an assumption the request does not allow
-    WRONG_STATEMENT = "wrong_statement"  # checked, but the target theorem is missing or differs
+    WRONG_STATEMENT = "wrong_statement"  # checked, but the target is missing or differs
     TIMEOUT = "timeout"
     MEMORY = "memory"
     CRASH = "crash"  # the prover itself died (not a verdict on the artifact's logic)
-    # The prover accepted it, but the independent re-check could not judge it (the checker
-    # itself failed): neither a pass nor a fail.
+    # The prover accepted it, but the independent re-check failed and could not judge it.
+    # Neither a pass nor a fail.
     UNVERIFIED = "unverified"
     # Passes on the pinned line, fails on a line where a known soundness bug is fixed.
     DISPUTED = "disputed"
@@ -37,25 +37,25 @@ class Verdict(StrEnum):
 class Trust(StrEnum):
     """What a verdict rests on."""
 
-    REPLAYED = "replayed"  # an independent re-check in a fresh process the artifact never ran in
+    REPLAYED = "replayed"  # an independent re-check, in a fresh process the artifact never ran in
     KERNEL = "kernel"  # the prover's own kernel, in the process that ran the artifact's code
-    # An independent kernel re-derived what the artifact's own process chose to export: which
-    # claims were checked is the artifact's word (HOL Light without a target).
+    # An independent kernel re-derived what the artifact's own process exported.
+    # Which claims were checked is the artifact's word (HOL Light without a target).
     SELF_REPORTED = "self_reported"
     DOUBLE = "double"  # a protocol double standing in for a prover that cannot run here
-    KIT = "kit"  # the kit's own reading before any prover ran (a refusal), nothing more
+    KIT = "kit"  # only the kit's own reading before any prover ran (a refusal)
     NONE = "none"  # no verdict on the artifact (an infra error)
 
 
 class Target(BaseModel):
-    """The theorem an artifact must prove: `name` must exist with exactly `statement` (elaborated)."""
+    """The theorem an artifact must prove: `name`, with exactly `statement` once elaborated."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
     statement: str = Field(min_length=1)
-    # What the statement is elaborated against, alone (e.g. Rocq `Require`s): never the
-    # artifact's own imports, which could give the statement's text another meaning.
+    # What the statement alone is elaborated against, such as Rocq `Require`s.
+    # Never the artifact's own imports, which could give the statement another meaning.
     requires: tuple[str, ...] = ()
 
 
@@ -67,7 +67,7 @@ def _canonical_or_value_error(value: JsonValue) -> None:
 
 
 class Withheld(BaseModel):
-    """An artifact kept out of its record: its digest, size and why the kit refused it."""
+    """An artifact kept out of its record: its digest, its size, and why the kit refused it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,16 +89,16 @@ class CheckRequest(BaseModel):
     mode: str | None = None  # None: the prover's default mode (its first)
     name: str = Field(min_length=1)
     content: str
-    # Bounds far past any real check, so that a typo is bad input, not a clock or a cgroup
-    # overflowing in the kit (an infra error): 30 days, and 1 PiB.
+    # Bounds far past any real check, 30 days and 1 PiB, so a typo is bad input.
+    # Otherwise a clock or a cgroup would overflow in the kit, as an infra error.
     timeout: int | None = Field(default=None, ge=1, le=30 * 86_400, description="seconds")
     memory_mb: int | None = Field(default=None, ge=64, le=1 << 30)
     allowed_axioms: tuple[str, ...] = ()
     options: dict[str, JsonValue] = Field(default_factory=dict)
     target: Target | None = None
-    line: str | None = None  # which pinned version of the prover (an image); None: its default
-    # Set when the kit refused the artifact (too large, not text): `content` is then empty, so
-    # the log holds no megabytes it would not check, and a replay refuses it the same way.
+    line: str | None = None  # which pinned version (an image) of the prover; None: its default
+    # Set when the kit refused the artifact (too large, not text). `content` is then empty.
+    # So the log holds no megabytes it would not check, and a replay refuses it the same way.
     withheld: Withheld | None = None
 
     @field_validator("options")
@@ -109,8 +109,11 @@ class CheckRequest(BaseModel):
 
     @model_validator(mode="after")
     def _text_is_unicode(self) -> CheckRequest:
-        """Every string must be UTF-8 text: a lone surrogate (a str from Python code or a
-        decoder's surrogateescape) cannot be hashed, stored or sent to a prover."""
+        """Every string must be UTF-8 text.
+
+        A lone surrogate cannot be hashed, stored or sent to a prover.
+        Python code or a decoder's surrogateescape can make such a str.
+        """
         _canonical_or_value_error(self.record())
         if self.withheld is not None and self.content:
             raise ValueError("a request whose content is withheld carries no content")
@@ -120,8 +123,10 @@ class CheckRequest(BaseModel):
         return digest(self.record())
 
     def record(self) -> dict[str, JsonValue]:
-        """The request as a checkpoint stores it (the same fields its digest covers). Fields added
-        later are left out while unset, so older requests keep the digests they always had."""
+        """The request as a checkpoint stores it: the fields its digest covers.
+
+        Newer fields are left out while unset, so older requests keep their digests.
+        """
         data = self.model_dump(mode="json")
         if data["target"] is None:
             del data["target"]
@@ -134,7 +139,7 @@ class CheckRequest(BaseModel):
 
 
 class Diagnostic(BaseModel):
-    """A prover message, normalized so that it replays byte-identically (no temp paths, no times)."""
+    """A prover message, normalized to replay byte for byte: no temp paths, no times."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -146,8 +151,10 @@ class Diagnostic(BaseModel):
 
 
 class OutputFile(BaseModel):
-    """A file a check produced that a reader may want (a render), named by its digest; the bytes
-    travel beside the log (`--output-dir`, a bundle's blobs), never inside it."""
+    """A file a check produced that a reader may want, such as a render, named by digest.
+
+    The bytes travel beside the log (`--output-dir`, a bundle's blobs), never inside it.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -167,13 +174,13 @@ class Outcome(BaseModel):
     outputs: list[OutputFile] = Field(default_factory=list)
     cpu_ms: int | None = None
     worker: dict[str, JsonValue] = Field(default_factory=dict)  # provenance only, never hashed
-    # Output files worth keeping (e.g. renders), by sha256; never hashed or recorded in a log:
-    # details name them by digest, and the core stores the bytes when asked to keep outputs.
+    # Output files worth keeping, such as renders, by sha256; never hashed or logged.
+    # Details name them by digest; the core stores the bytes when asked to keep outputs.
     files: dict[str, bytes] = Field(default_factory=dict, exclude=True, repr=False)
 
 
 class Provenance(BaseModel):
-    """How a result came to be. Recorded, never part of the environment key or result digest."""
+    """How a result came to be; recorded, but never in the environment key or result digest."""
 
     host: str
     backend: str
@@ -201,13 +208,13 @@ class CheckResult(BaseModel):
     prover: str
     mode: str
     verdict: Verdict
-    trust: Trust | None = None  # None only in records written before trust tiers existed
+    trust: Trust | None = None  # None only in records that predate trust tiers
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     assumptions: list[str] = Field(default_factory=list)
     details: dict[str, JsonValue] = Field(default_factory=dict)
     outputs: list[OutputFile] = Field(default_factory=list)
-    # Known soundness bugs of this environment's prover whose features the artifact uses (a
-    # syntactic flag from manifests/advisories/): never part of the verdict or its digest.
+    # Known soundness bugs of the environment's prover whose features the artifact uses.
+    # A syntactic flag from manifests/advisories/, never part of the verdict or its digest.
     advisories: list[str] = Field(default_factory=list)
     env_key: str
     environment: dict[str, JsonValue]
@@ -238,14 +245,14 @@ class CheckResult(BaseModel):
         return line
 
     def with_extra(self, **items: JsonValue) -> CheckResult:
-        """A copy whose provenance also records `items` (provenance: never hashed)."""
+        """A copy whose provenance also records `items`; provenance is never hashed."""
         extra = {**self.provenance.extra, **items}
         return self.model_copy(
             update={"provenance": self.provenance.model_copy(update={"extra": extra})}
         )
 
     def self_consistent(self) -> bool:
-        """Whether the record's digests match its own content (a hand-edited record does not)."""
+        """Whether the record's digests match its own content; a hand-edited one fails."""
         outcome = Outcome(
             verdict=self.verdict,
             trust=self.trust or Trust.KERNEL,
@@ -259,9 +266,11 @@ class CheckResult(BaseModel):
 
 
 def result_digest(outcome: Outcome, *, with_trust: bool = True) -> str:
-    """Digest of everything a replay must reproduce: verdict, what it rests on, diagnostics,
-    assumptions, details, output files (`with_trust=False`: a record written before trust
-    tiers keeps the digest it was written with)."""
+    """Digest of everything a replay must reproduce.
+
+    That is the verdict, what it rests on, diagnostics, assumptions, details and output files.
+    `with_trust=False` serves records without trust tiers: they keep their original digest.
+    """
     data: dict[str, JsonValue] = {
         "verdict": outcome.verdict.value,
         "diagnostics": [d.model_dump() for d in outcome.diagnostics],

@@ -1,4 +1,4 @@
-"""How a result came to be: host, tools, worker, times. Recorded beside results, never hashed."""
+"""How a result came to be: host, tools, worker, times; recorded beside results, never hashed."""
 
 from __future__ import annotations
 
@@ -38,9 +38,12 @@ def source_commit() -> str | None:
 
 
 def head_commit(checkout: Path) -> str | None:
-    """HEAD's commit, read from the checkout's files: every command asks for the kit's version,
-    and a `git` process costs a check call 70 ms. None for a layout this does not read (the
-    caller asks git then): a worktree's, a loose or packed ref, or a detached HEAD are read."""
+    """HEAD's commit, read from the checkout's files.
+
+    Every command asks for the kit's version, and a `git` process costs a check call 70 ms.
+    It reads a worktree's HEAD, a loose or packed ref, and a detached HEAD.
+    Any other layout gives None, and the caller asks git.
+    """
     try:
         gitdir = checkout / ".git"
         if gitdir.is_file():  # a worktree or submodule: `gitdir: <path>`

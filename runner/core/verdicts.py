@@ -1,7 +1,8 @@
 """Every verdict's facts in one table: order, pass-ness, exit code, cache, colour, meaning.
 
-The CLI, the cache, run summaries, the report's CSS and plots all read this table. A verdict
-added to `Verdict` without its row here stops the kit at import, so no consumer guesses.
+The CLI, the cache, run summaries, the report's CSS and plots all read this table.
+A verdict added to `Verdict` without its row here stops the kit at import.
+So no consumer guesses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class VerdictFacts:
     colour: str  # the report's badge and plot colour
     meaning: str  # one sentence for readers
     passes: bool = False  # counts as a pass
-    judged: bool = True  # counts for or against the artifact: in a pass rate's denominator
+    judged: bool = True  # counts for or against the artifact, in a pass rate's denominator
     cacheable: bool = False  # rests on the artifact and the environment key alone
     exit_code: int = EXIT_FAILED  # what the verdict adds to a command's exit code
 
@@ -65,21 +66,22 @@ ROWS = (
         "it checks, but the target theorem is missing or its statement differs from the target's",
         cacheable=True,
     ),
-    # No pass, no fail. Not cached: a checker's failure may be the machine's (killed, starved),
-    # and a later re-check may judge the artifact after all.
+    # No pass, no fail. Not cached: a checker's failure may be the machine's (killed, starved).
+    # A later re-check may judge the artifact after all.
     VerdictFacts(
         Verdict.UNVERIFIED,
         "#00838f",
         "the prover accepted it, but the independent checker failed on it: neither pass nor fail",
     ),
-    # Never a pass. Not cached: it rests on a second line and on the advisories data, which
-    # change apart from the environment key.
+    # Never a pass. Not cached: it rests on a second line and the advisories data.
+    # Both change apart from the environment key.
     VerdictFacts(
         Verdict.DISPUTED,
         "#212121",
         "passes on the pinned line, fails on a line where a known soundness bug is fixed",
     ),
-    # Nothing ran. Not cached: refusing again costs less than a look-up, and rests on the limits.
+    # Nothing ran. Not cached: refusing again costs less than a look-up.
+    # It also rests on the limits.
     VerdictFacts(
         Verdict.REFUSED,
         "#757575",
@@ -123,7 +125,7 @@ def exit_code(verdicts: Iterable[Verdict]) -> int:
 
 
 def pass_rate(counts: Mapping[str, int]) -> tuple[int, int]:
-    """(passed, judged) for verdict counts by name: infra errors count neither way."""
+    """(passed, judged) for verdict counts by name; infra errors count neither way."""
     passed = sum(n for name, n in counts.items() if facts(name).passes)
     judged = sum(n for name, n in counts.items() if facts(name).judged)
     return passed, judged
