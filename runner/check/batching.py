@@ -1,12 +1,14 @@
-"""Batches: which consecutive requests may share one worker call (pure grouping; the Checker
-checks a unit, bisecting what a batch could not decide).
+"""Batches: which consecutive requests may share one worker call.
 
-Consecutive requests for an adapter with `check_batch`, in the same image and limits, form a
-unit of up to `settings.batch`. A unit's requests whose result is cached are answered from the
-cache; the rest go to the adapter in one call. Any request the batch could not decide (the
-worker died part way, an infra error) is checked again in halves, and so on down to one request
-checked on its own, with the usual retries. Verdicts and result digests are the same as checking
-one at a time; `provenance.extra["batch"]` says the batch size and how many splits it took.
+This module only groups; the Checker checks a unit and bisects what a batch cannot decide.
+Consecutive requests for an adapter with `check_batch` may form a unit.
+They must share image and limits, up to `settings.batch` of them.
+The cache answers a unit's cached requests; the rest go to the adapter in one call.
+A request the batch cannot decide is checked again in halves, down to one request alone.
+That happens when the worker dies part way, or on an infra error.
+A request alone gets the usual retries.
+Verdicts and result digests equal those of checking one at a time.
+`provenance.extra["batch"]` records the batch size and how many splits it took.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def _group(request: ResolvedRequest) -> tuple[str, str, object] | None:
 
 
 def units(work: Iterable[tuple[K, ResolvedRequest]], size: int) -> Iterator[Unit[K]]:
-    """Consecutive requests that can share a worker call, up to `size` of them, as one unit."""
+    """Group consecutive requests that can share a worker call into units of up to `size`."""
     unit: Unit[K] = []
     for item in work:
         group = _group(item[1])

@@ -1,13 +1,14 @@
 """Warm servers kept between checks, and the `Sandboxes` an adapter gets for one check.
 
-Servers are pooled by (image, limits without the timeout, server name, server key): workers
-enforce each request's own timeout, so the timeout does not split the pool (a HOL Light worker
-costs minutes to boot). A server that failed a check, or is worn out, is closed, never reused.
-Each image keeps up to `max_idle` idle servers of its own: a run that mixes provers never closes
-one prover's warm servers (minutes to boot again) to keep another's.
+Servers are pooled by image, limits without the timeout, server name and server key.
+Workers enforce each request's own timeout, so the timeout does not split the pool.
+That matters because a HOL Light worker costs minutes to boot.
+A server that failed a check, or is worn out, is closed, never reused.
+Each image keeps up to `max_idle` idle servers of its own.
+So a run that mixes provers never closes one prover's warm servers to keep another's.
 
-A server may be started ahead of the checks that need it (`ahead`: booting while the first
-check probes the install); a check wanting its key waits for it rather than boot another.
+A server may start ahead of the checks that need it, booting while the first check probes.
+A check that wants its key waits for it rather than boot another.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from runner.provers.common.server import Notify, SandboxServer, ServerSpec
 
 PoolKey = tuple[str, Limits, str, str]
 KIT_GRACE_S = 5  # the kit's own work for one check (transfer, parsing), beyond the timeout
-# The sandbox that re-checks what the prover produced, in a process the artifact never ran in:
-# opening it gives the check's budget its timeout again, so a file the prover finishes inside
-# its timeout never runs out of time in the kit's own re-check.
+# The sandbox that re-checks the prover's output, in a process the artifact never ran in.
+# Opening it gives the check's budget its timeout again.
+# So a file the prover finishes in time never runs out of time in the kit's re-check.
 RECHECK = "recheck"
 WAIT_POLL_S = 0.5  # a capped server retired in another check is seen this soon
-WAITED_NOTED_MS = 100  # a wait for a capped server this long is recorded (and not timed)
+WAITED_NOTED_MS = 100  # a wait this long for a capped server is recorded, and not timed
 
 
 class ServerPool:
@@ -55,15 +56,18 @@ class ServerPool:
     def checkout(
         self, image: str, limits: Limits, spec: ServerSpec, *, ahead: bool = False
     ) -> SandboxServer:
-        """An idle server for this key, else a new one; where the spec caps how many may run, or
-        one is booting ahead for this key, wait for one to come back rather than start another.
-        `ahead`: always a new one, started before any check asked (`booting_ahead` until it is
-        checked in or discarded)."""
+        """An idle server for this key, else a new one.
+
+        Sometimes it waits for a server to come back rather than start another.
+        That is when the spec caps how many may run, or one boots ahead for this key.
+        With `ahead` it is always a new one, started before any check asked.
+        Such a server is `booting_ahead` until checked in or discarded.
+        """
         wanted = self.key(image, limits, spec)
         with self._changed:
             while not ahead:
-                # The one this thread used last first: it holds what this thread's recent
-                # checks loaded (runner.check.affinity); else the most recently used.
+                # First the one this thread used last: it holds what its recent checks loaded
+                # (runner.check.affinity). Then the most recently used.
                 own: int | None = getattr(self._thread, "last", None)
                 idents = [own] if own is not None and own in self._idle else []
                 for ident in [*idents, *reversed(self._idle)]:
@@ -76,8 +80,8 @@ class ServerPool:
                     continue
                 if spec.max_servers is None:
                     break
-                # Closed or retired ones no longer count (a check that retired its server may
-                # need a fresh one while it still holds the old).
+                # Closed or retired servers do not count.
+                # A check that retired its server may need a fresh one while holding the old.
                 alive = [s for s in self._made.get(wanted, []) if not (s.closed or s.retired)]
                 self._made[wanted] = alive
                 if len(alive) < spec.max_servers:
@@ -91,7 +95,7 @@ class ServerPool:
             return server
 
     def discarded(self, server: SandboxServer) -> None:
-        """A server of this pool was closed instead of checked in: a waiting check may start one."""
+        """A server was closed, not checked in, so a waiting check may start one."""
         with self._changed:
             self._booting_ahead.pop(id(server), None)
             self._changed.notify_all()
@@ -107,8 +111,8 @@ class ServerPool:
             self._idle[id(server)] = (self.key(image, server.limits, server.spec), server)
             self._thread.last = id(server)
             same_image = [ident for ident, (key, _) in self._idle.items() if key[0] == image]
-            surplus = max(0, len(same_image) - self._max_idle)  # (a negative slice end would
-            for ident in same_image[:surplus]:  # evict all but the last): least recently used
+            surplus = max(0, len(same_image) - self._max_idle)  # never negative: a negative
+            for ident in same_image[:surplus]:  # slice end evicts all but the last; oldest first
                 evicted.append(self._idle.pop(ident)[1])
             self._changed.notify_all()
         for old in evicted:
@@ -125,7 +129,7 @@ class ServerPool:
 
 
 class CheckSandboxes:
-    """The `Sandboxes` for one check: a lazily opened cold sandbox, and servers from the pool."""
+    """The `Sandboxes` for one check: a cold sandbox opened on demand, and pooled servers."""
 
     def __init__(
         self,
@@ -149,11 +153,11 @@ class CheckSandboxes:
         self._sandboxes: dict[str, Sandbox] = {}
         self._servers: list[SandboxServer] = []
         self.reused_server = False
-        self.booted_ms = 0  # servers booted during this check (reported once, not as its time)
-        self.waited_ms = 0  # waiting for a capped server another check held: not its time either
-        # Everything done for the artifact (transfer, runs, audits) shares one budget: its
-        # timeout (times the requests of a batch) and a little for the kit's own work; a
-        # re-check, once it starts, has the timeout again (RECHECK).
+        self.booted_ms = 0  # servers booted during this check; reported once, not as its time
+        self.waited_ms = 0  # waiting for a capped server another check held; not its time
+        # Everything done for the artifact shares one budget: transfer, runs, audits.
+        # The budget is the timeout (times a batch's requests) plus a little for the kit.
+        # A re-check, once it starts, gets the timeout again (RECHECK).
         self._timeout_s = request.limits.timeout_s * max(1, checks)
         self._rechecked = False
         self.deadline = time.monotonic() + self._timeout_s + KIT_GRACE_S
@@ -177,7 +181,7 @@ class CheckSandboxes:
         self.deadline += max(0.0, seconds)  # the kit's wasted attempt: not this check's time
 
     def _recheck(self) -> None:
-        """The kit's re-check of the prover's work starts: it has its own timeout (once)."""
+        """The kit's re-check of the prover's work starts, with its own timeout, once."""
         if not self._rechecked:
             self._rechecked = True
             self.deadline += self._timeout_s

@@ -1,8 +1,9 @@
-"""Longest predicted check first: with several workers, the slowest checks start earliest, so a
-run does not end waiting on one long check that started last.
+"""Longest predicted check first: with several workers, the slowest checks start earliest.
 
-The prediction is the artifact's size times its prover's CPU time per byte, learnt from earlier
-checks on this machine (`timings.json` in the cache directory); with no history, size alone.
+So a run does not end waiting on one long check that started last.
+The prediction is the artifact's size times its prover's CPU time per byte.
+That rate is learnt from earlier checks on this machine (`timings.json` in the cache directory).
+With no history, size alone predicts.
 """
 
 from __future__ import annotations
@@ -56,5 +57,5 @@ def longest_first(
     work: list[tuple[K, ResolvedRequest]], timings: Timings, workers: int
 ) -> list[tuple[K, ResolvedRequest]]:
     if workers == 1:
-        return work  # one at a time: keep the input order, it is the order people read
+        return work  # one at a time: keep the input order, which is the order people read
     return sorted(work, key=lambda item: -timings.predict(item[1]))
