@@ -96,16 +96,18 @@ def test_the_system_the_host_home_and_paths_outside_work_are_not_writable(box, t
         assert not Path(place, name).exists(), place
 
 
-def test_of_sys_only_the_huge_page_settings_show_and_read_only(box):
-    # glibc reads them to give a warm worker's heaps transparent huge pages (as in a container)
+def test_of_sys_only_the_huge_page_settings_and_the_oom_count_show_and_read_only(box):
+    # glibc reads them to give a warm worker's heaps transparent huge pages (as in a container);
+    # a warm server reads its cgroup's OOM-kill count where a container has it
     settings = Path("/sys/kernel/mm/transparent_hugepage/enabled")
     if not settings.exists():
         pytest.skip("this kernel has no transparent huge pages")
     done = sh(box, f"cat {settings}; ls /sys /sys/kernel; echo never > {settings} || echo refused")
+    shown = ["fs", "kernel"] if box.confinement.cgroups is not None else ["kernel"]
     assert done.stdout.decode().splitlines() == [
         settings.read_text().strip(),
         "/sys:",
-        "kernel",
+        *shown,
         "",
         "/sys/kernel:",
         "mm",

@@ -89,9 +89,19 @@ class Bubblewrap:
         return NOBODY if self.drop else None
 
     def command(
-        self, argv: Sequence[str], *, work_dir: Path, tmpfs_mb: int, status_fd: int
+        self,
+        argv: Sequence[str],
+        *,
+        work_dir: Path,
+        tmpfs_mb: int,
+        status_fd: int,
+        counters: Iterable[tuple[Path, str]] = (),
     ) -> list[str]:
+        """`counters`: (host file, path inside) pairs shown read-only, e.g. an OOM-kill count."""
         size = ["--size", str(tmpfs_mb * 1024 * 1024)] if self.sized_tmpfs else []
+        shown: list[str] = []
+        for host, inside in counters:
+            shown += [*_made_dirs(Path(inside).parent), "--ro-bind", str(host), inside]
         return [
             self.executable,
             *self.system,
@@ -106,6 +116,7 @@ class Bubblewrap:
             "--tmpfs",
             "/dev/shm",
             *self.tools,
+            *shown,
             "--bind",
             str(work_dir),
             WORKDIR,
@@ -218,6 +229,15 @@ def _mounts(private: Iterable[Path]) -> tuple[list[str], list[str]]:
     for path in covered:
         extra += ["--remount-ro", str(path)]
     return base, extra
+
+
+def _made_dirs(path: Path) -> list[str]:
+    """`--dir` for `path` and its ancestors, world-searchable (bwrap would make them 0700)."""
+    out: list[str] = []
+    for directory in [*reversed(path.parents), path]:
+        if directory != Path("/"):
+            out += ["--perms", "0755", "--dir", str(directory)]
+    return out
 
 
 def _mount_points() -> list[Path]:

@@ -23,6 +23,8 @@ PREFIX = "prooflock"
 OURS = re.compile(rf"^{PREFIX}-(\d+)-\w+$")
 # How long a cgroup may take to empty after its processes were killed (exiting, being reaped).
 DRAIN_S = 5.0
+# Where a container sees its own cgroup's OOM-kill count (v1, v2): a sandbox sees it there too.
+INSIDE_COUNTER = {1: "/sys/fs/cgroup/memory/memory.oom_control", 2: "/sys/fs/cgroup/memory.events"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ class MemoryCgroup:
             os.write(fd, str(os.getpid()).encode())
         finally:
             os.close(fd)
+
+    def counters(self) -> list[tuple[Path, str]]:
+        """(host file, path inside) of the OOM-kill count, for a read-only bind."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        return [(self.path / name, INSIDE_COUNTER[self.version])]
 
     def out_of_memory(self, *, killed: bool) -> bool:
         """Whether the kernel OOM-killed a process here. `killed`: the command died of SIGKILL

@@ -7,10 +7,12 @@ PROOFLOCK_LOCAL_SANDBOX=off) commands are plain host processes in their own sess
 security boundary: isolation `unsandboxed`, said once on stderr. PROOFLOCK_LOCAL_SANDBOX=require
 refuses to check unsandboxed.
 
-Memory: when the kit may make cgroups (cgroups.py), each command gets a memory cgroup with the
-limit and no swap, and `out_of_memory` is the kernel's OOM-kill count there. Otherwise the limit
-is RLIMIT_AS, under which a failed allocation is the program's own error, so nothing is reported
-as out of memory. Either way the time limit kills everything the command started.
+Memory: with a memory cgroup (cgroups.py) the limit is the cgroup's, with no swap. The kit reads
+the cgroup's OOM-kill count from outside and reports such a death as `out_of_memory`. Inside, a
+warm server reads the same count read-only where a container has it, as in docker. Without a
+cgroup the limit is RLIMIT_AS: a failed allocation is the program's own error. The stack's soft
+limit is its hard limit either way: memory bounds a deep recursion, not the shell's `ulimit -s`.
+The time limit kills everything a command started.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ class Confinement:
     @property
     def memory_limit(self) -> str:
         return self.cgroups.label if self.cgroups is not None else "rlimit_as"
+
+    @property
+    def stack_limit(self) -> str:
+        """The stack's limit inside: the hard one, the most the host lets a bare tool have."""
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+        return "unlimited" if hard == resource.RLIM_INFINITY else f"{hard // 1024} KiB"
 
 
 def sandbox_mode(settings: Settings | None = None) -> str:
@@ -176,7 +184,11 @@ def start(
     if confinement.wrapper is not None:
         status = os.pipe()
         command = confinement.wrapper.command(
-            argv, work_dir=work, tmpfs_mb=limits.tmpfs_mb, status_fd=status[1]
+            argv,
+            work_dir=work,
+            tmpfs_mb=limits.tmpfs_mb,
+            status_fd=status[1],
+            counters=cgroup.counters() if cgroup is not None else (),
         )
 
     def prepare() -> None:  # in the child, before exec
@@ -185,6 +197,10 @@ def start(
         else:
             limit = limits.memory_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # A bare tool may take its hard limit (`ulimit -s unlimited`); under a shell's 8 MB soft
+        # one, coqc calls a deep but legal proof a "Stack overflow.".
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     try:
@@ -506,7 +522,12 @@ def _identify(box: LocalSandbox, image: str, argv: Sequence[str]) -> str:
 class LocalBackend:
     def __init__(self, settings: Settings | None = None, notify: Notify | None = None):
         self.confinement = confine(settings or Settings(), notify or notify_stderr)
-        tools = {"os": platform.platform(), "memory_limit": self.confinement.memory_limit}
+        confinement = self.confinement
+        tools = {
+            "os": platform.platform(),
+            "memory_limit": confinement.memory_limit,
+            "stack_limit": confinement.stack_limit,
+        }
         if self.confinement.wrapper is not None:
             tools["sandbox"] = self.confinement.wrapper.version
         self.info = BackendInfo(name="local", isolation=self.confinement.isolation, tools=tools)
