@@ -71,12 +71,24 @@ def test_without_a_memory_cgroup_the_address_space_limit_leaves_the_stack_to_mem
     assert backend.confinement.memory_limit == "rlimit_as"
 
 
-def test_a_sandbox_reads_its_own_oom_count_where_a_container_does_and_cannot_write_it(tmp_path):
+@pytest.fixture
+def cgroup_backend(tmp_path) -> LocalBackend:
+    """A local backend with bubblewrap and memory cgroups (skipped where there are none)."""
     backend = LocalBackend(Settings(cache_dir=tmp_path / "cache"), notify=lambda _: None)
-    confinement = backend.confinement
-    if confinement.wrapper is None or confinement.cgroups is None:
+    if backend.confinement.wrapper is None or backend.confinement.cgroups is None:
         pytest.skip("needs bubblewrap and a writable memory cgroup")
-    inside = INSIDE_COUNTER[confinement.cgroups.version]
+    return backend
+
+
+def counter_inside(backend: LocalBackend) -> str:
+    assert backend.confinement.cgroups is not None
+    return INSIDE_COUNTER[backend.confinement.cgroups.version]
+
+
+def test_a_sandbox_reads_its_own_oom_count_where_a_container_does_and_cannot_write_it(
+    cgroup_backend,
+):
+    backend, inside = cgroup_backend, counter_inside(cgroup_backend)
     script = f"grep '^oom_kill ' {inside}; echo 1 > {inside} || echo refused"
     with backend.sandbox("test", Limits(timeout_s=30, memory_mb=256)) as box:
         channel = box.spawn(["sh", "-c", script])
@@ -84,3 +96,20 @@ def test_a_sandbox_reads_its_own_oom_count_where_a_container_does_and_cannot_wri
         channel.close()
     assert said.splitlines()[0] == "oom_kill 0"
     assert Path(inside).name in said  # the shell names the file it could not write
+
+
+def test_a_servers_child_killed_for_memory_is_counted_by_the_kit_from_outside(cgroup_backend):
+    """The server lives on; the kit's count and the one the server reads inside agree."""
+    backend, inside = cgroup_backend, counter_inside(cgroup_backend)
+    hog = "python3 -c 'b = bytearray(1 << 30)'"
+    script = f"echo started; read go; {hog}; echo exit $?; grep '^oom_kill ' {inside}; cat"
+    with backend.sandbox("test", Limits(timeout_s=60, memory_mb=200)) as box:
+        server = box.spawn(["sh", "-c", script])
+        server.read_until(b"started\n", 30)
+        before = server.oom_kills()
+        server.send(b"go\n")
+        said = server.read_until(b"oom_kill 1\n", 60).decode()
+        after, alive = server.oom_kills(), server.alive()
+        server.close()
+    assert (before, after, alive) == (0, 1, True)
+    assert "exit 137" in said  # SIGKILL, as the shell reports it

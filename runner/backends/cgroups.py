@@ -46,14 +46,18 @@ class MemoryCgroup:
         name = "memory.events" if self.version == 2 else "memory.oom_control"
         return [(self.path / name, INSIDE_COUNTER[self.version])]
 
+    def oom_kills(self) -> int | None:
+        """How many processes the kernel OOM-killed here; None on old v1 kernels (no count)."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        match = re.search(r"^oom_kill (\d+)$", _read(self.path / name), re.MULTILINE)
+        return int(match[1]) if match else None
+
     def out_of_memory(self, *, killed: bool) -> bool:
         """Whether the kernel OOM-killed a process here. `killed`: the command died of SIGKILL
-        (used only on old v1 kernels without an oom_kill counter, with the limit's hit count)."""
-        if self.version == 2:
-            return _counter(self.path / "memory.events", "oom_kill") > 0
-        control = _read(self.path / "memory.oom_control")
-        if re.search(r"^oom_kill \d+$", control, re.MULTILINE):
-            return _counter(self.path / "memory.oom_control", "oom_kill") > 0
+        (used only on old v1 kernels without an oom_kill count, with the limit's hit count)."""
+        kills = self.oom_kills()
+        if kills is not None:
+            return kills > 0
         return killed and int(_read(self.path / "memory.failcnt") or 0) > 0
 
     def pids(self) -> list[int]:
@@ -219,11 +223,6 @@ def _inside(mount: tuple[str, Path], cgroup_path: str) -> Path:
     root, point = mount
     relative = cgroup_path[len(root) :] if cgroup_path.startswith(root) else cgroup_path
     return point / relative.lstrip("/")
-
-
-def _counter(path: Path, name: str) -> int:
-    match = re.search(rf"^{name} (\d+)$", _read(path), re.MULTILINE)
-    return int(match[1]) if match else 0
 
 
 def _read(path: Path) -> str:

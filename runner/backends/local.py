@@ -355,10 +355,11 @@ class LocalChannel:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def out_of_memory(self) -> bool:
-        """Whether the kernel OOM-killed a process of this server (e.g. a forked check)."""
+    def oom_kills(self) -> int | None:
+        """The kit's own reading of the server cgroup's OOM-kill count, taken from outside the
+        sandbox (a forked check's death counts too); None without a cgroup."""
         cgroup = self._started.cgroup
-        return cgroup is not None and cgroup.out_of_memory(killed=False)
+        return cgroup.oom_kills() if cgroup is not None else None
 
     def close(self) -> None:
         _kill_group(self._proc.pid)
