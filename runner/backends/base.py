@@ -63,6 +63,11 @@ class Channel(Protocol):
 
     def alive(self) -> bool: ...
 
+    def oom_kills(self) -> int | None:
+        """The kit's own reading, from outside the sandbox, of how many of the server's
+        processes the kernel killed for memory; None where the kit cannot read it."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -135,6 +135,10 @@ class DockerChannel:
         except DAEMON_ERRORS:
             return False
 
+    def oom_kills(self) -> int | None:
+        """Not read from here: a server reads its container's count inside (read-only there)."""
+        return None
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             _raw(self._sock).shutdown(socket.SHUT_RDWR)
