@@ -20,7 +20,7 @@ from runner.core.errors import InfraFailure
 from runner.core.models import CheckRequest, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import alphageometry
-from runner.provers.alphageometry import categories, outcomes, problems, validator
+from runner.provers.alphageometry import categories, judging, source, validator
 from runner.provers.alphageometry.engines import Policy, Run
 from tests.helpers import ARTIFACTS, artifact, resolved
 from tests.support.alphageometry import shared_data
@@ -336,8 +336,8 @@ PLACED_ON_A_POINT = {  # what the newclid driver reports: clause 4 drawn only on
 def outcome_of_report(report: dict) -> Outcome:
     """The record the kit makes of one newclid driver report on REDEFINED."""
     done = Completed(argv=["python3"], exit_code=0, stdout=b"", stderr=b"")
-    problem = problems.Problem(title="redefined", line=REDEFINED)
-    return outcomes.from_run(problem, Run(report, done), None, "newclid", Policy(), 120)
+    problem = source.Problem(title="redefined", line=REDEFINED)
+    return judging.from_run(problem, Run(report, done), None, "newclid", Policy(), 120)
 
 
 def test_newclids_solve_on_a_degenerate_diagram_carries_alphageometrys_outcome():
@@ -396,8 +396,8 @@ def test_a_problem_file_is_cut_only_where_alphageometry_cuts_it(inside):
     text = f"first\n{first}\nsecond\na b c = triangle a b c ? perp a b a c\n"
     [(title, content), (other, _)] = alphageometry.ADAPTER.split("two.txt", text)
     assert (title, other) == ("first", "second")
-    read = problems.read_problem(title, content)
-    assert read == problems.Problem(title="first", line=first)
+    read = source.read_problem(title, content)
+    assert read == source.Problem(title="first", line=first)
     # one clause with two ` = `: no `; ` separates them, as AlphaGeometry reads it
     fault = validator.validate(read.line)
     assert fault is not None and (fault.syntax_class, fault.index) == ("ValueError", 0)
@@ -408,15 +408,15 @@ def test_a_title_glued_to_its_problem_by_a_separator_is_not_a_solved_problem(ins
     # Read as two lines this is a title and a problem DD+AR solves; AlphaGeometry reads one line
     # whose first clause defines points `glued`, `title<sep>a`, `b`, `c` and then uses `a`.
     line = f"glued title{inside}a b c = triangle a b c ? perp a b a c"
-    read = problems.read_problem("glued.txt", line + "\n")
-    assert read == problems.Problem(title="glued.txt", line=line)
+    read = source.read_problem("glued.txt", line + "\n")
+    assert read == source.Problem(title="glued.txt", line=line)
     fault = validator.validate(read.line)
     assert fault is not None and (fault.syntax_class, fault.index) == ("KeyError", 0)
 
 
 @pytest.mark.parametrize("end", NOT_LINE_BREAKS, ids=lambda c: f"U+{ord(c):04X}")
 def test_only_spaces_and_tabs_are_stripped_from_a_problem_line(end):
-    read = problems.read_problem("t", f"t\n \ta b c = triangle a b c ? perp a b a c{end} \t\n")
+    read = source.read_problem("t", f"t\n \ta b c = triangle a b c ? perp a b a c{end} \t\n")
     assert read.line == f"a b c = triangle a b c ? perp a b a c{end}"
     fault = validator.validate(read.line)  # the goal names point `c<end>`, which nothing defines
     assert fault is not None and (fault.syntax_class, fault.index) == ("KeyError", 1)
@@ -435,15 +435,15 @@ def test_carriage_returns_end_lines_as_in_alphageometrys_text_mode(newline):
     )
     split = alphageometry.ADAPTER.split("crlf.txt", text)
     assert [title for title, _ in split] == ["first", "second"]
-    read = problems.read_problem(*split[1])
-    assert read == problems.Problem(title="second", line="a b = segment a b ? cong a b b a")
+    read = source.read_problem(*split[1])
+    assert read == source.Problem(title="second", line="a b = segment a b ? cong a b b a")
 
 
 def test_a_line_of_blanks_is_a_line_as_in_alphageometry():
     text = "first\n  \t\na b c = triangle a b c ? perp a b a c\n"
     assert alphageometry.ADAPTER.split("blank.txt", text) == [("blank.txt", text)]
-    read = problems.read_problem("blank.txt", text)
-    assert isinstance(read, problems.FormatError) and "found 3 lines" in read.reason
+    read = source.read_problem("blank.txt", text)
+    assert isinstance(read, source.FormatError) and "found 3 lines" in read.reason
 
 
 def test_a_jsonl_record_keeps_a_raw_line_separator_inside_its_problem():
@@ -451,7 +451,7 @@ def test_a_jsonl_record_keeps_a_raw_line_separator_inside_its_problem():
     text = json.dumps(record, ensure_ascii=False) + "\n" + json.dumps({**record, "title": "two"})
     [(title, content), (other, _)] = alphageometry.ADAPTER.split("records.jsonl", text)
     assert (title, other) == ("sep", "two")
-    assert problems.read_problem(title, content).line == record["problem"]
+    assert source.read_problem(title, content).line == record["problem"]
 
 
 # Titles a user may write that start like JSON: a text problem is read as text all the same.
@@ -465,7 +465,7 @@ BRACED_TITLES = [
 @pytest.mark.parametrize("title", BRACED_TITLES)
 def test_a_text_problem_whose_title_starts_with_a_brace_is_read_as_text(title):
     line = "a b c = triangle a b c ? perp a b a c"
-    assert problems.read_problem("p.txt", f"{title}\n{line}\n") == problems.Problem(title, line)
+    assert source.read_problem("p.txt", f"{title}\n{line}\n") == source.Problem(title, line)
     text = f"{title}\n{line}\nsecond\na b = segment a b ? cong a b b a\n"
     assert [t for t, _ in alphageometry.ADAPTER.split("p.txt", text)] == [title, "second"]
 
@@ -473,13 +473,13 @@ def test_a_text_problem_whose_title_starts_with_a_brace_is_read_as_text(title):
 def test_only_one_whole_json_object_with_the_problem_text_is_a_record():
     line = "a b c = triangle a b c ? perp a b a c"
     record = json.dumps({"title": "r", "problem": line})
-    assert problems.read_problem("r.json", f" {record}\n") == problems.Problem("r", line)
-    no_text = problems.read_problem("r.json", '{"title": "r"}')
-    assert no_text == problems.FormatError(
-        "the JSON record has no problem text (one of: " + ", ".join(problems.TEXT_KEYS) + ")"
+    assert source.read_problem("r.json", f" {record}\n") == source.Problem("r", line)
+    no_text = source.read_problem("r.json", '{"title": "r"}')
+    assert no_text == source.FormatError(
+        "the JSON record has no problem text (one of: " + ", ".join(source.TEXT_KEYS) + ")"
     )
-    broken = problems.read_problem("r.json", '{"title": "r", "problem": "a b = segment a b"\n')
-    assert isinstance(broken, problems.FormatError)
+    broken = source.read_problem("r.json", '{"title": "r", "problem": "a b = segment a b"\n')
+    assert isinstance(broken, source.FormatError)
     assert broken.reason.endswith("(read as text: it is not one JSON object)")
 
 

@@ -34,7 +34,7 @@ from runner.images.api import list_images
 from runner.images.lock import Kit
 from runner.images.state import ImageState
 from runner.provers import alphageometry
-from runner.provers.alphageometry import problems, validator
+from runner.provers.alphageometry import source, validator
 from tests.helpers import ARTIFACTS
 from tests.support.alphageometry import shared_data
 
@@ -418,8 +418,8 @@ def test_the_validator_alone_predicts_alphageometrys_syntax_errors():
     finds nothing (drawing errors it may predict, or leave to the engine)."""
     wrong = []
     for row in recorded_table():
-        read = problems.read_problem(row["case"], row["line"] + "\n")
-        if isinstance(read, problems.FormatError):
+        read = source.read_problem(row["case"], row["line"] + "\n")
+        if isinstance(read, source.FormatError):
             assert row["outcome"] == "format_error", row["case"]
             continue
         fault = validator.validate(read.line)

@@ -13,10 +13,10 @@ would read a problem otherwise, its driver does it AlphaGeometry's way; where ne
 alone decides otherwise, the record says AlphaGeometry's outcome beside newclid's; and
 tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on malformed problems.
 
-Modules: problems (input formats), definitions + validator (the kit's DSL check), engines (the
-in-sandbox drivers and their jobs), worker (the server that imports the engine once), outcomes
-(NL2AGBench's categories → verdicts), categories (batch tables); sandbox/ holds the scripts that
-run inside the sandbox.
+Modules: source.py reads the input formats; definitions.py and validator.py are the kit's DSL
+check; engines.py holds the in-sandbox drivers and their jobs; worker.py is the server that
+imports the engine once; judging.py maps NL2AGBench's categories to verdicts; categories.py
+makes the batch tables. sandbox/ holds the scripts that run inside the sandbox.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from runner.provers.alphageometry import (
     categories,
     definitions,
     engines,
-    outcomes,
-    problems,
+    judging,
+    source,
     validator,
     worker,
 )
@@ -133,7 +133,7 @@ def probe(image: str) -> dict[str, list[str]]:
 
 
 def split(name: str, content: str) -> list[tuple[str, str]]:
-    return problems.split_file(name, content)
+    return source.split_file(name, content)
 
 
 def summary(results: list[CheckResult]) -> Table:
@@ -149,15 +149,15 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     """
     options = request.options_as(AlphaGeometryOptions)
     engine = options.engine
-    read = problems.read_problem(request.name, request.content, lenient=options.fences == "strip")
-    if isinstance(read, problems.FormatError):
-        return outcomes.format_error(request.name, read)
+    read = source.read_problem(request.name, request.content, lenient=options.fences == "strip")
+    if isinstance(read, source.FormatError):
+        return judging.format_error(request.name, read)
     fault = validator.validate(read.line)
     if fault is not None and options.syntax_check == "validator":
-        return outcomes.from_fault(read, fault, engine)
+        return judging.from_fault(read, fault, engine)
     server = sandboxes.server(worker.server_spec(engine))
     run = worker.run_on(server, read, options.policy, request.timeout_s)
-    return outcomes.from_run(read, run, fault, engine, options.policy, request.timeout_s)
+    return judging.from_run(read, run, fault, engine, options.policy, request.timeout_s)
 
 
 ADAPTER = ProverAdapter(
@@ -168,7 +168,7 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     options=AlphaGeometryOptions,
-    split=problems.split_file,
+    split=source.split_file,
     summary=summary,
     description="AlphaGeometry DSL problems, solved by DD+AR (newclid or ag4masses)",
 )

@@ -8,7 +8,7 @@ from importlib.resources import files
 
 from runner.backends.base import Completed
 from runner.provers.alphageometry import definitions
-from runner.provers.alphageometry.problems import Problem
+from runner.provers.alphageometry.source import Problem
 
 ENGINES = ("newclid", "ag4masses")
 REPORT_MARK = b"PROOFLOCK-AG-REPORT "

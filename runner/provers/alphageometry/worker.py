@@ -12,7 +12,7 @@ from __future__ import annotations
 from runner.backends.base import Completed
 from runner.provers.alphageometry import engines
 from runner.provers.alphageometry.engines import Policy, Run
-from runner.provers.alphageometry.problems import Problem
+from runner.provers.alphageometry.source import Problem
 from runner.provers.common import jsonlines
 from runner.provers.common.server import SandboxServer, ServerSpec
 

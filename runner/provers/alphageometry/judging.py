@@ -17,7 +17,7 @@ import re
 
 from runner.core.models import Diagnostic, JsonValue, Outcome, Trust, Verdict
 from runner.provers.alphageometry.engines import Policy, Run
-from runner.provers.alphageometry.problems import FormatError, Problem
+from runner.provers.alphageometry.source import FormatError, Problem
 from runner.provers.alphageometry.validator import Fault
 
 VERDICTS = {
