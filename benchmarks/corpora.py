@@ -8,9 +8,12 @@ is labelled by the bare tool, one process per file, one after another; the kit c
 files in one `Checker` with its default workers. A row says how many agree, how many the kit
 refuses by design, and names each disagreement. `quick` takes the CI samples.
 
-    python -m benchmarks.corpora [--quick] [--backend local|docker] [--json OUT] [CORPUS ...]
+    python -m benchmarks.corpora [--quick] [--backend local|docker] [--json OUT]
+                                 [--progress LOG] [--only PREFIX] [--interleave]
+                                 [--bare-boot-each] [CORPUS ...]
         the same, with one line per disagreement and design refusal, and every file's label and
-        verdict in OUT
+        verdict in OUT (LOG: a line per label and verdict as it comes); HOL Light's bare labels
+        come from one boot with a child forked per file, or a boot per file (--bare-boot-each)
     python -m benchmarks.corpora --speed [--backend local|docker]
         the kit end to end against bare coqc, and coqc + coqchk, per file on a fixed fifth of
         Coq 8.16.1's suite, and where the kit's time went (its records' phases)
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import sys
 import time
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.asymptote import bare_where
+from benchmarks.hol_light_fork_labels import bare_hol_light_forked
 from benchmarks.table import Row, markdown, median_ms
 from runner.check.checker import Checker
 from runner.core.models import CheckRequest, CheckResult
@@ -140,6 +145,26 @@ class Compared:
         }
 
 
+@dataclass
+class RunOptions:
+    """How main runs the corpora: which files, and what it writes as it goes."""
+
+    only: tuple[str, ...] = ()  # the files whose names start so (`jgex:`, `success/`)
+    progress: Path | None = None  # a line per label and per verdict as each comes
+    # File by file, the bare label then the kit's check, never both at once: a run cut short
+    # still pairs every file it reached (in an order by hash, so those are a fair sample).
+    interleave: bool = False
+
+    def journal(self, side: str, name: str, **said: object) -> None:
+        if self.progress is not None:
+            line = {"side": side, "name": name, "at": time.strftime("%H:%M:%S"), **said}
+            with self.progress.open("a") as journal:
+                journal.write(json.dumps(line) + "\n")
+
+
+RUN = RunOptions()
+
+
 def compare(
     corpus: str,
     names: list[str],
@@ -150,15 +175,33 @@ def compare(
 ) -> Compared:
     """Label each file by the bare tool, then check them all in one kit Checker."""
     compared = Compared(corpus)
-    started = time.monotonic()
-    for name in names:
-        compared.bare[name] = label(name)
-    compared.bare_total_s = time.monotonic() - started
+    names = [n for n in names if not RUN.only or n.startswith(RUN.only)]
     settings = Settings(backend=backend, cache=False, retries=0, timeout=timeout_s)
+
+    def labelled(name: str) -> None:
+        started = time.monotonic()
+        compared.bare[name] = bare = label(name)
+        compared.bare_total_s += time.monotonic() - started
+        RUN.journal("bare", name, accepted=bare.accepted, timed_out=bare.timed_out, s=bare.wall_s)
+
+    def checked(name: str, result: CheckResult) -> None:
+        compared.kit[name] = result
+        RUN.journal("kit", name, verdict=result.verdict.value, s=result.provenance.wall_ms / 1000)
+
+    if RUN.interleave:
+        with Checker(settings) as checker:
+            for name in sorted(names, key=lambda n: hashlib.sha256(n.encode()).hexdigest()):
+                labelled(name)
+                started = time.monotonic()
+                checked(name, next(checker.map([request(name)])))
+                compared.kit_total_s += time.monotonic() - started
+        return compared
+    for name in names:
+        labelled(name)
     started = time.monotonic()
     with Checker(settings) as checker:
         for name, result in zip(names, checker.map(request(n) for n in names), strict=True):
-            compared.kit[name] = result
+            checked(name, result)
     compared.kit_total_s = time.monotonic() - started
     return compared
 
@@ -190,8 +233,11 @@ def coq_suite(quick: bool, backend: str = "local", line: str = "rocq") -> Compar
     return compare(corpus, names, labels.__getitem__, request, backend, COQ_TIMEOUT_S)
 
 
-def hol_light_examples_corpus(quick: bool, backend: str = "local") -> Compared | str:
-    """HOL Light's own examples (or the CI sample) beside a fresh bare toplevel for each."""
+def hol_light_examples_corpus(
+    quick: bool, backend: str = "local", boot_each: bool = False
+) -> Compared | str:
+    """HOL Light's own examples (or the CI sample) beside bare hol-light: one boot, each file in
+    a child forked from it (bare_hol_light_forked), or with `boot_each` a fresh boot per file."""
     files = hol_light_examples()
     if not files:
         return "HOL Light's Examples/ are not here: apt-get install hol-light"
@@ -204,8 +250,18 @@ def hol_light_examples_corpus(quick: bool, backend: str = "local") -> Compared |
         )
 
     corpus = f"HOL Light Examples/ ({'CI sample' if quick else 'core and Library only'})"
-    label = functools.partial(bare_hol_light, timeout_s=HOL_LIGHT_BARE_TIMEOUT_S)
-    return compare(corpus, names, lambda n: label(files[n]), request, backend, HOL_LIGHT_TIMEOUT_S)
+    if boot_each:
+        label = functools.partial(bare_hol_light, timeout_s=HOL_LIGHT_BARE_TIMEOUT_S)
+        return compare(
+            corpus, names, lambda n: label(files[n]), request, backend, HOL_LIGHT_TIMEOUT_S
+        )
+    started = time.monotonic()
+    labels, boot_s = bare_hol_light_forked({n: files[n] for n in names}, HOL_LIGHT_BARE_TIMEOUT_S)
+    bare_total_s = time.monotonic() - started
+    print(f"hol-light: bare boot {boot_s:.1f} s, then a forked child per file", file=sys.stderr)
+    compared = compare(corpus, names, labels.__getitem__, request, backend, HOL_LIGHT_TIMEOUT_S)
+    compared.bare_total_s = bare_total_s
+    return compared
 
 
 def alphageometry_sets(quick: bool, backend: str = "local") -> Compared | str:
@@ -325,7 +381,11 @@ def asymptote_gallery(quick: bool, backend: str = "local") -> Compared | str:
 CORPORA: dict[str, tuple[str, str, Callable[[bool, str], Compared | str]]] = {
     "coq": ("rocq", "coqc per file", coq_suite),
     "coq-8.20": ("rocq", "coqc 8.20.1 per file", functools.partial(coq_suite, line="rocq-8.20")),
-    "hol-light": ("hol-light", "hol-light toplevel per file", hol_light_examples_corpus),
+    "hol-light": (
+        "hol-light",
+        "hol-light, one boot, a forked child per file",
+        hol_light_examples_corpus,
+    ),
     "alphageometry": ("alphageometry", "newclid per problem", alphageometry_sets),
     "asymptote": ("asymptote", "asy -f png per file", asymptote_gallery),
 }
@@ -354,7 +414,30 @@ def main() -> int:
         action="store_true",
         help="the kit against bare coqc, and coqc + coqchk, on a fixed fifth of Coq's suite",
     )
+    parser.add_argument(
+        "--progress", type=Path, help="append each label and verdict to this file as it comes"
+    )
+    parser.add_argument(
+        "--only", action="append", default=[], help="only files whose names start so (repeatable)"
+    )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="file by file (in an order by hash), the bare label and then the kit's check",
+    )
+    parser.add_argument(
+        "--bare-boot-each",
+        action="store_true",
+        help="label each HOL Light file by a fresh boot of its own, not a child forked from one",
+    )
     args = parser.parse_args()
+    RUN.only, RUN.progress, RUN.interleave = tuple(args.only), args.progress, args.interleave
+    if args.bare_boot_each:
+        CORPORA["hol-light"] = (
+            "hol-light",
+            "hol-light, a fresh boot per file",
+            functools.partial(hol_light_examples_corpus, boot_each=True),
+        )
     if args.speed:
         print(json.dumps(coq_speed(args.backend), indent=1))
         return 0
