@@ -26,11 +26,12 @@ from runner.core.models import CheckRequest, Limits, Outcome, OutputFile, Trust,
 from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import compare as asy_compare
-from runner.provers.asymptote import diagnostics as asy_diagnostics
-from runner.provers.asymptote import guard, lexer
+from runner.provers.asymptote import guard
+from runner.provers.asymptote import judging as asy_judging
 from runner.provers.asymptote import outputs as asy_outputs
 from runner.provers.asymptote import reference as asy_reference
 from runner.provers.asymptote import render as asy_render
+from runner.provers.asymptote import source as asy_source
 from runner.records.checkpoint import inspect_chain, recorded_runs
 from runner.records.publish import publish, renders_dir
 from runner.report import write_report
@@ -250,7 +251,7 @@ def test_olympiad_module_works_where_installed_and_is_named_where_not(settings, 
         env={
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp_path),
-            "ASYMPTOTE_DIR": asy_diagnostics.EXTRA_MODULE_DIR,
+            "ASYMPTOTE_DIR": asy_render.EXTRA_MODULE_DIR,
         },
         capture_output=True,
         text=True,
@@ -280,7 +281,7 @@ def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit():
         done = asy_render.render(
             box, "artifact", artifact("asymptote", "kills_its_group.asy"), "png", 30
         )
-    outcome = asy_render.artifact_outcome(done, "png", 30)
+    outcome = asy_judging.artifact_outcome(done, "png", 30)
     assert outcome.verdict is Verdict.FAIL
     assert "cannot execute prooflock-no-such-tex" in outcome.diagnostics[0].message
 
@@ -306,7 +307,7 @@ def test_a_check_whose_time_ran_out_before_asy_started_is_a_timeout_not_the_mach
     with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
         done = asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 0.001)
     assert done.done.timed_out and not done.started
-    outcome = asy_render.artifact_outcome(done, "png", 0.001)
+    outcome = asy_judging.artifact_outcome(done, "png", 0.001)
     assert outcome.verdict is Verdict.TIMEOUT
     assert "ran out before asy started" in outcome.diagnostics[0].message
 
@@ -641,7 +642,7 @@ def test_the_lexer_builds_string_values_as_asy_does(tmp_path):
         timeout=60,
     )
     said = [[int(code) for code in line.split()] for line in done.stdout.splitlines()]
-    values = [t.text for t in lexer.tokenize(program) if t.kind == "string"][-len(literals) :]
+    values = [t.text for t in asy_source.tokenize(program) if t.kind == "string"][-len(literals) :]
     assert said == [[ord(c) for c in value] for value in values], done.stderr
 
 

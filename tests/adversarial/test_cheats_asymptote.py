@@ -49,6 +49,7 @@ from runner.core.models import CheckRequest, Limits, Outcome, Verdict
 from runner.core.settings import Settings
 from runner.provers import asymptote
 from runner.provers.asymptote import compare as asy_compare
+from runner.provers.asymptote import judging as asy_judging
 from runner.provers.asymptote import render as asy_render
 from tests.helpers import resolved
 from tests.support.docker_daemon import docker_skip_reason
@@ -662,7 +663,7 @@ def render_past_the_guard(backend: Backend, source: str) -> tuple[Outcome, list[
         leaked = leaks(mark, sandboxes)
     finally:
         sandboxes.close()
-    return asy_render.artifact_outcome(done, "png", 30), leaked + host.left(sandboxes)
+    return asy_judging.artifact_outcome(done, "png", 30), leaked + host.left(sandboxes)
 
 
 @pytest.mark.parametrize("backend", BACKENDS, indirect=True)

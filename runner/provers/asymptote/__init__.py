@@ -6,12 +6,12 @@ There is no independent re-check of a render: `pass` means asy, in safe mode, wi
 kpathsea's limits and the kit's converters, exited 0 and made the render the kit took from
 outside the diagram's reach (render.py); a render that code of the diagram wrote is `fail`.
 
-Before asy runs, the guard (guard.py) refuses, located, the few things containment cannot hold:
-writing settings that choose the programs asy runs (or their options, or the TeX engine beyond
-pdfTeX, or where modules load from), `settings` other than as `settings.NAME`, asy's raw
-evaluator, modules by path. Reading settings, `eval` (its text is checked where it runs, by
-prooflock.asy), any TeX and any module by name are asy's to decide. Then asy runs (render.py)
-under a frozen clock, writing only into `out/` below the source.
+Before asy runs, the guard (guard.py, on asy's tokens read by source.py) refuses, located, the few
+things containment cannot hold: writing settings that choose the programs asy runs (or their
+options, or the TeX engine beyond pdfTeX, or where modules load from), `settings` other than as
+`settings.NAME`, asy's raw evaluator, modules by path. Reading settings, `eval` (its text is
+checked where it runs, by prooflock.asy), any TeX and any module by name are asy's to decide. Then
+asy runs (render.py) under a frozen clock, writing only into `out/` below the source.
 
 Sandbox layout (fixed names, so no output byte or message holds a temp path or a user's file name):
 
@@ -20,16 +20,17 @@ Sandbox layout (fixed names, so no output byte or message holds a temp path or a
     .kit/                       the kit's module, converters and clock probe; the render taken
 
 asy runs once per diagram. With a reference, SSIM compares the render the record keeps
-(reference.py): the reference is rendered in the same format in a second sandbox, opened after
-the artifact's last run (the artifact's sandbox never holds it), and both kept renders are
-rasterized there (a PDF, before the reference runs) or in the kit (a PNG).
+(reference.py, with compare.py's keyword F1 and SSIM): the reference is rendered in the same format
+in a second sandbox, opened after the artifact's last run (the artifact's sandbox never holds it),
+and both kept renders are rasterized there (a PDF, before the reference runs) or in the kit (a
+PNG).
 
-Verdicts: pass (the guard allowed the source, asy exited 0 and made the render), fail (a refusal,
-a located asy error, a LaTeX error summary, a missing module, nothing drawn, a render the
-diagram wrote itself), timeout, memory, crash (asy killed by a signal without saying why).
-`Outcome.outputs` names the render (role `render`) by the sha256 of its normalized bytes, which
-Outcome.files carries; with a reference, also `reference`, `raster-artifact` and
-`raster-reference`.
+Verdicts (judging.py): pass (the guard allowed the source, asy exited 0 and made the render), fail
+(a refusal, a located asy error, a LaTeX error summary, a missing module, nothing drawn, a render
+the diagram wrote itself), timeout, memory, crash (asy killed by a signal without saying why).
+`Outcome.outputs` names the render (role `render`) by the sha256 of its normalized bytes
+(outputs.py), which Outcome.files carries; with a reference, also `reference`, `raster-artifact`
+and `raster-reference`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from typing import Literal
 from pydantic import Field
 
 from runner.core.models import Outcome, Trust
-from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import guard
+from runner.provers.asymptote import judging as asy_judging
 from runner.provers.asymptote import outputs as asy_outputs
 from runner.provers.asymptote import render as asy_render
 from runner.provers.asymptote.reference import compare_with_reference
@@ -83,7 +84,7 @@ def probe(image: str) -> dict[str, list[str]]:
     )
     # A module the kit pins (olympiad.asy) changes verdicts: its digest, or `missing`, is keyed.
     modules = (
-        f"p=$(ASYMPTOTE_DIR={asy_diagnostics.EXTRA_MODULE_DIR} asy -noV -c "
+        f"p=$(ASYMPTOTE_DIR={asy_render.EXTRA_MODULE_DIR} asy -noV -c "
         "'write(locatefile(\"olympiad.asy\"));' 2>/dev/null); "
         'if [ -n "$p" ]; then echo "olympiad.asy $(sha256sum < "$p" | cut -c1-64)"; '
         "else echo 'olympiad.asy missing'; fi"
@@ -113,7 +114,7 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
     else:
         artifact = asy_render.render(sandboxes.sandbox(), "artifact", request.content, fmt, timeout)
         timings.add("render", artifact.done)
-        outcome = asy_render.artifact_outcome(artifact, fmt, timeout)
+        outcome = asy_judging.artifact_outcome(artifact, fmt, timeout)
     if reference is not None:
         comparison = compare_with_reference(
             sandboxes, request, reference, outcome, fmt, timeout, timings

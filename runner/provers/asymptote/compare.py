@@ -21,7 +21,7 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
-from runner.provers.asymptote import lexer
+from runner.provers.asymptote import source as asy_source
 from runner.provers.common.lexing import c_like_code
 
 DIGITS = 4
@@ -41,7 +41,7 @@ RASTER_ARGS = (
 )
 # A PNG larger than this is not decoded for SSIM (a small file can claim a huge canvas).
 MAX_PNG_PIXELS = 40_000_000
-KEYWORDS = lexer.KEYWORDS | {"operator"}  # asy's keywords: `if (`, `while (` are no calls
+KEYWORDS = asy_source.KEYWORDS | {"operator"}  # asy's keywords: `if (`, `while (` are no calls
 CALL = re.compile(r"(?<!\w)([A-Za-z_]\w*)\s*\(")
 
 

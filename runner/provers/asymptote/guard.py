@@ -29,7 +29,7 @@ What remains refused, each because containment alone cannot hold it (asy 2.85 me
 - modules by path or URL: a path can name a file the diagram wrote while it ran (`out/x.asy`),
   code no check has read.
 
-Source the guard cannot read as asy does (lexer.Unreadable) is refused too. Refused where they
+Source the guard cannot read as asy does (source.Unreadable) is refused too. Refused where they
 run, since no source shows them: text run as code that uses these words, and `asy()`, which
 imports files by path (prooflock.asy); SVG made from a DVI file, whose PostScript specials
 dvisvgm would run outside ghostscript's SAFER (converters.sh: SVG comes through pdfTeX).
@@ -39,8 +39,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from runner.provers.asymptote import lexer
-from runner.provers.asymptote.lexer import Token
+from runner.provers.asymptote import source as asy_source
+from runner.provers.asymptote.source import Token
 from runner.provers.common.verdicts import Refusal
 
 
@@ -71,8 +71,8 @@ PLAIN_UNCHECKED = frozenset(("eval", "type", "mapArray", "asy", "cputime"))
 def refusals(source: str) -> list[Refusal]:
     """Every refused construct in `source`, located (line and column 1-based, as asy counts)."""
     try:
-        tokens = lexer.tokenize(source)
-    except lexer.Unreadable as exc:
+        tokens = asy_source.tokenize(source)
+    except asy_source.Unreadable as exc:
         message = f"refused: the kit cannot read this as asy does ({exc})"
         return [_refusal(source, exc.offset, message)]
     found = [_refusal(source, offset, message) for offset, message in _findings(tokens)]
@@ -234,7 +234,7 @@ def _is_op(token: Token, *texts: str) -> bool:
 
 
 def _refusal(source: str, offset: int, message: str) -> Refusal:
-    line, column = lexer.position(source, offset)
-    lines = lexer.lines(source)
+    line, column = asy_source.position(source, offset)
+    lines = asy_source.lines(source)
     context = lines[line - 1].strip() if 0 < line <= len(lines) else ""
     return Refusal(message=message, line=line, column=column, context=context)

@@ -27,6 +27,7 @@ from runner.backends.base import Sandbox
 from runner.core.models import Diagnostic, JsonValue, Outcome, OutputFile, Verdict
 from runner.provers.asymptote import compare as asy_compare
 from runner.provers.asymptote import guard
+from runner.provers.asymptote.judging import diagnostics_of
 from runner.provers.asymptote.render import KIT, WITH_WORK_TMPDIR, Render, Timings, render
 from runner.provers.base import ResolvedRequest, Sandboxes
 from runner.provers.common.verdicts import Refusal
@@ -159,7 +160,7 @@ def _pdf_raster(
 def _first_problem(failed: Render) -> str:
     if failed.done.timed_out:
         return "timed out"
-    for diagnostic in failed.diagnostics:
+    for diagnostic in diagnostics_of(failed):
         if diagnostic.severity == "error":
             return _where(diagnostic) + diagnostic.message
     return failed.missing or f"asy exited {failed.done.exit_code}"

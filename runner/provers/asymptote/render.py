@@ -1,4 +1,4 @@
-"""One asy run in a sandbox: the render, taken from where the diagram cannot write; diagnostics.
+"""One asy run in a sandbox: the render, taken from where the diagram cannot write.
 
 Layout, with fixed names so that no output byte or message holds a temp path or a user's file name:
 the source is `<dir>/diagram.asy`, compiled by `asy -cd <dir> -o out/diagram`. In safe mode, with
@@ -29,16 +29,12 @@ pdfTeX's PDF (`-tex pdflatex`): dvisvgm would run a DVI file's PostScript specia
 
 from __future__ import annotations
 
-import hashlib
 import shlex
-import signal
 from dataclasses import dataclass, field
 from importlib import resources
 
 from runner.backends.base import Completed, Sandbox
 from runner.core.errors import InfraFailure
-from runner.core.models import Diagnostic, JsonValue, Outcome, OutputFile, Verdict
-from runner.provers.asymptote import diagnostics as asy_diagnostics
 from runner.provers.asymptote import outputs as asy_outputs
 
 STEM = "diagram"
@@ -74,6 +70,8 @@ REFUSED_ENGINES = (
     "luatex lualatex luahbtex luajittex luajithbtex dviluatex dvilualatex texlua texluac "
     "xetex xelatex context mtxrun"
 )
+# Where a kit-pinned module such as olympiad.asy is looked for (besides asy's own directory).
+EXTRA_MODULE_DIR = "/usr/local/share/asymptote"
 FILE_LIMIT_MB = 128  # per file asy, TeX or a converter writes (a diagram needs a few MB)
 # $1: the source's directory, $2: the format. Makes out/ and a temp dir in HOME (the root and
 # /tmp may be read-only), the PATH directory of the converters and shadowed engines, probes the
@@ -105,7 +103,7 @@ RUN_ENV = {
     "TZ": "UTC",  # libfaketime reads FIXED_TIME as local time
     "SOURCE_DATE_EPOCH": asy_outputs.SOURCE_DATE_EPOCH,
     "FORCE_SOURCE_DATE": "1",  # pdfTeX: dates and /ID from SOURCE_DATE_EPOCH
-    "ASYMPTOTE_DIR": asy_diagnostics.EXTRA_MODULE_DIR,
+    "ASYMPTOTE_DIR": EXTRA_MODULE_DIR,
     "shell_escape": "f",  # kpathsea: no \write18 from a label (checked in the tests, both backends)
     "openout_any": "p",  # TeX writes nowhere but below its directory (out/)
     "openin_any": "p",  # and reads no absolute or `..` path
@@ -124,7 +122,7 @@ class Render:
     """One asy run: what it said, and the normalized render when asy made a valid one."""
 
     done: Completed
-    diagnostics: list[Diagnostic]
+    source: str  # the diagram's code: judging.diagnostics_of places asy's messages in it
     data: bytes | None = None
     started: bool = True  # asy ran (the check's time did not run out before it)
     missing: str | None = None  # why there is no render although asy exited 0
@@ -170,7 +168,7 @@ def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: flo
     argv += ["-cd", directory, "-f", fmt, "-o", f"{OUT}/{STEM}", SOURCE]
     done = sandbox.run(argv, timeout_s=timeout, env=RUN_ENV)
     started = _require_fixed_clock(sandbox, done)
-    result = Render(done=done, diagnostics=asy_diagnostics.parse(done.text, source, SOURCE))
+    result = Render(done=done, source=source)
     result.started = started
     if done.ok:
         result.data, result.missing = _taken(sandbox, directory, fmt)
@@ -231,41 +229,3 @@ def _read(sandbox: Sandbox, relpath: str) -> bytes | None:
         return sandbox.read_file(relpath)
     except FileNotFoundError:
         return None
-
-
-def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
-    done, diagnostics = artifact.done, list(artifact.diagnostics)
-    details: dict[str, JsonValue] = {}
-    if done.timed_out and not artifact.started:
-        message = "the check's time ran out before asy started (the kit's work counts against it)"
-        diagnostics.append(Diagnostic(message=message))
-        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
-    if done.timed_out:
-        diagnostics.append(Diagnostic(message=f"asy did not finish within {timeout:g} s"))
-        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
-    if done.out_of_memory:
-        return Outcome(verdict=Verdict.MEMORY, diagnostics=diagnostics, details=details)
-    if artifact.data is not None:
-        sha = hashlib.sha256(artifact.data).hexdigest()
-        return Outcome(
-            verdict=Verdict.PASS,
-            diagnostics=diagnostics,
-            details=details,
-            outputs=[OutputFile(role="render", format=fmt, sha256=sha)],
-            files={sha: artifact.data},
-        )
-    if artifact.missing is not None:
-        diagnostics.append(Diagnostic(message=artifact.missing))
-        return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)
-    said_why = any(d.severity == "error" for d in diagnostics)
-    if done.signal == signal.SIGXFSZ:
-        diagnostics.append(
-            Diagnostic(message=f"the render wrote a file larger than {FILE_LIMIT_MB} MiB")
-        )
-        return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)
-    if done.signal is not None and not said_why:
-        diagnostics.append(Diagnostic(message=f"asy died (signal {done.signal})"))
-        return Outcome(verdict=Verdict.CRASH, diagnostics=diagnostics, details=details)
-    if not said_why:
-        diagnostics.append(Diagnostic(message=f"asy exited {done.exit_code}"))
-    return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)

@@ -1,5 +1,6 @@
-"""asy's messages as normalized diagnostics: `file: line.col: message`, module errors, LaTeX errors.
+"""asy's run judged: its messages as diagnostics, then the verdict (`artifact_outcome`).
 
+Diagnostics read `file: line.col: message`; module errors and LaTeX errors are normalized too.
 asy locates its own errors as `diagram.asy: 3.1: syntax error` (line and column 1-based); errors
 inside a library module keep that module's base name and position in the message (no install
 paths). LaTeX runs on the labels at shipout; its `! ...` errors are summarized in one diagnostic
@@ -8,10 +9,13 @@ whose context is the offending label, found back in the artifact when it appears
 
 from __future__ import annotations
 
+import hashlib
 import re
+import signal
 
-from runner.core.models import Diagnostic
-from runner.provers.asymptote import lexer
+from runner.core.models import Diagnostic, JsonValue, Outcome, OutputFile, Verdict
+from runner.provers.asymptote import source as asy_source
+from runner.provers.asymptote.render import EXTRA_MODULE_DIR, FILE_LIMIT_MB, SOURCE, Render
 
 LOCATED = re.compile(r"^(?P<file>[^\n:]+?): (?P<line>\d+)\.(?P<column>\d+): (?P<message>.*)$")
 MODULE_MISSING = re.compile(r"^error: could not load module '(?P<module>[^']*)'")
@@ -22,8 +26,6 @@ TEX_MISSING_FILE = re.compile(r"File `(?P<file>[^']+)' not found")
 TEX_NOISE = ("Emergency stop", "==> Fatal error occurred")
 KIT_MESSAGE = re.compile(r"^prooflock: (?P<message>.+)$")  # converters.sh, on stderr
 KIT_MODULE = "prooflock.asy"  # its refusals say what was refused; where is the diagram's call
-# Where a kit-pinned module such as olympiad.asy is looked for (besides asy's own directory).
-EXTRA_MODULE_DIR = "/usr/local/share/asymptote"
 NOT_IN_DEBIAN = {
     "olympiad": (
         "olympiad.asy is not installed in this environment: Debian's asymptote does not ship it; "
@@ -34,18 +36,62 @@ NOT_IN_DEBIAN = {
 }
 
 
+def diagnostics_of(run: Render) -> list[Diagnostic]:
+    """What asy said in `run`, placed in the diagram it compiled."""
+    return parse(run.done.text, run.source, SOURCE)
+
+
+def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
+    """The verdict on one run: `pass` only for a render asy made itself."""
+    done, diagnostics = artifact.done, diagnostics_of(artifact)
+    details: dict[str, JsonValue] = {}
+    if done.timed_out and not artifact.started:
+        message = "the check's time ran out before asy started (the kit's work counts against it)"
+        diagnostics.append(Diagnostic(message=message))
+        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
+    if done.timed_out:
+        diagnostics.append(Diagnostic(message=f"asy did not finish within {timeout:g} s"))
+        return Outcome(verdict=Verdict.TIMEOUT, diagnostics=diagnostics, details=details)
+    if done.out_of_memory:
+        return Outcome(verdict=Verdict.MEMORY, diagnostics=diagnostics, details=details)
+    if artifact.data is not None:
+        sha = hashlib.sha256(artifact.data).hexdigest()
+        return Outcome(
+            verdict=Verdict.PASS,
+            diagnostics=diagnostics,
+            details=details,
+            outputs=[OutputFile(role="render", format=fmt, sha256=sha)],
+            files={sha: artifact.data},
+        )
+    if artifact.missing is not None:
+        diagnostics.append(Diagnostic(message=artifact.missing))
+        return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)
+    said_why = any(d.severity == "error" for d in diagnostics)
+    if done.signal == signal.SIGXFSZ:
+        diagnostics.append(
+            Diagnostic(message=f"the render wrote a file larger than {FILE_LIMIT_MB} MiB")
+        )
+        return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)
+    if done.signal is not None and not said_why:
+        diagnostics.append(Diagnostic(message=f"asy died (signal {done.signal})"))
+        return Outcome(verdict=Verdict.CRASH, diagnostics=diagnostics, details=details)
+    if not said_why:
+        diagnostics.append(Diagnostic(message=f"asy exited {done.exit_code}"))
+    return Outcome(verdict=Verdict.FAIL, diagnostics=diagnostics, details=details)
+
+
 def parse(output: str, source: str, source_name: str) -> list[Diagnostic]:
     """Diagnostics from asy's combined output, for the artifact `source` compiled as `source_name`.
 
     Lines are matched in order; LaTeX's `! message` errors are gathered into one summary placed
     where the first of them appeared.
     """
-    lines = lexer.lines(source)
+    lines = asy_source.lines(source)
     diagnostics: list[Diagnostic] = []
     tex_errors: list[tuple[str, str | None]] = []
     tex_at: int | None = None
     pending_tex: str | None = None
-    for raw in lexer.lines(output):
+    for raw in asy_source.lines(output):
         raw = raw.rstrip()
         if pending_tex is not None and (input_line := TEX_INPUT_LINE.match(raw)):
             tex_errors.append((pending_tex, _label_text(input_line["text"])))
@@ -126,7 +172,7 @@ def _latex_summary(errors: list[tuple[str, str | None]], source: str) -> Diagnos
 
 def _find(pattern: re.Pattern[str], source: str) -> tuple[int | None, int | None, str | None]:
     """1-based line and column of the first match of `pattern` in `source`, and that line."""
-    for number, text in enumerate(lexer.lines(source), start=1):
+    for number, text in enumerate(asy_source.lines(source), start=1):
         if found := pattern.search(text):
             return number, found.start() + 1, text.strip()
     return None, None, None
