@@ -32,14 +32,16 @@ LIMITS = Limits(timeout_s=30, memory_mb=512, pids=64)
 
 @pytest.fixture(scope="module")
 def warm():
-    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
+    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages(Settings()))
     yield backend
     backend.close()
 
 
 @pytest.fixture(scope="module")
 def strict():
-    backend = DockerBackend(Settings(backend="docker", isolation="strict"), LockedImages())
+    backend = DockerBackend(
+        Settings(backend="docker", isolation="strict"), LockedImages(Settings())
+    )
     yield backend
     backend.close()
 
@@ -293,7 +295,9 @@ def test_a_check_whose_container_dies_is_retried_on_a_fresh_one(tmp_path):
 
 
 def test_strict_starts_the_next_fresh_container_ahead_and_close_removes_all():
-    backend = DockerBackend(Settings(backend="docker", isolation="strict"), LockedImages())
+    backend = DockerBackend(
+        Settings(backend="docker", isolation="strict"), LockedImages(Settings())
+    )
     ids = []
     try:
         for _ in range(3):

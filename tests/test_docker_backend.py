@@ -31,7 +31,7 @@ HOSTILE_WRITE = (
 @pytest.fixture(scope="module")
 def backend():
     settings = Settings(backend="docker", isolation="strict")
-    docker_backend = DockerBackend(settings, LockedImages())
+    docker_backend = DockerBackend(settings, LockedImages(settings))
     yield docker_backend
     docker_backend.close()
 
@@ -123,7 +123,7 @@ def test_loop_ends_as_timeout(docker_settings):
 
 
 def test_warm_isolation_reuses_the_container_but_not_what_a_check_left():
-    warm = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
+    warm = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages(Settings()))
     limits = Limits(timeout_s=20, memory_mb=512, pids=64)
     litter = (
         "echo x > /work/left; echo x > /tmp/left; echo x > /dev/shm/left; "
@@ -147,7 +147,9 @@ CPU_QUOTA = "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cp
 
 @pytest.mark.parametrize("isolation", ["strict", "warm"])
 def test_a_server_boots_with_its_boot_cpus_and_serves_with_the_checks(isolation):
-    backend = DockerBackend(Settings(backend="docker", isolation=isolation), LockedImages())
+    backend = DockerBackend(
+        Settings(backend="docker", isolation=isolation), LockedImages(Settings())
+    )
     limits = Limits(timeout_s=20, memory_mb=256, pids=64, cpus=1)
     spec = ServerSpec(
         name="quota server",

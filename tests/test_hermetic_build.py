@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.settings import Settings
 from runner.images import api
 from runner.images.api import BuildOutcome
 from runner.images.build import BuildOptions
@@ -36,7 +37,7 @@ KEPT = {"PROOFLOCK_CACHE_DIR", "PROOFLOCK_HOME"}  # where things are, not how bu
 def images_command(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     add_image_commands(parser.add_subparsers(dest="command"))
-    return cmd_images(parser.parse_args(["images", *argv]))
+    return cmd_images(parser.parse_args(["images", *argv]), Settings(), None)
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_newclid_builds_from_the_store_with_no_network_to_its_locked_id(
     assert images_command("vendor", IMAGE, "--lock", str(checkout)) == EXIT_OK
     said = capsys.readouterr().out
     assert f"{len(entry.downloads)} wheel" in said and "deb" in said
-    store = InputStore()
+    store = InputStore(Settings().cache_dir)
     assert all(store.has(download) for download in entry.downloads.values())
 
     networks = []
@@ -79,7 +80,7 @@ def test_newclid_builds_from_the_store_with_no_network_to_its_locked_id(
         return build(**kwargs)
 
     monkeypatch.setattr(client.api, "build", recording_build)
-    inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite)
+    inputs = resolve_inputs(kit.lock.transport, Settings(), suite=kit.lock.base.suite)
     (built,) = api.build_images(
         kit, [IMAGE], inputs, BuildOptions(nocache=True), rebuild=True, client=client
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.settings import Settings
 from runner.images import build, downloads, reproduce, vendor
 from runner.images.build import Arguments, BuildPlan, InputMissing
 from runner.images.inputs import BuildInputs, resolve_inputs
@@ -32,7 +33,9 @@ NETWORK = re.compile(
 )
 HELPER = re.compile(r"sh /tmp/build/[\w-]+")  # the store's helpers: apt-install, fetch, ...
 HERMETIC = sorted(LOCK.images)
-BUILD_INPUTS = BuildInputs("http://mirror.invalid/debian", "http://mirror.invalid/debian-security")
+BUILD_INPUTS = BuildInputs(
+    "http://mirror.invalid/debian", "http://mirror.invalid/debian-security", Path("/nonexistent")
+)
 
 
 def run_text(name: str) -> str:
@@ -258,7 +261,7 @@ def test_the_remote_store_is_named_by_its_new_name_or_its_first(variable, monkey
     monkeypatch.setenv(variable, "s3://bucket/inputs")
     monkeypatch.setenv("PROOFLOCK_APT_MIRROR", "http://mirror.invalid/debian")
 
-    inputs = resolve_inputs(LOCK.transport, suite="bookworm")
+    inputs = resolve_inputs(LOCK.transport, Settings(), suite="bookworm")
 
     assert inputs.store == "s3://bucket/inputs"
 
@@ -324,12 +327,12 @@ def test_vendor_pins_an_unpinned_input_on_first_use_and_writes_the_lock(tmp_path
     assert refused.startswith("lean: the input proj.bundle (git-bundle) has no sha256 in the lock")
     assert "`prooflock images vendor lean`" in refused
 
-    failed, pinned_now = vendor.pin_on_first_use(kit, "lean", InputStore())
+    failed, pinned_now = vendor.pin_on_first_use(kit, "lean", InputStore(Settings().cache_dir))
 
     written = load_lock(lock_path).images["lean"].downloads
     pinned = written["proj.bundle"]
     assert pinned.origin == f"git:file://{origin}@{commit}:" and pinned.sha256 != downloads.UNPINNED
-    assert InputStore().has(pinned)
+    assert InputStore(Settings().cache_dir).has(pinned)
     # the project's lake-manifest package comes with it, unpinned until it answers
     dep = written["proj-lake-dep.bundle"]
     assert dep.origin == f"git:https://example.invalid/dep.git@{'a' * 40}:"

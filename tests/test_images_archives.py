@@ -23,6 +23,7 @@ from runner.images.archives import (
 )
 from runner.images.state import image_id_of
 from runner.storage import StorageUnavailable
+from runner.storage.s3_settings import load_s3_settings
 from tests.support.s3_endpoint import endpoint_env, raw_client
 from tests.support.tiny_image import remove
 
@@ -84,17 +85,18 @@ def test_archives_travel_through_s3_and_fetch_image_takes_the_first_store_that_h
 ):
     for key, value in endpoint_env(s3_endpoint).items():
         monkeypatch.setenv(key, value)
-    where = save_to(client, tiny_image, f"s3://{s3_bucket}/store/images")
+    s3 = load_s3_settings()
+    where = save_to(client, tiny_image, f"s3://{s3_bucket}/store/images", s3)
     assert where == f"s3://{s3_bucket}/store/images/{archive_name(tiny_image)}"
-    assert save_to(client, tiny_image, f"s3://{s3_bucket}/store/images") == where  # kept
+    assert save_to(client, tiny_image, f"s3://{s3_bucket}/store/images", s3) == where  # kept
 
     remove(client, tiny_image)
-    assert load_archive(where, client) == tiny_image
+    assert load_archive(where, client, s3) == tiny_image
 
     remove(client, tiny_image)
     empty = tmp_path / "empty-store"
     assert not fetch_image(tiny_image, [str(empty)], client)
-    assert fetch_image(tiny_image, [str(empty), f"s3://{s3_bucket}/store"], client)
+    assert fetch_image(tiny_image, [str(empty), f"s3://{s3_bucket}/store"], client, s3)
     assert image_id_of(client, tiny_image) == tiny_image
 
     objects = raw_client(s3_endpoint).list_objects_v2(Bucket=s3_bucket)["Contents"]

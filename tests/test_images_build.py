@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.core.settings import Settings
 from runner.images import api
 from runner.images.api import BuildOutcome
 from runner.images.build import BuildOptions
@@ -57,7 +58,7 @@ def kit_of(workspace: Path) -> Kit:
 def images_command(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     add_image_commands(parser.add_subparsers(dest="command"))
-    return cmd_images(parser.parse_args(["images", *argv]))
+    return cmd_images(parser.parse_args(["images", *argv]), Settings(), None)
 
 
 # A rebuild to the locked ID from the store with no network: tests/test_hermetic_build.py; a
@@ -71,7 +72,9 @@ def test_changing_a_pin_changes_the_image_id(client, workspace, capsys):
     locked = kit.lock.images[IMAGE].image_id
     assert images_command("vendor", IMAGE, "--lock", str(kit.lock_path)) == EXIT_OK
     capsys.readouterr()
-    inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite, apt_mirror=DEAD)
+    inputs = resolve_inputs(
+        kit.lock.transport, Settings(), suite=kit.lock.base.suite, apt_mirror=DEAD
+    )
 
     (control,) = api.build_images(kit, [IMAGE], inputs, BuildOptions(), client=client)
     later = str(kit.lock.source_date_epoch + 86400)

@@ -37,6 +37,7 @@ from runner.images.flags import add_image_commands
 from runner.images.lock import DebFile, ImageEntry, load_lock, save_lock
 from runner.images.resolver import LockedImages
 from runner.images.state import discard, image_id_of
+from runner.storage.s3_settings import load_s3_settings
 from tests.support.s3_endpoint import endpoint_env, raw_client
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -219,7 +220,12 @@ def machine_of_its_own(tmp_path_factory, monkeypatch):
 def images_command(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     add_image_commands(parser.add_subparsers(dest="command"))
-    return cmd_images(parser.parse_args(["images", *argv]))
+    return cmd_images(parser.parse_args(["images", *argv]), Settings(), load_s3_settings())
+
+
+def state_file() -> Path:
+    """This machine's image state, under the cache dir the environment names."""
+    return machine.state_path(Settings().cache_dir)
 
 
 def against(url: str) -> list[str]:
@@ -261,7 +267,7 @@ def test_a_closure_that_moved_on_is_refused_explained_allowed_and_restored(
     assert f"NOT the locked {locked.image_id}" in out
     assert "prooflock-demo-lib 1 → 2" in out
     assert kit.read_bytes() == before
-    (drifted,) = [b for b in machine.load_state().builds.values() if not b.exact]
+    (drifted,) = [b for b in machine.load_state(state_file()).builds.values() if not b.exact]
     assert [str(d) for d in drifted.package_drift()] == ["prooflock-demo-lib 1 → 2"]
     assert image_id_of(client, TAG) == drifted.image_id != locked.image_id
 
@@ -269,7 +275,7 @@ def test_a_closure_that_moved_on_is_refused_explained_allowed_and_restored(
     # rebuild, and says so once.
     client.images.remove(locked.image_id, force=True)
     monkeypatch.setenv("PROOFLOCK_HOME", str(kit.parent.parent))
-    backend = DockerBackend(Settings(backend="docker"), LockedImages())
+    backend = DockerBackend(Settings(backend="docker"), LockedImages(Settings()))
     try:
         assert backend.environment("demo", {})["image_id"] == drifted.image_id
         backend.environment("demo", {})
@@ -287,8 +293,8 @@ def test_a_closure_that_moved_on_is_refused_explained_allowed_and_restored(
 
 
 def test_the_state_file_is_outside_the_checkout_and_says_how_this_machine_built(kit):
-    state = json.loads(machine.state_path().read_text())
-    assert not machine.state_path().is_relative_to(ROOT)
+    state = json.loads(state_file().read_text())
+    assert not state_file().is_relative_to(ROOT)
     builds = [b for b in state["builds"].values() if b["name"] == "demo"]
     assert builds and all("apt_mirror" in b["provenance"] for b in builds)
     assert all("docker" in b["provenance"] for b in builds)

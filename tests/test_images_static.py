@@ -18,6 +18,7 @@ from docker.errors import ImageNotFound
 
 from runner.core import home
 from runner.core.errors import InfraFailure, UserError
+from runner.core.settings import Settings
 from runner.images import api, base, context, machine
 from runner.images.build import BuildPlan
 from runner.images.closure import PackageDrift
@@ -36,7 +37,9 @@ LOCK = load_lock(ROOT / "manifests" / "images.lock.json")
 NAMES = sorted(p.name for p in IMAGES.iterdir() if p.is_dir() and p.name != context.COMMON)
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
-BUILD_INPUTS = BuildInputs("http://mirror.invalid/debian", "http://mirror.invalid/debian-security")
+BUILD_INPUTS = BuildInputs(
+    "http://mirror.invalid/debian", "http://mirror.invalid/debian-security", Path("/nonexistent")
+)
 DEBIAN_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*$")
 
 
@@ -415,7 +418,7 @@ def kit_copy(root: Path) -> Path:
 def images_command(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     add_image_commands(parser.add_subparsers(dest="command"))
-    return cmd_images(parser.parse_args(["images", *argv]))
+    return cmd_images(parser.parse_args(["images", *argv]), Settings(), None)
 
 
 def rebuilt(name: str, image_id: str, daemon: FakeDaemon, drift=()) -> Reproduction:
@@ -479,7 +482,11 @@ def test_a_line_is_current_on_its_own_suites_base_and_a_missing_one_names_its_co
     with pytest.raises(
         UserError, match="prooflock/base:trixie is missing: run `prooflock images base base-trixie`"
     ):
-        require_base(FakeDaemon({lock.base.tag: lock.base.image_id}), lock.rebased("base-trixie"))
+        require_base(
+            FakeDaemon({lock.base.tag: lock.base.image_id}),
+            lock.rebased("base-trixie"),
+            tmp_path / "state.json",
+        )
 
 
 def test_images_list_json_names_the_lock_it_read_and_says_when_no_daemon_answers(
@@ -536,7 +543,7 @@ def test_a_rebuild_to_another_id_is_refused_with_its_drift_and_the_lock_is_never
     assert "libcups2 2.4.2-3+deb12u9 → 2.4.2-3+deb12u10: the mirror moved on" in err
     assert LOCK.tag("rocq") not in daemon.tags and OTHER_ID not in daemon.loaded
     assert lock_path.read_bytes() == before
-    assert machine.load_state().builds == {}
+    assert machine.load_state(machine.state_path(Settings().cache_dir)).builds == {}
 
 
 def test_with_allow_drift_the_rebuild_is_tagged_and_recorded_on_this_machine_only(
@@ -553,7 +560,7 @@ def test_with_allow_drift_the_rebuild_is_tagged_and_recorded_on_this_machine_onl
     assert "libcups2 2.4.2-3+deb12u9 → 2.4.2-3+deb12u10" in out
     assert daemon.tags[LOCK.tag("rocq")] == OTHER_ID
     assert lock_path.read_bytes() == before
-    (recorded,) = machine.load_state().builds.values()
+    (recorded,) = machine.load_state(machine.state_path(Settings().cache_dir)).builds.values()
     assert recorded.image_id == OTHER_ID
     assert recorded.locked_id == LOCK.images["rocq"].image_id
     assert [str(d) for d in recorded.package_drift()] == [
@@ -620,7 +627,7 @@ def test_build_missing_builds_the_locked_base_first_and_reports_progress(
     monkeypatch.setattr(api, "reproduce_image", reproduce_image)
     said: list[str] = []
 
-    api.build_locked("rocq", said.append)
+    api.build_locked("rocq", Settings(), said.append)
 
     assert said == [
         f"building the locked base {LOCK.base.tag} first (debootstrap: minutes)",
@@ -641,4 +648,4 @@ def test_build_missing_stops_when_the_base_is_not_the_locked_one(
     )
 
     with pytest.raises(InfraFailure, match=f"rebuilt to {OTHER_ID}, not the locked"):
-        api.build_locked("rocq", lambda message: None)
+        api.build_locked("rocq", Settings(), lambda message: None)

@@ -98,7 +98,9 @@ def snapshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def backend(snapshot_dir: Path, tmp_path: Path) -> Iterator[tuple[DockerBackend, list[str]]]:
     notes: list[str] = []
-    docker = DockerBackend(Settings(backend="docker", cache_dir=tmp_path / "cache"), LockedImages())
+    docker = DockerBackend(
+        Settings(backend="docker", cache_dir=tmp_path / "cache"), LockedImages(Settings())
+    )
     docker.snapshots = DockerSnapshots(docker, snapshot_dir, notes.append)
     servers.clear()
     yield docker, notes

@@ -425,6 +425,7 @@ import os, sys
 from collections.abc import Iterator
 from pathlib import Path
 import runner.storage.s3 as s3
+from runner.storage.s3_settings import load_s3_settings
 
 real_make_client = s3.make_client
 
@@ -441,7 +442,7 @@ def client_that_dies(settings):
     return client
 
 s3.make_client = client_that_dies
-s3.upload_bundle(Path(sys.argv[1]), sys.argv[2])
+s3.upload_bundle(Path(sys.argv[1]), sys.argv[2], settings=load_s3_settings())
 """
 
 
@@ -499,7 +500,7 @@ def test_settings_come_from_prooflock_s3_variables_and_hide_the_secret(
     assert settings.region == "us-east-1" and settings.addressing_style is None
     assert secret not in repr(settings) and secret not in settings.model_dump_json()
     # moto accepts any key until told to check them, so the environment alone is enough here.
-    assert upload_bundle(make_bundle(tmp_path), f"s3://{s3_bucket}/env").uploaded > 0
+    assert upload_bundle(make_bundle(tmp_path), f"s3://{s3_bucket}/env", settings=settings).uploaded
 
     monkeypatch.setenv("PROOFLOCK_S3_PART_SIZE_MB", "1")
     with pytest.raises(UserError, match="bad PROOFLOCK_S3_\\* setting: part_size_mb"):

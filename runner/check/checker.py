@@ -152,6 +152,7 @@ class Checker(Preparing):
         notify: Notify | None = None,
         keep_outputs: Path | None = None,
     ):
+        # The library's entry point: it may read the environment; nothing below it does.
         self.settings = settings or Settings()
         self._lock = threading.Lock()
         use_cache = self.settings.cache if use_cache is None else use_cache
@@ -582,8 +583,10 @@ class Backends:
         with self._lock:
             if self._choice is None:
                 from runner.images.resolver import LockedImages  # noqa: PLC0415 - docker-py
+                from runner.storage.s3_settings import s3_settings_for  # noqa: PLC0415
 
-                images = LockedImages(self._notify)
+                s3 = s3_settings_for(self._settings.store, self._settings.deb_store)
+                images = LockedImages(self._settings, self._notify, s3)
                 self._choice = BackendChoice(
                     self._settings, self._warn, images, image_only=_image_only()
                 )

@@ -20,10 +20,12 @@ from runner.cli.common import (
     EXIT_USAGE,
     ArgumentParser,
     UsageError,
+    load_settings,
 )
 from runner.core.errors import BackendUnavailable, InfraFailure, NotTrusted, UserError
 from runner.core.provenance import kit_version
 from runner.images.flags import add_image_commands
+from runner.storage.s3_settings import s3_settings_for
 
 DESCRIPTION = """Check theorem-prover artifacts (Rocq, HOL Light, Lean, Isabelle, AlphaGeometry,
 Asymptote) in pinned, sandboxed environments, and keep every verdict in a hash-chained record
@@ -43,11 +45,14 @@ exit codes: 0 ok; 1 not passed / differs; 2 bad input; 3 the machine failed (re-
 def cmd_images(args: argparse.Namespace) -> int:
     from runner.images.commands import cmd_images as images  # noqa: PLC0415 - imports docker-py
 
-    code = images(args)
+    settings = load_settings(args)
+    places = [getattr(args, "out", None), getattr(args, "to", None), *getattr(args, "archives", [])]
+    s3 = s3_settings_for(settings.store, settings.deb_store, *places)
+    code = images(args, settings, s3)
     if args.images_command in ("build", "load") and code == EXIT_OK:
         from runner.cli.warming import warm_built_images  # noqa: PLC0415 - the checker's imports
 
-        warm_built_images(args)
+        warm_built_images(args, settings)
     return code
 
 

@@ -20,6 +20,7 @@ from runner.records.checkpoint import recorded_runs
 from runner.records.layout import STATEMENT
 
 if TYPE_CHECKING:
+    from runner.records.signing import SigningSettings
     from runner.runs.replay import ReplayReport
 
 
@@ -40,32 +41,39 @@ def attest_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_attest_flags(args: argparse.Namespace) -> None:
-    """Refuse a useless flag before any replaying, and a bad key before hours of work."""
+def check_attest_flags(args: argparse.Namespace) -> SigningSettings | None:
+    """Refuse a useless flag before any replaying, and a bad key before hours of work; the
+    signing settings a report is written with (None: no report asked for)."""
     if args.sign is not None and args.attest is None:
         raise UserError("--sign signs the reproduction report: give --attest OUT.json too")
     if args.attest is not None and getattr(args, "on", None):
         raise UserError("--attest reports a reproduction; a replay --on another line is not one")
-    if args.attest is not None:
-        from runner.records.signing import load_signer, load_signing_settings  # noqa: PLC0415
+    if args.attest is None:
+        return None
+    from runner.records.signing import load_signer, load_signing_settings  # noqa: PLC0415
 
-        load_signer(args.sign, load_signing_settings())
+    signing = load_signing_settings()
+    load_signer(args.sign, signing)
+    return signing
 
 
 def write_attestation(
-    args: argparse.Namespace, settings: Settings, source: Source, report: ReplayReport
+    args: argparse.Namespace,
+    settings: Settings,
+    signing: SigningSettings | None,
+    source: Source,
+    report: ReplayReport,
 ) -> None:
-    if args.attest is None:
+    if args.attest is None or signing is None:
         return
     from runner.records.attest import (  # noqa: PLC0415
         RecordOutcome,
         ReproductionSummary,
         write_reproduction,
     )
-    from runner.records.signing import load_signer, load_signing_settings  # noqa: PLC0415
+    from runner.records.signing import load_signer  # noqa: PLC0415
     from runner.records.statement import images_used  # noqa: PLC0415
 
-    signing = load_signing_settings()
     statement = source.bundle / STATEMENT if source.bundle is not None else None
     results = [result for _, result in recorded_runs(report.chain.records)]
     summary = ReproductionSummary(

@@ -401,7 +401,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = load_settings(args)
-    check_attest_flags(args)
+    signing = check_attest_flags(args)
     with open_source(args.log) as source:
         _, runs = load_recorded(source.log)
         if args.backend is None and (recorded := recorded_backend(runs)) in ("local", "docker"):
@@ -426,7 +426,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         finally:
             if executor is not None:
                 executor.close()
-        write_attestation(args, settings, source, report)
+        write_attestation(args, settings, signing, source, report)
     code = report.exit_code()
     if canary and code in (EXIT_OK, EXIT_DRIFTED):
         code = EXIT_FAILED

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from runner.cli.common import EXIT_FAILED, EXIT_OK, console, load_settings, note, plain, print_json
 from runner.records.bundles import open_source
+from runner.storage.s3_settings import S3Settings, load_s3_settings, s3_settings_for
 
 if TYPE_CHECKING:
     from runner.records.verify import TrustPolicy
@@ -309,7 +311,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.rebuild:
         from runner.images.api import rebuilt_id  # noqa: PLC0415
 
-        rebuild = rebuilt_id
+        settings = load_settings(args)
+        s3 = s3_settings_for(settings.store, settings.deb_store)
+        rebuild = functools.partial(rebuilt_id, settings=settings, s3=s3)
     with open_source(args.source, archives=True) as source:
         found = audit(source, rebuild=rebuild, trust=trust)
     if args.json:
@@ -361,10 +365,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _s3_settings(args: argparse.Namespace):  # noqa: ANN202 - S3Settings imported lazily
-    from runner.storage import S3Settings  # noqa: PLC0415
-
-    settings = S3Settings()
+def _s3_settings(args: argparse.Namespace) -> S3Settings:
+    settings = load_s3_settings()
     if args.endpoint_url:
         settings = settings.model_copy(update={"endpoint_url": args.endpoint_url})
     return settings

@@ -12,21 +12,20 @@ import time
 from runner import provers
 from runner.backends.docker import DockerBackend
 from runner.check.checker import check
-from runner.cli.common import load_settings
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.messages import notify_stderr
 from runner.core.models import CheckRequest, Verdict
+from runner.core.settings import Settings
 from runner.images.resolver import LockedImages
 
 
-def warm_built_images(args: argparse.Namespace) -> None:
-    settings = load_settings(args)
+def warm_built_images(args: argparse.Namespace, settings: Settings) -> None:
     if settings.snapshots == "off" or getattr(args, "no_snapshot", False):
         return
     settings = settings.model_copy(update={"backend": "docker", "cache": False, "daemon": "off"})
     named = set(getattr(args, "names", []))  # `load`: whatever is here
     try:
-        docker = DockerBackend(settings, LockedImages())
+        docker = DockerBackend(settings, LockedImages(settings))
     except BackendUnavailable as exc:
         notify_stderr(f"no snapshots kept: {exc}")
         return

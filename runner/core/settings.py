@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     # hold no results.
     snapshots: Literal["auto", "off"] = "auto"
     snapshot_dir: Path = Path.home() / ".cache" / "prooflock" / "snapshots"
-    # The Debian archive CRIU's bundle comes from; None or "host": this machine's own.
+    # Where builds fetch their inputs (runner.images.inputs); None: the lock's default. The
+    # apt mirror is also where CRIU's bundle comes from; "host": this machine's own.
     apt_mirror: str | None = None
+    apt_security_mirror: str | None = None
+    pip_index: str | None = None
+    ca_bundle: Path | None = None
+    store: str | None = None  # s3://bucket/prefix holding build inputs by sha256
+    deb_store: str | None = None  # the remote store's first name, still read
     build_missing: bool = False  # auto/docker: build a missing locked image instead of falling back

@@ -6,9 +6,9 @@
     pin_images(kit, names)                   record the Dockerfiles' pins in the lock
     relock_images(kit, names, inputs)        record this machine's builds and closures in the lock
     vendor_images(kit, names, inputs, to)    fill the .deb store (or a remote one) with closures
-    list_images(kit)                         the locked images and whether this daemon has them
-    build_locked(name, notify)               what `--build-missing` runs: base, then image
-    rebuilt_id(name)                         what `audit --rebuild` runs: the ID a rebuild gets
+    list_images(kit, state_file)             the locked images and whether this daemon has them
+    build_locked(name, settings, notify, s3) what `--build-missing` runs: base, then image
+    rebuilt_id(name, settings, s3)           what `audit --rebuild` runs: the ID a rebuild gets
 
 A `Kit` (runner.images.lock) is the lock and the definitions beside it. Builds never write it:
 a build that gives the locked ID is tagged; one that gives another ID is refused with its drift,
@@ -23,12 +23,14 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TextIO, cast
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, cast
 
 from docker import DockerClient
 
 from runner.backends.policy import DaemonUnavailable, connect
 from runner.core.errors import InfraFailure, UserError
+from runner.core.settings import Settings
 from runner.images import machine
 from runner.images.base import debootstrap_version
 from runner.images.build import BuildFailed, BuildOptions, BuildPlan
@@ -53,6 +55,9 @@ from runner.images.state import (
 )
 from runner.images.vendor import vendor_images
 from runner.images.verify import verify_images
+
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
 
 __all__ = [
     "BuildOutcome",
@@ -111,8 +116,9 @@ def build_base_image(
     """Build the offline base from its closure unless the locked one is here."""
     client = client or connect_for_builds()
     base = kit.lock.base
+    state_file = machine.state_path(inputs.cache_dir)
     if not rebuild:
-        current = _already_here(client, kit, kit.base_name, allow_drift)
+        current = _already_here(client, kit, kit.base_name, allow_drift, state_file)
         if current is not None:
             return current
     try:
@@ -120,17 +126,18 @@ def build_base_image(
     except FAILURES as exc:
         return Built(kit.base_name, base.tag, BuildOutcome.FAILED, base.image_id, error=str(exc))
     provenance = {**inputs.provenance(), "debootstrap": debootstrap_version()}
-    return _settle(client, kit, found, allow_drift=allow_drift, provenance=provenance)
+    return _settle(client, kit, found, allow_drift, provenance, state_file)
 
 
-def list_images(kit: Kit) -> list[ImageStatus]:
+def list_images(kit: Kit, state_file: Path) -> list[ImageStatus]:
     """The base and every locked image, with whether this daemon holds it (UNCHECKED when no
-    daemon answers within seconds: listing never waits for one)."""
+    daemon answers within seconds: listing never waits for one); drifted rebuilds as
+    `state_file` records them."""
     try:
         client = connect(timeout=10)
     except DaemonUnavailable:
         client = None
-    return statuses(client, kit.lock, kit.images_root)
+    return statuses(client, kit.lock, kit.images_root, state_file)
 
 
 def build_images(
@@ -156,11 +163,12 @@ def build_images(
     client = client or connect_for_builds()
     options = replace(options, tag=not options.experiment)
     docker_version = str(client.version().get("Version", "unknown"))
+    state_file = machine.state_path(inputs.cache_dir)
     for name in names:
         plan = BuildPlan.of(kit, name, inputs, options)
         locked_id, tag = plan.entry.image_id, plan.entry.tag
         if not (rebuild or options.nocache or options.experiment):
-            current = _already_here(client, kit, name, options.allow_drift)
+            current = _already_here(client, kit, name, options.allow_drift, state_file)
             if current is not None:
                 yield current
                 continue
@@ -175,15 +183,17 @@ def build_images(
             )
             continue
         provenance = {**inputs.provenance(), "docker": docker_version}
-        yield _settle(client, kit, found, allow_drift=options.allow_drift, provenance=provenance)
+        yield _settle(client, kit, found, options.allow_drift, provenance, state_file)
 
 
-def _already_here(client: DockerClient, kit: Kit, name: str, allow_drift: bool) -> Built | None:
+def _already_here(
+    client: DockerClient, kit: Kit, name: str, allow_drift: bool, state_file: Path
+) -> Built | None:
     """The locked image, current; or (drift allowed) a recorded rebuild of its definitions."""
     entry = kit.lock.any_entry(name)
     if is_current(client, kit.lock, name, kit.images_root):
         return Built(name, entry.tag, BuildOutcome.CURRENT, entry.image_id, entry.image_id)
-    drifted = drifted_rebuild(client, kit.lock, name) if allow_drift else None
+    drifted = drifted_rebuild(client, kit.lock, name, state_file) if allow_drift else None
     if drifted is None or image_id_of(client, entry.tag) != drifted.image_id:
         return None
     return Built(
@@ -201,9 +211,9 @@ def _settle(
     client: DockerClient,
     kit: Kit,
     found: Reproduction,
-    *,
     allow_drift: bool,
     provenance: dict[str, object],
+    state_file: Path,
 ) -> Built:
     """Tag what may be used and record it on this machine; refuse (and remove) the rest."""
     name, tag, locked_id = found.name, found.tag, found.locked_id
@@ -229,7 +239,8 @@ def _settle(
             packages=found.packages,
             size_bytes=found.size_bytes,
             provenance=provenance,
-        )
+        ),
+        state_file,
     )
     outcome = BuildOutcome.BUILT if found.exact or locked_id is None else BuildOutcome.DRIFTED
     return Built(
@@ -250,12 +261,18 @@ def _definitions(kit: Kit, name: str) -> str:
     return machine.current_definitions(kit.lock, name, kit.images_root)
 
 
-def build_locked(name: str, notify: Callable[[str], None]) -> None:
+def build_locked(
+    name: str,
+    settings: Settings,
+    notify: Callable[[str], None],
+    s3: S3Settings | None = None,
+) -> None:
     """Build image `name` from its closure (`--build-missing`), and first the locked base when
-    it is missing here; InfraFailure when either fails or does not give the locked ID."""
+    it is missing here; InfraFailure when either fails or does not give the locked ID. `s3`
+    reaches a remote store (`PROOFLOCK_STORE`)."""
     kit = Kit.open()
     entry = kit.lock.entry(name)
-    inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite)
+    inputs = resolve_inputs(kit.lock.transport, settings, suite=kit.lock.base.suite, s3=s3)
     if inputs.note:
         notify(inputs.note)
     client = connect_for_builds()
@@ -274,12 +291,12 @@ def build_locked(name: str, notify: Callable[[str], None]) -> None:
     notify(f"built {entry.tag}: {image.image_id}")
 
 
-def rebuilt_id(name: str) -> str:
+def rebuilt_id(name: str, settings: Settings, s3: S3Settings | None = None) -> str:
     """Rebuild the locked image `name` from its closure without cache, untagged, and return the
     ID it gets here (`prooflock audit --rebuild`); nothing is tagged, recorded or left behind.
     When the closure cannot be had, the ID of a drifted rebuild."""
     kit = Kit.open()
-    inputs = resolve_inputs(kit.lock.transport, suite=kit.lock.base.suite)
+    inputs = resolve_inputs(kit.lock.transport, settings, suite=kit.lock.base.suite, s3=s3)
     client = connect_for_builds()
     options = BuildOptions(nocache=True, tag=False, allow_drift=True)
     plan = BuildPlan.of(kit, name, inputs, options)

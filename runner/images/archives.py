@@ -9,9 +9,11 @@ nothing. A store (a directory or an `s3://bucket/prefix`) keeps archives under `
 
     archive_name(image_id) -> str
     save_archive(client, image_id, out_dir) -> Path
-    save_to(client, image_id, destination) -> str         a directory or s3://bucket/prefix
-    load_archive(path_or_s3_url, client) -> image_id
-    fetch_image(image_id, stores) -> bool                  from the first store that has it
+    save_to(client, image_id, destination, s3) -> str     a directory or s3://bucket/prefix
+    load_archive(path_or_s3_url, client, s3) -> image_id
+    fetch_image(image_id, stores, client, s3) -> bool      from the first store that has it
+
+`s3` says how to reach S3; it is needed only for s3:// places.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from runner.images.state import image_id_of, tag_if_locked
 
 if TYPE_CHECKING:
     from runner.storage.blobs import S3Files
+    from runner.storage.s3_settings import S3Settings
 
 NAME = re.compile(r"^sha256-([0-9a-f]{64})\.tar\.gz$")
 IMAGES_DIR = "images"  # below a store's root
@@ -93,12 +96,14 @@ def save_archive(client: DockerClient, image_id: str, out_dir: Path) -> Path:
     return target
 
 
-def save_to(client: DockerClient, image_id: str, destination: str) -> str:
+def save_to(
+    client: DockerClient, image_id: str, destination: str, s3: S3Settings | None = None
+) -> str:
     """Save into a directory, or upload to `s3://bucket/prefix/sha256-<hex>.tar.gz`; return
     where the archive is."""
     if not destination.startswith("s3://"):
         return str(save_archive(client, image_id, Path(destination)))
-    remote = _s3_files(destination)
+    remote = _s3_files(destination, s3)
     with tempfile.TemporaryDirectory(prefix="prooflock-upload-") as tmp:
         path = save_archive(client, image_id, Path(tmp))
         remote.put(path.name, path, _sha256_file(path))
@@ -115,7 +120,7 @@ def archive_image_id(source: str | Path) -> str:
     return expected
 
 
-def load_archive(source: str | Path, client: DockerClient) -> str:
+def load_archive(source: str | Path, client: DockerClient, s3: S3Settings | None = None) -> str:
     """Check the archive at `source` (a path or an s3:// URL) and load it; return its image ID."""
     text = str(source)
     if text.startswith("s3://"):
@@ -123,7 +128,7 @@ def load_archive(source: str | Path, client: DockerClient) -> str:
         _image_of(name, text)  # a bad name is refused before anything is downloaded
         with tempfile.TemporaryDirectory(prefix="prooflock-download-") as tmp:
             local = Path(tmp) / name
-            if _s3_files(prefix).get(name, local) is None:
+            if _s3_files(prefix, s3).get(name, local) is None:
                 raise UserError(f"{text}: no such archive")
             return _load_checked(local, client, text)
     path = Path(source)
@@ -132,21 +137,32 @@ def load_archive(source: str | Path, client: DockerClient) -> str:
     return _load_checked(path, client, str(path))
 
 
-def fetch_image(image_id: str, stores: list[str], client: DockerClient | None = None) -> bool:
+def fetch_image(
+    image_id: str,
+    stores: list[str],
+    client: DockerClient | None = None,
+    s3: S3Settings | None = None,
+) -> bool:
     """Load `image_id` from the first store holding `images/sha256-<hex>.tar.gz`; False when none
     does. A store that does not answer raises StorageUnavailable (run again to resume)."""
     from runner.backends.policy import connect  # noqa: PLC0415 - only once there is work
 
+    if s3 is None and any(store.startswith("s3://") for store in stores):
+        # Until runner.records.bundles passes the CLI's settings (/tmp/notes/settings-needs.md).
+        from runner.storage.s3_settings import load_s3_settings  # noqa: PLC0415 - boto3
+
+        s3 = load_s3_settings()
+
     name = f"{IMAGES_DIR}/{archive_name(image_id)}"
     for store in stores:
         if store.startswith("s3://"):
-            remote = _s3_files(store)
+            remote = _s3_files(store, s3)
             found: str | Path | None = remote.url(name) if remote.has(name) else None
         else:
             found = Path(store) / name if (Path(store) / name).is_file() else None
         if found is not None:
             client = client or connect()
-            load_archive(found, client)
+            load_archive(found, client, s3)
             _tag_if_locked(client, image_id)
             return True
     return False
@@ -326,7 +342,9 @@ def _sha256_file(path: Path) -> str:
         return hashlib.file_digest(data, "sha256").hexdigest()
 
 
-def _s3_files(url: str) -> S3Files:
+def _s3_files(url: str, s3: S3Settings | None) -> S3Files:
     from runner.storage.blobs import S3Files  # boto3 only for an S3 store: the CLI starts faster
 
-    return S3Files(url)
+    if s3 is None:
+        raise UserError(f"{url}: no S3 settings were given")
+    return S3Files(url, s3)

@@ -19,8 +19,7 @@ from docker.errors import APIError, BuildError
 
 from runner.backends.containers import run_hardened
 from runner.core.errors import UserError
-from runner.core.settings import Settings
-from runner.images import context, downloads
+from runner.images import context, downloads, machine
 from runner.images.inputs import BuildInputs
 from runner.images.lock import ImageEntry, ImagesLock, Kit
 from runner.images.normalize import normalize_image
@@ -56,10 +55,6 @@ class BuildOptions:
     def experiment(self) -> bool:
         """Pins overridden or another base: the result is not the locked image's build."""
         return bool(self.pins) or self.base is not None
-
-
-def default_log_dir() -> Path:
-    return Settings().cache_dir / "image-builds"
 
 
 @dataclass(frozen=True)
@@ -100,7 +95,7 @@ class BuildPlan:
             kit.lock.rebased(kit.lock.base_of(name)),
             inputs,
             kit.images_root,
-            log_dir or default_log_dir(),
+            log_dir or inputs.cache_dir / "image-builds",
             options or BuildOptions(),
         )
 
@@ -173,7 +168,10 @@ def resolve_arguments(client: DockerClient, plan: BuildPlan) -> Arguments:
             f"--pin {', '.join(unknown)}: not a pin of {plan.name} "
             f"(pins: {', '.join(entry.inputs)})"
         )
-    base = options.base or require_base(client, plan.lock, allow_drift=options.allow_drift)
+    state_file = machine.state_path(plan.inputs.cache_dir)
+    base = options.base or require_base(
+        client, plan.lock, state_file, allow_drift=options.allow_drift
+    )
     epoch_pin = str(options.pins.get("SOURCE_DATE_EPOCH", plan.lock.source_date_epoch))
     if not epoch_pin.isdigit():
         raise UserError(f"--pin SOURCE_DATE_EPOCH={epoch_pin}: expected seconds since 1970")

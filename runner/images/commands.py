@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import orjson
 
 from runner.backends.policy import DaemonUnavailable, connect
 from runner.core.errors import InfraFailure, UserError
-from runner.images import api, archives
+from runner.core.settings import Settings
+from runner.images import api, archives, machine
 from runner.images.api import BuildOutcome, Built
 from runner.images.build import BuildOptions
 from runner.images.flags import LIST_SCHEMA
@@ -30,11 +31,15 @@ from runner.images.usable import usable_image
 from runner.images.vendor import vendor_closures
 from runner.storage.s3_url import parse_s3_url
 
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 MOST_LINES = 20  # drift lines a refused build prints (a dead mirror misses every package)
 
 
-def cmd_images(args: argparse.Namespace) -> int:
+def cmd_images(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
+    """Run `prooflock images ...` with the settings the CLI read (`s3`: to reach S3, if used)."""
     handler = {
         "base": _cmd_base,
         "build": _cmd_build,
@@ -47,7 +52,7 @@ def cmd_images(args: argparse.Namespace) -> int:
         "list": _cmd_list,
     }[args.images_command]
     try:
-        return handler(args)
+        return handler(args, settings, s3)
     except (DaemonUnavailable, InfraFailure) as exc:
         print(f"prooflock: infra error: {exc}", file=sys.stderr)
         return EXIT_INFRA
@@ -59,15 +64,19 @@ def cmd_images(args: argparse.Namespace) -> int:
 # -- parsing -----------------------------------------------------------------------------------
 
 
-def _inputs(args: argparse.Namespace, kit: Kit) -> BuildInputs:
+def _inputs(
+    args: argparse.Namespace, kit: Kit, settings: Settings, s3: S3Settings | None
+) -> BuildInputs:
     inputs = resolve_inputs(
         kit.lock.transport,
+        settings,
         suite=kit.lock.base.suite,
         apt_mirror=args.apt_mirror,
         apt_security_mirror=args.apt_security_mirror,
         pip_index=args.pip_index,
         ca_bundle=args.ca_bundle,
         files=args.files,
+        s3=s3,
     )
     if inputs.note:
         print(f"prooflock: {inputs.note}", file=sys.stderr, flush=True)
@@ -87,19 +96,19 @@ def _pins(specs: list[str]) -> dict[str, str]:
 # -- commands ----------------------------------------------------------------------------------
 
 
-def _cmd_base(args: argparse.Namespace) -> int:
+def _cmd_base(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     kit.lock.base_named(args.name)  # a UserError naming the bases when it is unknown
     built = api.build_base_image(
         kit.for_base(args.name),
-        _inputs(args, kit),
+        _inputs(args, kit, settings, s3),
         rebuild=args.rebuild,
         allow_drift=args.allow_drift,
     )
     return _report(built)
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
+def _cmd_build(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     options = BuildOptions(
         nocache=args.no_cache,
@@ -109,7 +118,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         allow_drift=args.allow_drift,
     )
     built_images = api.build_images(
-        kit, args.names or None, _inputs(args, kit), options, rebuild=args.rebuild
+        kit, args.names or None, _inputs(args, kit, settings, s3), options, rebuild=args.rebuild
     )
     worst = EXIT_OK
     for built in built_images:
@@ -182,10 +191,10 @@ def _lines(lines: list[str], out: TextIO | None = None) -> None:
         print(f"  {line}", file=out or sys.stdout)
 
 
-def _cmd_verify(args: argparse.Namespace) -> int:
+def _cmd_verify(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     worst = EXIT_OK
-    for compared in api.verify_images(kit, args.names, _inputs(args, kit)):
+    for compared in api.verify_images(kit, args.names, _inputs(args, kit, settings, s3)):
         if compared.same:
             print(f"{compared.name}: reproduced {compared.rebuilt_id}")
             continue
@@ -196,7 +205,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return worst
 
 
-def _cmd_pin(args: argparse.Namespace) -> int:
+def _cmd_pin(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     for pinned in api.pin_images(Kit.open(args.lock), args.names):
         if not pinned.changed:
             print(f"{pinned.name}: the lock already matches {pinned.dockerfile}")
@@ -206,9 +215,9 @@ def _cmd_pin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_relock(args: argparse.Namespace) -> int:
+def _cmd_relock(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
-    for relocked in api.relock_images(kit, args.names, _inputs(args, kit)):
+    for relocked in api.relock_images(kit, args.names, _inputs(args, kit, settings, s3)):
         if relocked.recorded and relocked.previous_id != relocked.image_id:
             what = f"recorded this machine's build {relocked.image_id} (was {relocked.previous_id})"
         elif relocked.recorded:
@@ -222,13 +231,13 @@ def _cmd_relock(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_vendor(args: argparse.Namespace) -> int:
+def _cmd_vendor(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     vendor_closures(kit, args.names)  # refuse an image without a closure before any work
     if args.to:
         parse_s3_url(args.to)
     worst = EXIT_OK
-    for vendored in api.vendor_images(kit, args.names, _inputs(args, kit), args.to):
+    for vendored in api.vendor_images(kit, args.names, _inputs(args, kit, settings, s3), args.to):
         where = f"; {vendored.uploaded} copied to {args.to}" if args.to else ""
         if vendored.pinned:
             where += f"; {vendored.pinned} pinned on first use (written to {kit.lock_path})"
@@ -247,27 +256,28 @@ def _cmd_vendor(args: argparse.Namespace) -> int:
     return worst
 
 
-def _cmd_save(args: argparse.Namespace) -> int:
+def _cmd_save(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     entries = {n: kit.lock.any_entry(n) for n in args.names}
     if args.out.startswith("s3://"):
         parse_s3_url(args.out)  # a bad URL is refused before any image is saved
     client = connect()
+    state_file = machine.state_path(settings.cache_dir)
     for name, entry in entries.items():
-        image_id = usable_image(name, client, kit).image_id
-        where = archives.save_to(client, image_id, args.out)
+        image_id = usable_image(name, client, kit, state_file).image_id
+        where = archives.save_to(client, image_id, args.out, s3)
         locked = "" if image_id == entry.image_id else " (a drifted rebuild, not the locked ID)"
         print(f"{name}: {image_id}{locked} → {where}")
     return EXIT_OK
 
 
-def _cmd_load(args: argparse.Namespace) -> int:
+def _cmd_load(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
     for source in args.archives:
         archives.archive_image_id(source)  # bad names and missing files, before any work
     client = connect()
     for source in args.archives:
-        image_id = archives.load_archive(source, client)
+        image_id = archives.load_archive(source, client, s3)
         name = tag_if_locked(client, kit.lock, image_id)
         said = f"tagged {name}" if name else "not an image of this lock: left untagged"
         print(f"{source}: loaded {image_id}; {said}")
@@ -282,9 +292,9 @@ STATE_TEXT = {
 }
 
 
-def _cmd_list(args: argparse.Namespace) -> int:
+def _cmd_list(args: argparse.Namespace, settings: Settings, s3: S3Settings | None) -> int:
     kit = Kit.open(args.lock)
-    found = api.list_images(kit)
+    found = api.list_images(kit, machine.state_path(settings.cache_dir))
     if args.json:
         document = {
             "schema": LIST_SCHEMA,

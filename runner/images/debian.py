@@ -27,7 +27,6 @@ from typing import BinaryIO
 from urllib.parse import urlparse
 
 from runner.core.errors import UserError
-from runner.core.settings import Settings
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 COMPONENT_INDEX = "main/binary-amd64/Packages"
@@ -90,12 +89,12 @@ def suites_of(release: str, mirror: str, security_mirror: str) -> list[tuple[str
     return pairs
 
 
-def read_indexes(release: str, mirror: str, security_mirror: str) -> Indexes:
-    """The Packages indexes of `release` on these mirrors; a suite the mirror lacks is skipped.
-    MirrorUnreachable when a mirror does not answer at all."""
+def read_indexes(release: str, mirror: str, security_mirror: str, cache_dir: Path) -> Indexes:
+    """The Packages indexes of `release` on these mirrors, kept under `cache_dir`; a suite the
+    mirror lacks is skipped. MirrorUnreachable when a mirror does not answer at all."""
     indexes = Indexes()
     for url, suite in suites_of(release, mirror, security_mirror):
-        text = _packages_text(url.rstrip("/"), suite)
+        text = _packages_text(url.rstrip("/"), suite, cache_dir / "apt-indexes")
         if text is None:
             continue
         for stanza in parse_packages(text, suite):
@@ -164,7 +163,7 @@ def _copy(url: str, out: BinaryIO, timeout: float) -> bool:
         raise MirrorUnreachable(f"{url}: {reason}") from None
 
 
-def _packages_text(mirror: str, suite: str) -> str | None:
+def _packages_text(mirror: str, suite: str, cache: Path) -> str | None:
     release = _release(mirror, suite)
     if release is None:
         return None
@@ -174,7 +173,7 @@ def _packages_text(mirror: str, suite: str) -> str | None:
         if name not in sums:
             continue
         sha256, size = sums[name]
-        cached = Settings().cache_dir / "apt-indexes" / sha256
+        cached = cache / sha256
         if cached.is_file():
             return cached.read_text()
         data = fetch(f"{mirror}/dists/{suite}/{name}")

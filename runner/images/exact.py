@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from runner.core.errors import UserError
 from runner.images.debian import Indexes, MirrorUnreachable, read_indexes
 from runner.images.inputs import BuildInputs
 from runner.images.localrepo import write_repository
@@ -35,7 +36,9 @@ def sources(lock: ImagesLock, inputs: BuildInputs) -> list[Source]:
     if snapshot != inputs.apt_mirror:
         found.append(MirrorSource(f"the snapshot {snapshot}", snapshot, snapshot_security))
     if inputs.store:
-        found.append(RemoteStore(inputs.store))
+        if inputs.s3 is None:
+            raise UserError(f"the remote store {inputs.store}: no S3 settings were given")
+        found.append(RemoteStore(inputs.store, inputs.s3))
     return found
 
 
@@ -65,7 +68,9 @@ def live_indexes(lock: ImagesLock, inputs: BuildInputs) -> Indexes | None:
     """The build's mirror's indexes, or None when it does not answer (drift is then told by
     what is missing only)."""
     try:
-        return read_indexes(lock.base.suite, inputs.apt_mirror, inputs.apt_security_mirror)
+        return read_indexes(
+            lock.base.suite, inputs.apt_mirror, inputs.apt_security_mirror, inputs.cache_dir
+        )
     except MirrorUnreachable:
         return None
 

@@ -19,25 +19,17 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import TYPE_CHECKING
 
 from runner.core.apt_sources import HOST, host_mirror
 from runner.core.errors import UserError
 from runner.core.models import JsonValue
+from runner.core.settings import Settings
+
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
 
 PROBE_TIMEOUT_S = 8
-
-
-class BuildInputSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PROOFLOCK_", extra="ignore")
-
-    apt_mirror: str | None = None
-    apt_security_mirror: str | None = None
-    pip_index: str | None = None
-    ca_bundle: Path | None = None
-    store: str | None = None
-    deb_store: str | None = None  # the remote store's first name, still read
 
 
 def sha256_file(path: Path) -> str:
@@ -49,11 +41,13 @@ def sha256_file(path: Path) -> str:
 class BuildInputs:
     apt_mirror: str
     apt_security_mirror: str
+    cache_dir: Path  # the local store, the apt index cache, build logs, this machine's state
     pip_index: str = ""  # empty: pip's default index
     ca_bundle: Path | None = None
     files: dict[str, Path] = field(default_factory=dict)  # vendored downloads by file name
     requested: dict[str, str] = field(default_factory=dict)  # as the user asked (`host`, ...)
     store: str = ""  # s3://bucket/prefix of a remote input store, or empty
+    s3: S3Settings | None = None  # how to reach S3: the remote store, a vendor target
     note: str = ""  # a choice the kit made for the user (another mirror), to say once
 
     def build_args(self) -> dict[str, str]:
@@ -84,6 +78,7 @@ class BuildInputs:
 
 def resolve_inputs(
     transport_defaults: dict[str, str],
+    settings: Settings,
     *,
     suite: str,
     apt_mirror: str | None = None,
@@ -91,11 +86,11 @@ def resolve_inputs(
     pip_index: str | None = None,
     ca_bundle: Path | None = None,
     files: list[str] | None = None,
+    s3: S3Settings | None = None,
 ) -> BuildInputs:
-    """Flags win over `PROOFLOCK_*` settings, which win over the lock's defaults (a snapshot)."""
-    env = BuildInputSettings()
-    main = apt_mirror or env.apt_mirror or transport_defaults["APT_MIRROR"]
-    security = apt_security_mirror or env.apt_security_mirror
+    """Flags win over `settings` (`PROOFLOCK_*`), which win over the lock's defaults."""
+    main = apt_mirror or settings.apt_mirror or transport_defaults["APT_MIRROR"]
+    security = apt_security_mirror or settings.apt_security_mirror
     requested = {}
     note = ""
     if main == transport_defaults["APT_MIRROR"] and not security and not _answers(main, suite):
@@ -112,17 +107,19 @@ def resolve_inputs(
     if security == HOST:
         requested["apt_security_mirror"] = HOST
         security = host_mirror(f"{suite}-security")
-    bundle = ca_bundle or env.ca_bundle
+    bundle = ca_bundle or settings.ca_bundle
     if bundle is not None and not bundle.is_file():
         raise UserError(f"--ca-bundle {bundle}: no such file")
     return BuildInputs(
         apt_mirror=main,
         apt_security_mirror=security,
-        pip_index=pip_index or env.pip_index or transport_defaults.get("PIP_INDEX_URL", ""),
+        cache_dir=settings.cache_dir,
+        pip_index=pip_index or settings.pip_index or transport_defaults.get("PIP_INDEX_URL", ""),
         ca_bundle=bundle,
         files=_vendored(files or []),
         requested=requested,
-        store=env.store or env.deb_store or "",
+        store=settings.store or settings.deb_store or "",
+        s3=s3,
         note=note,
     )
 

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.core.canonical import canonical_bytes
 from runner.core.models import JsonValue
-from runner.core.settings import Settings
 from runner.images import context
 from runner.images.closure import PackageDrift
 from runner.images.lock import BaseEntry, ImageEntry, ImagesLock
@@ -77,25 +76,22 @@ class MachineState(BaseModel):
     builds: dict[str, MachineBuild] = Field(default_factory=dict)  # by definitions digest
 
 
-def state_path() -> Path:
-    """The machine's file: under the cache directory the environment names (PROOFLOCK_CACHE_DIR
-    or the default), not a run's own settings, since the images belong to the daemon."""
-    return Settings().cache_dir / "images" / "state.json"
+def state_path(cache_dir: Path) -> Path:
+    """The machine's file, under the cache directory (`PROOFLOCK_CACHE_DIR`)."""
+    return cache_dir / "images" / "state.json"
 
 
-def load_state(path: Path | None = None) -> MachineState:
+def load_state(path: Path) -> MachineState:
     """The state, or an empty one when there is none or it cannot be read (it is a cache)."""
-    path = path or state_path()
     try:
         return MachineState.model_validate_json(path.read_bytes())
     except (FileNotFoundError, ValidationError, ValueError):
         return MachineState()
 
 
-def record(build: MachineBuild, path: Path | None = None) -> None:
+def record(build: MachineBuild, path: Path) -> None:
     """Keep `build` as the latest of its definitions (read, change, replace, under a file lock:
     other checkouts on this machine write the same file)."""
-    path = path or state_path()
     with _locked(path):
         state = load_state(path)
         state.builds[build.definitions] = build.model_copy(
@@ -107,7 +103,7 @@ def record(build: MachineBuild, path: Path | None = None) -> None:
         os.replace(tmp, path)
 
 
-def latest(name: str, definitions: str, path: Path | None = None) -> MachineBuild | None:
+def latest(name: str, definitions: str, path: Path) -> MachineBuild | None:
     found = load_state(path).builds.get(definitions)
     return found if found is not None and found.name == name else None
 

@@ -17,6 +17,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from runner.core.errors import UserError
 from runner.images import context, machine
@@ -45,11 +46,11 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
     names = list(names)
     for name in names:
         kit.lock.any_entry(name)  # a UserError naming the image when it is unknown
-    store = InputStore()
+    store = InputStore(inputs.cache_dir)
 
     @cache
     def suite_indexes(suite: str) -> Indexes:
-        return read_indexes(suite, inputs.apt_mirror, inputs.apt_security_mirror)
+        return read_indexes(suite, inputs.apt_mirror, inputs.apt_security_mirror, inputs.cache_dir)
 
     done = []
     whole = kit
@@ -58,7 +59,7 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
         entry = kit.lock.any_entry(name)
         indexes = functools.partial(suite_indexes, kit.lock.base.suite)
         previous = entry.image_id
-        entry, recorded = _with_latest_build(kit, name, entry)
+        entry, recorded = _with_latest_build(kit, name, entry, inputs.cache_dir)
         if not entry.packages:
             raise UserError(
                 f"{name}: nothing to relock: no locked build and none of these definitions on "
@@ -115,14 +116,14 @@ def _write_base_index(kit: Kit, base: BaseEntry, indexes: Indexes) -> str:
 
 
 def _with_latest_build(
-    kit: Kit, name: str, entry: BaseEntry | ImageEntry
+    kit: Kit, name: str, entry: BaseEntry | ImageEntry, cache_dir: Path
 ) -> tuple[BaseEntry | ImageEntry, bool]:
     """The entry with this machine's latest build of the current definitions in it, if any."""
     if isinstance(entry, BaseEntry):
         definitions = machine.definitions_digest(kit.lock, name, entry)
     else:
         definitions = machine.current_definitions(kit.lock, name, kit.images_root)
-    build = machine.latest(name, definitions)
+    build = machine.latest(name, definitions, machine.state_path(cache_dir))
     if build is None:
         return entry, False
     update: dict[str, object] = {

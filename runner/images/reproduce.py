@@ -89,7 +89,7 @@ def reproduce_image(
     started = time.monotonic()
     found = Reproduction(plan.name, entry.tag, entry.image_id)
     closure = beyond_base(entry.closure, plan.lock)
-    store = InputStore()
+    store = InputStore(plan.inputs.cache_dir)
     plan = replace(plan, downloads=_gather_downloads(plan, store, out))
     if not entry.closure or _packages_may_differ(plan.options):
         result = build_image(client, plan, out=out)
@@ -121,7 +121,7 @@ def reproduce_base(
     base = lock.base
     started = time.monotonic()
     found = Reproduction(kit.base_name, base.tag, base.image_id)
-    store = InputStore()
+    store = InputStore(inputs.cache_dir)
     gathered = (
         _gather(kit.base_name, base.closure, store, lock, inputs, out) if base.closure else None
     )

@@ -81,12 +81,12 @@ def locked_state(
 
 
 def drifted_rebuild(
-    client: DockerClient, lock: ImagesLock, name: str
+    client: DockerClient, lock: ImagesLock, name: str, state_file: Path
 ) -> machine.MachineBuild | None:
-    """This machine's recorded rebuild of `name`'s locked definitions (not the locked ID), if
-    the daemon still holds it."""
+    """This machine's recorded rebuild (in `state_file`) of `name`'s locked definitions (not
+    the locked ID), if the daemon still holds it."""
     entry = lock.any_entry(name)
-    build = machine.latest(name, machine.definitions_digest(lock, name, entry))
+    build = machine.latest(name, machine.definitions_digest(lock, name, entry), state_file)
     if build is None or build.image_id == entry.image_id:
         return None
     return build if image_id_of(client, build.image_id) is not None else None
@@ -97,7 +97,9 @@ def is_current(client: DockerClient, lock: ImagesLock, name: str, images_root: P
     return locked_state(client, lock, name, images_root) is ImageState.PRESENT
 
 
-def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -> list[ImageStatus]:
+def statuses(
+    client: DockerClient | None, lock: ImagesLock, images_root: Path, state_file: Path
+) -> list[ImageStatus]:
     """The base and every locked image, with their state here (UNCHECKED without a daemon)."""
     found = []
     bases = [(name, lock.base_named(name)) for name in lock.base_names()]
@@ -110,20 +112,22 @@ def statuses(client: DockerClient | None, lock: ImagesLock, images_root: Path) -
             state = ImageState.UNCHECKED
         else:
             state = locked_state(client, lock, name, images_root)
-            if state is not ImageState.PRESENT and drifted_rebuild(client, lock, name):
+            if state is not ImageState.PRESENT and drifted_rebuild(client, lock, name, state_file):
                 state = ImageState.DRIFTED
         found.append(ImageStatus(name, tag, image_id, state, lock.is_base(name)))
     return found
 
 
-def require_base(client: DockerClient, lock: ImagesLock, *, allow_drift: bool = False) -> str:
+def require_base(
+    client: DockerClient, lock: ImagesLock, state_file: Path, *, allow_drift: bool = False
+) -> str:
     """The locked base's tag, once it is here and (when the lock records one) the locked ID, or
     with `allow_drift` a recorded drifted rebuild of it."""
     base = lock.base
     found = image_id_of(client, base.tag)
     if found is None:
         raise UserError(f"the base image {base.tag} is missing: run `{base_command(lock)}`")
-    drifted = drifted_rebuild(client, lock, lock.base_name) if allow_drift else None
+    drifted = drifted_rebuild(client, lock, lock.base_name, state_file) if allow_drift else None
     if base.image_id is not None and found != base.image_id:
         if drifted is not None and drifted.image_id == found:
             return base.tag

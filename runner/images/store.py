@@ -21,11 +21,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from runner.core.settings import Settings
 from runner.images.debian import MirrorUnreachable, download
 from runner.images.lock import DebFile, Download
+
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
 
 STORE_DIR = Path("debs") / "sha256"  # below a store's root, local or remote
 DEBIAN = "debian:"  # a Download's origin below a Debian archive's root
@@ -55,10 +57,10 @@ def describe(item: Stored) -> str:
 
 
 class InputStore:
-    """The local store, under the cache directory unless told otherwise."""
+    """The local store, below `root` (the cache directory)."""
 
-    def __init__(self, root: Path | None = None):
-        self.root = root if root is not None else Settings().cache_dir
+    def __init__(self, root: Path):
+        self.root = root
         self.label = f"the local store {self.root / STORE_DIR}"
 
     def path(self, item: Stored) -> Path:
@@ -134,14 +136,14 @@ class MirrorSource:
 
 
 class RemoteStore:
-    """A store in S3: `prefix/debs/sha256/<hex>`."""
+    """A store in S3: `prefix/debs/sha256/<hex>`, reached with `settings`."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, settings: S3Settings):
         from runner.storage.blobs import (
             S3Files,  # boto3 only for a store in S3: the CLI starts faster
         )
 
-        self.files = S3Files(url)
+        self.files = S3Files(url, settings)
         self.label = f"the remote store {url}"
 
     def fetch(self, item: Stored, target: Path) -> bool:

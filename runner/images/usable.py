@@ -9,6 +9,7 @@ an InfraFailure saying exactly what is here and what to run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from docker import DockerClient
 
@@ -41,14 +42,13 @@ class UsableImage:
         return shown + (f" (+{more} more)" if more > 0 else "")
 
 
-def usable_image(name: str, client: DockerClient, kit: Kit | None = None) -> UsableImage:
-    """The image `name` (or `base`) runs in here; InfraFailure (what is here, what to run) when
-    there is none."""
-    kit = kit or Kit.open()
+def usable_image(name: str, client: DockerClient, kit: Kit, state_file: Path) -> UsableImage:
+    """The image `name` (or `base`) runs in here, a drifted one as `state_file` records it;
+    InfraFailure (what is here, what to run) when there is none."""
     entry = kit.lock.any_entry(name)
     if entry.image_id is not None and image_id_of(client, entry.image_id) is not None:
         return UsableImage(name, entry.tag, entry.image_id, entry.image_id, None)
-    rebuilt = drifted_rebuild(client, kit.lock, name)
+    rebuilt = drifted_rebuild(client, kit.lock, name, state_file)
     if rebuilt is not None:
         return UsableImage(
             name,

@@ -63,8 +63,10 @@ def vendor_images(
     if to:
         from runner.storage.blobs import S3Files  # boto3 only when asked: the CLI starts faster
 
-        remote = S3Files(to)
-    store = InputStore()
+        if inputs.s3 is None:
+            raise UserError(f"--to {to}: no S3 settings were given")
+        remote = S3Files(to, inputs.s3)
+    store = InputStore(inputs.cache_dir)
     done = []
     for name, closure in closures.items():
         unpinned, pinned_now = pin_on_first_use(kit, name, store)

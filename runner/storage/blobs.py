@@ -17,7 +17,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 from runner.storage.s3 import CHUNK, translated_errors
-from runner.storage.s3_settings import MiB, S3Settings, load_s3_settings, make_client
+from runner.storage.s3_settings import MiB, S3Settings, make_client
 from runner.storage.s3_url import S3Location, parse_s3_url
 
 if TYPE_CHECKING:
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 class S3Files:
     """The objects below one `s3://bucket/prefix`, by their name under it."""
 
-    def __init__(self, url: str, settings: S3Settings | None = None):
+    def __init__(self, url: str, settings: S3Settings):
         self.location: S3Location = parse_s3_url(url)
-        self.settings = settings or load_s3_settings()
+        self.settings = settings
         self._client: S3Client | None = None
 
     @property

@@ -1,12 +1,11 @@
-"""How to reach an S3-compatible store: settings from `PROOFLOCK_S3_*`, and the client they make."""
+"""How to reach an S3-compatible store: settings from `PROOFLOCK_S3_*`, and the client they make.
+
+boto3 is imported only to make a client: reading the settings stays cheap."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ProfileNotFound
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -55,11 +54,22 @@ def load_s3_settings() -> S3Settings:
         raise UserError(f"bad PROOFLOCK_S3_* setting: {explain(exc)}") from None
 
 
+def s3_settings_for(*places: str | None) -> S3Settings | None:
+    """The `PROOFLOCK_S3_*` settings when one of `places` is in S3 (`s3://`), else None."""
+    if not any(place and place.startswith("s3://") for place in places):
+        return None
+    return load_s3_settings()
+
+
 def _reveal(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 
 
 def make_client(settings: S3Settings) -> S3Client:
+    import boto3  # noqa: PLC0415 - a second to import: only for a client
+    from botocore.config import Config  # noqa: PLC0415
+    from botocore.exceptions import ProfileNotFound  # noqa: PLC0415
+
     if (settings.access_key_id is None) != (settings.secret_access_key is None):
         raise UserError(
             "set both PROOFLOCK_S3_ACCESS_KEY_ID and PROOFLOCK_S3_SECRET_ACCESS_KEY, "

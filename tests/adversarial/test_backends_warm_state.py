@@ -55,7 +55,7 @@ def looked(box) -> tuple[list[str], str]:
 
 @pytest.fixture(scope="module", params=["agent", "exec"])
 def warm_docker(request):
-    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages())
+    backend = DockerBackend(Settings(backend="docker", isolation="warm"), LockedImages(Settings()))
     backend.use_agent = request.param == "agent"
     yield backend
     backend.close()

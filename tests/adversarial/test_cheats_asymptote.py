@@ -476,7 +476,7 @@ def backend(request, backends) -> Backend:
             from runner.images.resolver import LockedImages
 
             backends[name] = DockerBackend(
-                Settings(backend="docker", isolation="strict"), LockedImages()
+                Settings(backend="docker", isolation="strict"), LockedImages(Settings())
             )
     return backends[name]
 
@@ -688,7 +688,7 @@ def test_past_the_guard_an_absolute_tex_command_finds_no_lua_in_the_image(backen
         pytest.skip(reason)
     if "docker" not in backends:
         backends["docker"] = DockerBackend(
-            Settings(backend="docker", isolation="strict"), LockedImages()
+            Settings(backend="docker", isolation="strict"), LockedImages(Settings())
         )
     outcome, leaked = render_past_the_guard(
         backends["docker"],
