@@ -74,7 +74,7 @@ def render_in_sandbox(name: str, fmt: str) -> tuple[Outcome, bytes]:
         timeout=30,
         options={"format": fmt},
     )
-    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
+    with LocalBackend(Settings()).sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
         outcome = asymptote.ADAPTER.check(resolved(request), OneSandbox(box))
         return outcome, box.read_file(asy_render.kept_path("artifact", fmt))
 
@@ -92,7 +92,7 @@ class RecordingSandboxes:
     def sandbox(self, purpose: str = "check") -> LocalSandbox:
         if purpose not in self.boxes:
             limits = Limits(timeout_s=60, memory_mb=4096)
-            box = self._stack.enter_context(LocalBackend().sandbox("asymptote", limits))
+            box = self._stack.enter_context(LocalBackend(Settings()).sandbox("asymptote", limits))
             self.boxes[purpose] = self._logged(purpose, box)
         return self.boxes[purpose]
 
@@ -277,7 +277,7 @@ def test_asy_killing_its_process_group_fails_the_artifact_not_the_kit():
     # asy answers a TeX command it cannot start with SIGPIPE to its whole process group; this
     # test process survives only because each command runs in a session of its own. The guard
     # refuses `settings.texcommand`, so asy is run here directly, past it.
-    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
+    with LocalBackend(Settings()).sandbox("asymptote", Limits(timeout_s=30, memory_mb=4096)) as box:
         done = asy_render.render(
             box, "artifact", artifact("asymptote", "kills_its_group.asy"), "png", 30
         )
@@ -295,7 +295,7 @@ def test_a_clock_that_is_not_frozen_is_found_by_a_probe_before_the_diagram_runs(
     )
     limits = Limits(timeout_s=30, memory_mb=4096)
     with (
-        LocalBackend().sandbox("asymptote", limits) as box,
+        LocalBackend(Settings()).sandbox("asymptote", limits) as box,
         pytest.raises(InfraFailure, match="fixed clock, and libfaketime is not installed"),
     ):
         asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 30)
@@ -304,7 +304,7 @@ def test_a_clock_that_is_not_frozen_is_found_by_a_probe_before_the_diagram_runs(
 def test_a_check_whose_time_ran_out_before_asy_started_is_a_timeout_not_the_machines_fault():
     # The kit's own reading of a large file counts against the check's time; what is left may
     # not reach the clock probe. That is the artifact's timeout: an infra error would stop a run.
-    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+    with LocalBackend(Settings()).sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
         done = asy_render.render(box, "artifact", "draw((0,0)--(1,1));", "png", 0.001)
     assert done.done.timed_out and not done.started
     outcome = asy_judging.artifact_outcome(done, "png", 0.001)
@@ -326,7 +326,7 @@ def test_a_diagram_too_large_to_read_in_its_time_is_a_timeout_within_the_limit(u
 def test_a_converter_never_hands_on_a_file_the_diagram_wrote():
     # asy hands gs's pages (diagram_%d.ps) to dvisvgm, which runs PostScript outside SAFER:
     # pages the diagram planted beforehand are gone before gs runs, whatever gs then does
-    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+    with LocalBackend(Settings()).sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
         asy_render.install_kit(box)
         for planted in ("out/diagram_1.ps", "out/diagram_2.ps", "out/other.ps"):
             box.write_file(planted, b"%!PS\n(planted) print\n")
@@ -436,7 +436,7 @@ def test_a_pdf_without_a_page_has_no_ssim_and_is_never_infra():
         b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
         b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
     )
-    with LocalBackend().sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
+    with LocalBackend(Settings()).sandbox("asymptote", Limits(timeout_s=30, memory_mb=1024)) as box:
         raster, why = asy_reference._raster(
             box, "artifact", "pdf", zero_pages, 30, asy_render.Timings()
         )

@@ -27,10 +27,12 @@ from runner.backends.local import LocalBackend
 from runner.check.checker import Checker
 from runner.core.errors import BadRequest
 from runner.core.models import CheckRequest, CheckResult, Limits, Target, Trust, Verdict
+from runner.core.settings import Settings
 from runner.provers import hol_light
 from runner.provers.common.lexing import ocaml_code
 from runner.provers.common.server import SandboxServer
-from runner.provers.hol_light import forkserver, protocol, source
+from runner.provers.hol_light import judging, protocol, source
+from runner.provers.hol_light import worker as hol_worker
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, artifact, resolved, session_checker
 from tests.support.hol_light_workers import forkserver_pids, idle_server, worker_of, workers_used
 
@@ -470,13 +472,13 @@ def test_the_library_export_is_the_same_whoever_writes_its_chunks():
     # With room (the default 4 GB) children forked at each checkpoint write the library export's
     # chunks while HOL Light loads on; with less than 3 GB the worker writes them itself. The
     # replayer must get the same bytes either way.
-    def boot(memory_mb: int) -> tuple[forkserver.Boot, str]:
-        spec = forkserver.server_spec(hol_light.HOL_DIR, hol_light.toplevel("hol-light"))
+    def boot(memory_mb: int) -> tuple[hol_worker.Boot, str]:
+        spec = hol_worker.server_spec(hol_light.HOL_DIR, hol_light.toplevel("hol-light"))
         limits = Limits(timeout_s=TIMEOUT, memory_mb=memory_mb)
-        server = SandboxServer(LocalBackend(), "hol-light", limits, spec, lambda _: None)
+        server = SandboxServer(LocalBackend(Settings()), "hol-light", limits, spec, lambda _: None)
         try:
             server.start()
-            return forkserver.read_boot(server), forkserver.boot_log(server)
+            return hol_worker.read_boot(server), hol_worker.boot_log(server)
         finally:
             server.close()
 
@@ -572,10 +574,10 @@ def _request(**fields):
 
 def _outcome(raw: bytes, replay: dict | None = None, **fields):
     reply, request = protocol.parse_reply(raw, "n"), _request(**fields)
-    stopped = protocol.stopped_outcome(reply, request, "/work")
+    stopped = judging.stopped_outcome(reply, request, "/work")
     if stopped is not None:
         return stopped
-    return protocol.replayed_outcome(reply, replay or {"ok": True}, request)
+    return judging.replayed_outcome(reply, replay or {"ok": True}, request)
 
 
 RAN = [("START", ""), ("END", ""), ("RESULT", "")]

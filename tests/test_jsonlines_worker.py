@@ -15,6 +15,7 @@ import pytest
 from runner.backends.local import LocalBackend
 from runner.core.errors import BackendUnavailable
 from runner.core.models import Limits
+from runner.core.settings import Settings
 from runner.provers.common import jsonlines
 from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec, ServerTimeout
 
@@ -81,7 +82,7 @@ LIMITS = Limits(timeout_s=30, memory_mb=1024)
 
 @pytest.fixture
 def server() -> Iterator[SandboxServer]:
-    started = SandboxServer(LocalBackend(), "test", LIMITS, spec(), lambda _: None)
+    started = SandboxServer(LocalBackend(Settings()), "test", LIMITS, spec(), lambda _: None)
     yield started
     started.close()
 
@@ -126,6 +127,8 @@ def test_a_child_cannot_reopen_the_channel_through_proc(server):
 
 
 def test_a_worker_that_dies_at_boot_is_explained_from_its_log():
-    failing = SandboxServer(LocalBackend(), "test", LIMITS, spec(FAIL_AT_BOOT="1"), lambda _: None)
+    failing = SandboxServer(
+        LocalBackend(Settings()), "test", LIMITS, spec(FAIL_AT_BOOT="1"), lambda _: None
+    )
     with pytest.raises(ServerFailed, match="RuntimeError: no prover here"):
         jsonlines.boot_facts(failing)

@@ -521,8 +521,8 @@ def _identify(box: LocalSandbox, image: str, argv: Sequence[str]) -> str:
 
 
 class LocalBackend:
-    def __init__(self, settings: Settings | None = None, notify: Notify | None = None):
-        self.confinement = confine(settings or Settings(), notify or notify_stderr)
+    def __init__(self, settings: Settings, notify: Notify | None = None):
+        self.confinement = confine(settings, notify or notify_stderr)
         confinement = self.confinement
         tools = {
             "os": platform.platform(),
