@@ -1,19 +1,18 @@
 """The local backend's sandbox: each command under bubblewrap (`bwrap`), like a tiny container.
 
-Inside: a read-only view of the system (/usr, /etc, /opt, /var/lib, /var/cache and the top-level
-links to them; of a system dir holding mounts or private dirs, only its other children), the
-directories the kit's PATH and Python need (such as a pyenv root) read-only, the sandbox's work
-dir read-write at /work (also HOME), a private /tmp and /dev/shm (tmpfs),
-a fresh /proc and a minimal /dev, the kernel's transparent-huge-page settings (read-only, as in a
-container). Nothing else of the host: nothing of /home, /root, /tmp, /run,
-/srv, /mnt, nor the kit's home and cache dirs (an empty read-only tmpfs covers them when they
-lie in a directory that is visible). New pid, network (loopback only), ipc, uts and cgroup namespaces; a new session;
-everything dies with the kit.
+Read-only inside: the system (/usr, /etc, /opt, /var/lib, /var/cache and the top-level links to
+them), the dirs the kit's PATH and Python need (a pyenv root, say), and the kernel's
+transparent-huge-page settings. Of a system dir holding mounts or private dirs, only its other
+children show. Read-write: the work dir at /work (also HOME), a private /tmp and /dev/shm. Also
+a fresh /proc, a minimal /dev, and the command's cgroup OOM-kill count where a container has it.
+Nothing else of the host shows: no /home, /root, /tmp, /run, /srv or /mnt, nor the kit's home and
+cache dirs (an empty read-only tmpfs covers them inside a visible dir). New pid, network
+(loopback only), ipc, uts and cgroup namespaces; a new session; all dies with the kit.
 
-Who runs it: as a normal user, bwrap makes a user namespace (uid 1000 inside, no capabilities,
-no further user namespaces). As root, the command drops to nobody (65534) with no capabilities
-and no_new_privs through util-linux `setpriv`, so root-only host files stay unreadable; the work
-dir is then owned by nobody.
+Who runs it: a normal user gets a user namespace (uid 1000 inside, no capabilities, no nested
+user namespaces). Root drops to nobody (65534) through util-linux `setpriv`, with no
+capabilities and no_new_privs, so root-only host files stay unreadable. The work dir is then
+owned by nobody.
 """
 
 from __future__ import annotations

@@ -1,27 +1,25 @@
-"""Booted servers kept as CRIU snapshots and restored into fresh containers (docker backend).
+"""Booted servers kept as CRIU snapshots, restored into fresh containers (docker backend).
 
-Making one: a container with CRIU's capabilities boots the server as the check user under the
-guard (no new privileges, its own seccomp filter: see snapshot/guard.c), the kit waits for its
-ready line as for any boot, and CRIU dumps it, before it has seen any request, into a staging
-directory; the container is then removed and the snapshot committed (snapshot/store.py).
+Making one: a container with CRIU's capabilities boots the server as the check user, under the
+guard (snapshot/guard.c: no new privileges, its own seccomp filter). The kit waits for the ready
+line, then CRIU dumps the server, before any request, into a staging directory. The container is
+removed and the snapshot committed (snapshot/store.py).
 
 Starting from one: a fresh container of the same image ID gets the server's work and /tmp files
-back, then `criu restore` brings the process tree back with its stdin and stdout bound to the
-new exec's pipes. The kit reads the ready line the boot printed (kept with the snapshot) and
-talks to the server as to a booted one.
+back. `criu restore` brings the process tree back, its stdin and stdout bound to the new exec's
+pipes. The kit reads the boot's ready line, kept with the snapshot, and talks to the server as to
+a booted one.
 
 What such a container allows: CRIU needs CAP_SYS_ADMIN, CAP_SYS_PTRACE and a few file and id
-capabilities (RESTORE_CAPS, each measured), with the rest of the kit's hardening (no network,
-read-only root, memory, pid and CPU limits, no-new-privileges). A restoring container, where
-checked files run, keeps Docker's default seccomp allow-list; only the dumping one, where none
-runs, has none (the kernel suspends a tracee's filter only for an unfiltered tracer). CRIU runs
-as root with the server's real uid (prlimit on another uid's process needs CAP_SYS_RESOURCE,
-which not every host grants), and root's scripts run only the image's own binaries. The server
-and everything a checked file starts run as the check user, without capabilities, under the
-guard's allow-list, which the dump took and the restore puts back: no namespaces, mounts or
-ptrace, however the container is configured. The snapshot is mounted read-only, root's only, into restoring
-containers, and writable only into the container that dumps it, which is removed before any
-request is sent.
+capabilities (RESTORE_CAPS, each measured); the rest of the kit's hardening stays. A restoring
+container, where checked files run, keeps Docker's default seccomp allow-list. Only the dumping
+one has none: no checked file runs there, and the kernel suspends a tracee's filter only for an
+unfiltered tracer. CRIU runs as root with the server's real uid: prlimit on another uid's
+process needs CAP_SYS_RESOURCE, which not every host grants. Root's scripts run only the image's
+own binaries. The server, and all a checked file starts, run as the check user without
+capabilities, under the guard's allow-list: no namespaces, mounts or ptrace. The dump keeps that
+filter; the restore puts it back. Restoring containers get the snapshot read-only, root's only.
+Only the dumping container may write it, and it is removed before any request.
 """
 
 from __future__ import annotations
