@@ -41,15 +41,18 @@ class MemoryCgroup:
         finally:
             os.close(fd)
 
+    @property
+    def counter(self) -> Path:
+        """The file holding the OOM-kill count."""
+        return self.path / ("memory.events" if self.version == 2 else "memory.oom_control")
+
     def counters(self) -> list[tuple[Path, str]]:
         """(host file, path inside) of the OOM-kill count, for a read-only bind."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        return [(self.path / name, INSIDE_COUNTER[self.version])]
+        return [(self.counter, INSIDE_COUNTER[self.version])]
 
     def oom_kills(self) -> int | None:
         """How many processes the kernel OOM-killed here; None on old v1 kernels (no count)."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
-        match = re.search(r"^oom_kill (\d+)$", _read(self.path / name), re.MULTILINE)
+        match = re.search(r"^oom_kill (\d+)$", _read(self.counter), re.MULTILINE)
         return int(match[1]) if match else None
 
     def out_of_memory(self, *, killed: bool) -> bool:

@@ -522,16 +522,15 @@ def _identify(box: LocalSandbox, image: str, argv: Sequence[str]) -> str:
 
 class LocalBackend:
     def __init__(self, settings: Settings, notify: Notify | None = None):
-        self.confinement = confine(settings, notify or notify_stderr)
-        confinement = self.confinement
+        self.confinement = confinement = confine(settings, notify or notify_stderr)
         tools = {
             "os": platform.platform(),
             "memory_limit": confinement.memory_limit,
             "stack_limit": confinement.stack_limit,
         }
-        if self.confinement.wrapper is not None:
-            tools["sandbox"] = self.confinement.wrapper.version
-        self.info = BackendInfo(name="local", isolation=self.confinement.isolation, tools=tools)
+        if confinement.wrapper is not None:
+            tools["sandbox"] = confinement.wrapper.version
+        self.info = BackendInfo(name="local", isolation=confinement.isolation, tools=tools)
 
     def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
         names = sorted(probe)
