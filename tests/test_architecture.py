@@ -60,7 +60,6 @@ SETTINGS_READERS = ("cli/", "check/checker.py", "runs/serve.py", "runs/executors
 PENDING = {
     "storage/s3.py": "fetch_to_temp",  # runner.records.bundles.open_source
     "images/archives.py": "fetch_image",  # runner.records.bundles.load_missing_images
-    "backends/local.py": "__init__",  # LocalBackend(): the tests that build one bare
 }
 
 

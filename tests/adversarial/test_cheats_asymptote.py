@@ -468,7 +468,7 @@ def backend(request, backends) -> Backend:
     name = request.param
     if name not in backends:
         if name == "local":
-            backends[name] = LocalBackend()
+            backends[name] = LocalBackend(Settings())
         else:
             if reason := docker_skip_reason():
                 pytest.skip(reason)
