@@ -138,7 +138,7 @@ def overhead(repeat: int, backend_name: str) -> None:
             runs.append(time.perf_counter() - started)
         print(f"{name:24} {statistics.median(runs) * 1e6:9.0f}")
     settings = Settings(backend=backend_name, cache=False, retries=0)
-    choice = BackendChoice(settings, notify=print, images=LockedImages())
+    choice = BackendChoice(settings, notify=print, images=LockedImages(settings))
     backend = choice.for_image("asymptote")
     extra: dict[str, list[int]] = {fmt: [] for fmt in FORMATS}
     with backend.sandbox("asymptote", Limits(timeout_s=120, memory_mb=4096)) as box:

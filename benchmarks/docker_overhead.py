@@ -145,7 +145,9 @@ def make_backend(label: str) -> CommandClock:
     with mode(label) as settings:
         local = settings.backend == "local"
         return CommandClock(
-            LocalBackend(settings) if local else docker.DockerBackend(settings, LockedImages())
+            LocalBackend(settings)
+            if local
+            else docker.DockerBackend(settings, LockedImages(settings))
         )
 
 

@@ -32,6 +32,7 @@ from runner.core.models import CheckRequest, CheckResult
 from runner.core.settings import Settings
 from runner.images.api import list_images
 from runner.images.lock import Kit
+from runner.images.machine import state_path
 from runner.images.state import ImageState
 from runner.provers import alphageometry
 from runner.provers.alphageometry import source, validator
@@ -332,7 +333,8 @@ def run_engine(
 
 
 def alphageometry_image_here() -> bool:
-    states = {status.name: status.state for status in list_images(Kit.open())}
+    found = list_images(Kit.open(), state_path(Settings().cache_dir))
+    states = {status.name: status.state for status in found}
     return states.get(alphageometry.IMAGES["ag4masses"]) is ImageState.PRESENT
 
 
