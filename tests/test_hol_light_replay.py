@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.provers.hol_light import forkserver
+from runner.provers.hol_light import worker as hol_worker
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS
 
 HOL_DIR = Path("/usr/share/hol-light")
@@ -125,7 +125,7 @@ def library_export() -> bytes:
 
 
 def start_replayer(work: Path, library: bytes):
-    for name in forkserver.REPLAYER_FILES:
+    for name in hol_worker.REPLAYER_FILES:
         (work / name).write_bytes(files("runner.provers.hol_light").joinpath(name).read_bytes())
     build = subprocess.run(
         ["sh", "build_replay.sh"], cwd=work, capture_output=True, text=True, timeout=600

@@ -1,6 +1,6 @@
 """HOL Light adapter: a verdict rests on a replay of the file's proofs by HOL Light's own kernel.
 
-Two servers, each in a sandbox of its own (forkserver.py):
+Two servers, each in a sandbox of its own (worker.py):
 - the worker (server.ml) loads HOL Light once, with its kernel swapped for one that records,
   in every theorem, the primitive inference that made it (recording_fusion.ml: HOL Light's
   fusion.ml with proofs attached), and checks each file in a forked child. When a file ran to
@@ -15,12 +15,13 @@ Two servers, each in a sandbox of its own (forkserver.py):
 A theorem the replay cannot derive is not a pass, whatever the file's process said
 (`Trust.REPLAYED`). The file's code runs only in the worker's child, contained by the sandbox:
 nothing in the language is refused; everything a check started is killed after it; a file
-that breaks its worker is judged by a control check on a fresh one.
+that breaks its worker is judged by a control check on a fresh one. protocol.py frames a request
+and parses the worker's reply; judging.py turns the reply and the replay into the verdict.
 
 Options: `placeholder` (names, default CHEAT_TAC: allowed in statement mode, a `placeholder`
 verdict in proof mode) and `preload` (libraries such as Library/prime.ml a warm parent loads
 first; used only for a file whose first phrases `needs` them in that order, see
-source.effective_preload, so a preloaded library never changes a result).
+source.effective_preload, so a preloaded library never changes a result), read by options.py.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from runner.core.errors import BadRequest
 from runner.core.models import Outcome
 from runner.provers.base import ProverAdapter, ResolvedRequest, Sandboxes
 from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec
-from runner.provers.hol_light import forkserver, source
+from runner.provers.hol_light import judging, source, worker
 from runner.provers.hol_light.options import HolLightOptions
 
 VERSION = "5"  # 5: proofs recorded and replayed by HOL Light's kernel alone; no refusals
@@ -95,11 +96,11 @@ class _Held:
         return self._held[key]
 
     def worker(self, image: str) -> SandboxServer:
-        return self.server(forkserver.server_spec(HOL_DIR, toplevel(image)))
+        return self.server(worker.server_spec(HOL_DIR, toplevel(image)))
 
 
 def _check(request: ResolvedRequest, held: _Held) -> Outcome:
-    refusal = forkserver.refused(request)
+    refusal = judging.refused(request)
     if refusal is not None:  # a target HOL Light cannot be asked about: before anything boots
         return refusal
     # One worker serves every preload set: it forks a preloaded parent per set on demand.
@@ -117,9 +118,9 @@ def _check(request: ResolvedRequest, held: _Held) -> Outcome:
                 fresh.retire()
                 raise
 
-        outcome = forkserver.after_failure(
+        outcome = worker.after_failure(
             failure,
-            control=lambda: on_fresh(forkserver.control_request(request)),
+            control=lambda: on_fresh(worker.control_request(request)),
             again=lambda: on_fresh(request),
         )
         # The machine's part, in the provenance (never hashed): what broke the worker the check
@@ -130,8 +131,8 @@ def _check(request: ResolvedRequest, held: _Held) -> Outcome:
 
 def _check_on(server: SandboxServer, request: ResolvedRequest, held: _Held) -> Outcome:
     # The replayer's library is read from the worker before the file runs on it.
-    spec = forkserver.replayer_spec(HOL_DIR, forkserver.read_boot(server), server)
-    return forkserver.check_on(server, request, lambda: held.server(spec))
+    spec = worker.replayer_spec(HOL_DIR, worker.read_boot(server), server)
+    return worker.check_on(server, request, lambda: held.server(spec))
 
 
 ADAPTER = ProverAdapter(
@@ -147,7 +148,7 @@ ADAPTER = ProverAdapter(
     targets=True,
     validate=validate,
     check_batch=check_batch,
-    warm_up=forkserver.CONTROL,
+    warm_up=worker.CONTROL,
     host_packages=("hol-light", "libnum-ocaml-dev"),  # Debian's hol-light loads nums without it
     description="HOL Light .ml files, run in a fork of a loaded HOL Light, proofs replayed by its kernel",
 )

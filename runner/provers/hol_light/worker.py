@@ -3,11 +3,12 @@ forked child: server.ml) and the replayer (HOL Light's unmodified kernel and not
 sandbox of its own, which re-derives what a check exported: replay.ml). A verdict on a file that
 ran to its end is what the replayer derived.
 
-The kit side is the shared SandboxServer: this module frames requests, says how each server
-starts, reads their boot lines, and decides what a worker that died during a check means (a
-control check on a fresh worker: the artifact's doing if the control passes). A cold check is
-the same servers booted for that one request. On docker both servers are kept as snapshots of
-their boots (`snapshot=`), so a fresh one is restored in about a second instead of booted.
+The kit side is the shared SandboxServer: this module frames requests, says how each server starts,
+reads their boot lines, hands each reply to judging.py, and decides what a worker that died during
+a check means (a control check on a fresh worker: the artifact's doing if the control passes). A
+cold check is the same servers booted for that one request. On docker both servers are kept as
+snapshots of their boots (`snapshot=`), so a fresh one is restored in about a second instead of
+booted.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from runner.core.errors import BackendUnavailable
 from runner.core.models import CheckRequest, Diagnostic, Outcome, Verdict
 from runner.provers.base import ResolvedRequest
 from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec, ServerTimeout
-from runner.provers.hol_light import protocol, source
+from runner.provers.hol_light import judging, protocol, source
 from runner.provers.hol_light.options import HolLightOptions
 
 SERVER_FILE = "server.ml"
@@ -213,22 +214,6 @@ def _read_log(sandbox: Sandbox) -> str:
         return ""
 
 
-def refused(request: ResolvedRequest) -> Outcome | None:
-    """A FAIL for a target the server could not even be asked about, before anything boots.
-
-    Everything about the file itself is decided on HOL Light's own parse, in the server.
-    """
-    target = request.target
-    if target is None:
-        return None
-    problem = source.target_problem(target.name, target.statement)
-    if problem is None:
-        return None
-    return Outcome(
-        verdict=Verdict.FAIL, diagnostics=[Diagnostic(message=problem, context="target")]
-    )
-
-
 @dataclass(frozen=True)
 class Framed:
     """One request as the server reads it, and what its reply is read with."""
@@ -267,7 +252,7 @@ def judge_reply(
     except protocol.MalformedReply as exc:
         server.retire()
         raise ServerFailed(f"the HOL Light worker sent a bad reply: {exc}") from None
-    outcome = protocol.stopped_outcome(reply, request, boot.work_dir)
+    outcome = judging.stopped_outcome(reply, request, boot.work_dir)
     replay_ms: int | None = None
     if outcome is None:
         assert server.sandbox is not None
@@ -275,7 +260,7 @@ def judge_reply(
         clock = time.monotonic()
         replayed = replay(replayer(), export, reply, request, spent_s)
         replay_ms = int((time.monotonic() - clock) * 1000)
-        outcome = protocol.replayed_outcome(reply, replayed, request)
+        outcome = judging.replayed_outcome(reply, replayed, request)
     outcome.worker = {"parent": reply.parent, "hol_version": boot.hol_version}
     if replay_ms is not None:
         outcome.worker["replay_ms"] = replay_ms
