@@ -21,7 +21,8 @@ fresh sandbox, replays its export into fresh kernels, and compares the theorems 
 elaborated apart (a comparator challenge in `options.challenge`, the target on its own
 `requires`, or the file's own theorems); that verdict is recorded, `replayed`. Other verdicts
 rest on Lean's kernel in the REPL (`kernel`). A protocol double that says so (`double`:
-tests/doubles/) makes every verdict it took part in the double's.
+tests/doubles/) makes every verdict it took part in the double's. comparator.py reads a
+comparator project (challenge and solution) as one request, and back.
 """
 
 from __future__ import annotations

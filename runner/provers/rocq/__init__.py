@@ -18,8 +18,10 @@ Every check, warm or cold:
 
 The cold path runs Debian's coqc and coqchk and two drivers (cold.py); the warm path runs the
 same steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
-sandbox/server.ml). Both hand their evidence to judging.outcome. A worker that dies or garbles
-its reply once the file ran is followed by a control check on a fresh worker (control.py).
+sandbox/server.ml), with the audit memo kept across runs (memo.py). report.py reads what the
+tools print; both paths hand their evidence to judging.outcome (judging.py). A worker that dies
+or garbles its reply once the file ran is followed by a control check on a fresh worker
+(control.py).
 """
 
 from __future__ import annotations
