@@ -9,7 +9,7 @@ from runner.backends.base import Completed
 from runner.core.errors import InfraFailure
 from runner.core.models import CheckRequest, Trust, Verdict
 from runner.provers.common.server import ServerFailed
-from runner.provers.rocq import control, report, source, verdict, worker
+from runner.provers.rocq import control, judging, report, source, worker
 from tests.helpers import ROCQ_EXPECTED, artifact, resolved
 
 EXPECTED = ROCQ_EXPECTED
@@ -298,19 +298,19 @@ def _compiled(**fields) -> Completed:
 def test_coqchk_exiting_129_on_a_type_error_is_a_rejection_not_a_signal():
     request = resolved(CheckRequest(prover="rocq", name="t.v", content="Lemma t : True.\n"))
     refused = _compiled(exit_code=129, signal=1, stderr=b"Fatal Error: type error")
-    evidence = verdict.Evidence(_compiled(), checked=refused)
-    outcome = verdict.outcome(request, evidence)
+    evidence = judging.Evidence(_compiled(), checked=refused)
+    outcome = judging.outcome(request, evidence)
     assert (outcome.verdict, outcome.trust) == (Verdict.FAIL, Trust.REPLAYED)
-    assert verdict.REJECTED in outcome.diagnostics[-1].message
-    killed = verdict.Evidence(_compiled(), checked=_compiled(exit_code=137, signal=9))
-    assert verdict.outcome(request, killed).verdict is Verdict.CRASH
+    assert judging.REJECTED in outcome.diagnostics[-1].message
+    killed = judging.Evidence(_compiled(), checked=_compiled(exit_code=137, signal=9))
+    assert judging.outcome(request, killed).verdict is Verdict.CRASH
 
 
 def test_a_compile_that_writes_no_library_is_a_fail():
     request = resolved(CheckRequest(prover="rocq", name="t.v", content='Cd "/tmp".\n'))
-    outcome = verdict.outcome(request, verdict.Evidence(_compiled(), library=False))
+    outcome = judging.outcome(request, judging.Evidence(_compiled(), library=False))
     assert outcome.verdict is Verdict.FAIL
-    assert outcome.diagnostics[-1].message == verdict.NO_LIBRARY
+    assert outcome.diagnostics[-1].message == judging.NO_LIBRARY
 
 
 def _dies(*args, **kwargs):
