@@ -112,12 +112,13 @@ def test_a_warm_server_is_specified_in_worker_py(package):
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
 def test_no_module_plays_a_role_under_another_name(package):
-    for module in modules(package):
-        for role, (does, other_names) in ROLES.items():
-            assert module not in other_names, (
-                f"{package.__name__}.{module} is a name for the module that {does}: "
-                f"call it {role}.py"
-            )
+    misnamed = [
+        f"{module}.py is a name for the module that {does}: call it {role}.py"
+        for module in modules(package)
+        for role, (does, other_names) in ROLES.items()
+        if module in other_names
+    ]
+    assert not misnamed, f"{package.__name__}: {'; '.join(misnamed)}"
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
@@ -127,5 +128,6 @@ def test_every_other_module_is_introduced_by_its_package_docstring(package):
     missing = [f"{m}.py" for m in own if f"{m}.py" not in introduction]
     assert not missing, (
         f"{package.__name__}'s docstring does not say what {', '.join(missing)} "
-        "is for (a module that is not a role is the prover's own; say what it does)"
+        f"{'is' if len(missing) == 1 else 'are'} for (a module that plays no role is the "
+        "prover's own: say what it does)"
     )
