@@ -9,7 +9,7 @@ files in one `Checker` with its default workers. A row says how many agree, how 
 refuses by design, and names each disagreement. `quick` takes the CI samples.
 
     python -m benchmarks.corpora [--quick] [--backend local|docker] [--json OUT]
-                                 [--progress LOG] [--only PREFIX] [--interleave]
+                                 [--progress LOG [--resume]] [--only PREFIX] [--interleave]
                                  [--bare-boot-each] [CORPUS ...]
         the same, with one line per disagreement and design refusal, and every file's label and
         verdict in OUT (LOG: a line per label and verdict as it comes); HOL Light's bare labels
@@ -156,6 +156,17 @@ class RunOptions:
     # File by file, the bare label then the kit's check, never both at once: a run cut short
     # still pairs every file it reached (in an order by hash, so those are a fair sample).
     interleave: bool = False
+    resume: bool = False  # skip the files `progress` already pairs (a run cut short, again)
+
+    def paired(self) -> set[str]:
+        """The files `progress` holds both a bare label and a verdict of, when resuming."""
+        if not (self.resume and self.progress and self.progress.is_file()):
+            return set()
+        lines = [json.loads(line) for line in self.progress.read_text().splitlines()]
+        sides: dict[str, set[str]] = {}
+        for line in lines:
+            sides.setdefault(line["name"], set()).add(line["side"])
+        return {name for name, seen in sides.items() if seen == {"bare", "kit"}}
 
     def journal(self, side: str, name: str, **said: object) -> None:
         if self.progress is not None:
@@ -177,7 +188,8 @@ def compare(
 ) -> Compared:
     """Label each file by the bare tool, then check them all in one kit Checker."""
     compared = Compared(corpus)
-    names = [n for n in names if not RUN.only or n.startswith(RUN.only)]
+    paired = RUN.paired()
+    names = [n for n in names if (not RUN.only or n.startswith(RUN.only)) and n not in paired]
     settings = Settings(backend=backend, cache=False, retries=0, timeout=timeout_s)
 
     def labelled(name: str) -> None:
@@ -432,12 +444,16 @@ def main() -> int:
         help="file by file (in an order by hash), the bare label and then the kit's check",
     )
     parser.add_argument(
+        "--resume", action="store_true", help="skip the files --progress already pairs"
+    )
+    parser.add_argument(
         "--bare-boot-each",
         action="store_true",
         help="label each HOL Light file by a fresh boot of its own, not a child forked from one",
     )
     args = parser.parse_args()
     RUN.only, RUN.progress, RUN.interleave = tuple(args.only), args.progress, args.interleave
+    RUN.resume = args.resume
     if args.bare_boot_each:
         CORPORA["hol-light"] = (
             "hol-light",
