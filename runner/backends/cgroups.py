@@ -25,6 +25,9 @@ OURS = re.compile(rf"^{PREFIX}-(\d+)-\w+$")
 DRAIN_S = 5.0
 # Where a container sees its own cgroup's OOM-kill count (v1, v2): a sandbox sees it there too.
 INSIDE_COUNTER = {1: "/sys/fs/cgroup/memory/memory.oom_control", 2: "/sys/fs/cgroup/memory.events"}
+# And its memory limit, so a worker can pace its own garbage collection under it.
+LIMIT_FILE = {1: "memory.limit_in_bytes", 2: "memory.max"}
+INSIDE_LIMIT = {1: "/sys/fs/cgroup/memory/memory.limit_in_bytes", 2: "/sys/fs/cgroup/memory.max"}
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,9 @@ class MemoryCgroup:
         return self.path / ("memory.events" if self.version == 2 else "memory.oom_control")
 
     def counters(self) -> list[tuple[Path, str]]:
-        """(host file, path inside) of the OOM-kill count, for a read-only bind."""
-        return [(self.counter, INSIDE_COUNTER[self.version])]
+        """(host file, path inside) of the OOM-kill count and the limit, for read-only binds."""
+        limit = self.path / LIMIT_FILE[self.version]
+        return [(self.counter, INSIDE_COUNTER[self.version]), (limit, INSIDE_LIMIT[self.version])]
 
     def oom_kills(self) -> int | None:
         """How many processes the kernel OOM-killed here; None on old v1 kernels (no count)."""

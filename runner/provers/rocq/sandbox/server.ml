@@ -299,6 +299,69 @@ let fresh_minor_heap ?(enough = 0.) () =
     swapped_at := Gc.minor_words ()
   end
 
+(* With the major GC off, a check's garbage is never freed: Nia.v's re-check grew to 4 GB that
+   way, where coqchk with its GC on peaks at 745 MB. So once a child's heap has grown by half
+   of what its memory limit leaves, the GC is back at the parent's setting (a few percent more
+   CPU on such a file, and none on the usual small one). The limit is the
+   sandbox's cgroup limit or its address-space limit, whichever is lower. A CPU-time timer
+   looks; it ticks only while the child computes, so it never interrupts a blocking call. *)
+let first_line path =
+  match open_in path with
+  | exception Sys_error _ -> None
+  | ic ->
+    Fun.protect ~finally:(fun () -> close_in_noerr ic) (fun () ->
+      try Some (input_line ic) with End_of_file -> None)
+
+(* cgroup v2's memory.max ("max": none), else v1's limit_in_bytes (about 2^63: none). *)
+let cgroup_limit () =
+  let read path = Option.bind (first_line path) (fun s -> float_of_string_opt (String.trim s)) in
+  let limit =
+    match read "/sys/fs/cgroup/memory.max" with
+    | Some _ as v2 -> v2
+    | None -> read "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+  in
+  Option.bind limit (fun bytes -> if bytes < 2e18 then Some bytes else None)
+
+(* /proc/self/limits: "Max address space  <soft>  <hard>  bytes" ("unlimited" reads as None). *)
+let address_space_limit () =
+  match open_in "/proc/self/limits" with
+  | exception Sys_error _ -> None
+  | ic ->
+    Fun.protect ~finally:(fun () -> close_in_noerr ic) (fun () ->
+      let rec find () =
+        match input_line ic with
+        | exception End_of_file -> None
+        | line when String.starts_with ~prefix:"Max address space" line ->
+          (match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+           | _ :: _ :: _ :: soft :: _ -> float_of_string_opt soft
+           | _ -> None)
+        | _ -> find ()
+      in
+      find ())
+
+let heap_bytes () = float_of_int ((Gc.quick_stat ()).Gc.heap_words * (Sys.word_size / 8))
+
+let gc_off_budget () =
+  let limits = List.filter_map (fun f -> f ()) [cgroup_limit; address_space_limit] in
+  match limits with
+  | [] -> 2e9
+  | first :: rest ->
+    (* Once on, the GC's first cycle copies the parent's heap it marks: count it twice. *)
+    Float.max 128e6 ((List.fold_left Float.min first rest -. 2. *. heap_bytes ()) /. 2.)
+
+let collect_again_past ~grown ~collecting =
+  let start = heap_bytes () in
+  let stop = { Unix.it_interval = 0.; it_value = 0. } in
+  let look _ =
+    if heap_bytes () -. start > grown then begin
+      ignore (Unix.setitimer Unix.ITIMER_VIRTUAL stop);
+      Gc.set { (Gc.get ()) with Gc.space_overhead = collecting };
+      Gc.full_major ()  (* at once: a cycle paced by allocation would let the heap grow on *)
+    end
+  in
+  Sys.set_signal Sys.sigvtalrm (Sys.Signal_handle look);
+  ignore (Unix.setitimer Unix.ITIMER_VIRTUAL { Unix.it_interval = 0.2; it_value = 0.2 })
+
 (* [body go w] runs in the child with its report pipe [w]; it must end the process itself. *)
 let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
   let r, w = Unix.pipe ~cloexec:true () in
@@ -307,7 +370,8 @@ let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
   match Unix.fork () with
   | 0 ->
     (* A child lives for one check: a major GC cycle there would mark (and so copy, page by
-       page) the parent's whole heap for nothing. *)
+       page) the parent's whole heap for nothing. A heavy check turns it back on (below). *)
+    let collecting = (Gc.get ()).Gc.space_overhead in
     Gc.set { (Gc.get ()) with Gc.space_overhead = 20_000 };
     (* Under a memory limit the kernel must kill a check, never the worker that forked it. *)
     (try write_all "/proc/self/oom_score_adj" "1000" with _ -> ());
@@ -324,6 +388,7 @@ let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
     in
     Unix.close start_r;
     mark "forked";
+    collect_again_past ~grown:(gc_off_budget ()) ~collecting;
     let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     Unix.dup2 fd_out Unix.stdout;
