@@ -55,12 +55,6 @@ def test_a_cycle_inside_any_package_fails_lint():
 # point, which may default to the environment), the settings classes' own modules, and the two
 # processes that receive a client's settings as data (the `serve` daemon, a Ray node's actor).
 SETTINGS_READERS = ("cli/", "check/checker.py", "runs/serve.py", "runs/executors/ray_cluster.py")
-# Defaults that stay until their callers pass settings down (written up for the lead in
-# /tmp/notes/settings-needs.md); each entry goes when its default does.
-PENDING = {
-    "storage/s3.py": "fetch_to_temp",  # runner.records.bundles.open_source
-    "images/archives.py": "fetch_image",  # runner.records.bundles.load_missing_images
-}
 
 
 def settings_builders() -> dict[str, str]:
@@ -84,14 +78,12 @@ def settings_builders() -> dict[str, str]:
     return found
 
 
-def calls_in(node: ast.AST, owner: str = "") -> Iterator[tuple[str, str, int]]:
-    """(the function it is in, the name called, its line) for each call below `node`."""
-    for child in ast.iter_child_nodes(node):
-        inside = child.name if isinstance(child, ast.FunctionDef) else owner
-        if isinstance(child, ast.Call):
-            name = getattr(child.func, "id", None) or getattr(child.func, "attr", None)
-            yield owner, str(name), child.lineno
-        yield from calls_in(child, inside)
+def calls_in(tree: ast.AST) -> Iterator[tuple[str, int]]:
+    """(the name called, its line) for each call in `tree`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            yield str(name), node.lineno
 
 
 def test_settings_are_built_at_the_entry_points_and_passed_down():
@@ -102,7 +94,7 @@ def test_settings_are_built_at_the_entry_points_and_passed_down():
         path = source.relative_to(ROOT).as_posix()
         if path.startswith(SETTINGS_READERS):
             continue
-        for owner, name, line in calls_in(ast.parse(source.read_text())):
-            if name in builders and builders[name] != path and PENDING.get(path) != owner:
+        for name, line in calls_in(ast.parse(source.read_text())):
+            if name in builders and builders[name] != path:
                 built_below.add(f"{path}:{line} {name}()")
     assert not built_below, "built below the entry points: " + ", ".join(sorted(built_below))

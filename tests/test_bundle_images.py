@@ -23,6 +23,7 @@ from runner.records.bundles import load_missing_images, open_source
 from runner.records.checkpoint import recorded_runs
 from runner.records.layout import STATEMENT
 from runner.runs.replay import load_recorded, replay
+from runner.storage.s3_settings import load_s3_settings
 from tests.helpers import rewrite
 from tests.support.finished_run import NAMES
 from tests.support.s3_endpoint import endpoint_env, raw_client
@@ -186,9 +187,10 @@ def test_upload_carries_the_archives_and_replay_from_s3_fetches_them(
 
     remove(client, tiny_image)
     said: list[str] = []
-    with open_source(url) as source:  # as `replay s3://…` opens it: the archive left in S3
+    s3 = load_s3_settings()
+    with open_source(url, s3=s3) as source:  # as `replay s3://…` opens it: archives left in S3
         assert not (source.bundle / "images").exists()
-        loaded = load_missing_images(results_of(source.bundle), source.stores, said.append)
+        loaded = load_missing_images(results_of(source.bundle), source.stores, said.append, s3)
     assert loaded == [tiny_image] and image_id_of(client, tiny_image) == tiny_image
     assert said == [f"{TAG}: loaded {tiny_image} from the bundle's archive"]
 

@@ -108,7 +108,7 @@ def test_a_store_that_does_not_answer_is_an_infra_failure_to_retry(tmp_path, mon
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PROOFLOCK_S3_MAX_ATTEMPTS", "1")
     with pytest.raises(StorageUnavailable, match="did not answer"):
-        fetch_image(OTHER, ["s3://bucket/store"])
+        fetch_image(OTHER, ["s3://bucket/store"], s3=load_s3_settings())
 
     done = subprocess.run(
         [

@@ -48,6 +48,7 @@ from runner.runs.replay import (
 )
 from runner.runs.resumable import load_requests, run_requests
 from runner.runs.serve import open_checker
+from runner.storage.s3_settings import s3_settings_for
 
 CHECK_SCHEMA = "prooflock.check/1"
 RUN_SCHEMA = "prooflock.run/1"
@@ -402,7 +403,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     signing = check_attest_flags(args)
-    with open_source(args.log) as source:
+    with open_source(args.log, s3=s3_settings_for(args.log)) as source:
         _, runs = load_recorded(source.log)
         if args.backend is None and (recorded := recorded_backend(runs)) in ("local", "docker"):
             settings = settings.model_copy(update={"backend": recorded})
@@ -421,6 +422,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     executor=executor,
                     on=_lines_to_replay_on(args.on),
                     stores=source.stores,
+                    s3=source.s3,
                 )
                 canary = canary_failed(checker)
         finally:

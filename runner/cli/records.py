@@ -231,7 +231,7 @@ def trust_from(args: argparse.Namespace) -> TrustPolicy:
 def cmd_verify_log(args: argparse.Namespace) -> int:
     from runner.records.verify import verify_bundle, verify_log  # noqa: PLC0415
 
-    with open_source(args.log) as source:
+    with open_source(args.log, s3=s3_settings_for(args.log)) as source:
         # A bundle's log is checked against its statement too: the same damage, the same answer
         # as `audit`.
         found = verify_bundle(source.bundle) if source.bundle else verify_log(source.log)
@@ -314,7 +314,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         settings = load_settings(args)
         s3 = s3_settings_for(settings.store, settings.deb_store)
         rebuild = functools.partial(rebuilt_id, settings=settings, s3=s3)
-    with open_source(args.source, archives=True) as source:
+    with open_source(args.source, archives=True, s3=s3_settings_for(args.source)) as source:
         found = audit(source, rebuild=rebuild, trust=trust)
     if args.json:
         data = found.to_json()
@@ -352,7 +352,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from runner.report import write_report  # noqa: PLC0415 - jinja2 and matplotlib on demand
 
     trust = trust_from(args)
-    with open_source(args.source) as source:
+    with open_source(args.source, s3=s3_settings_for(args.source)) as source:
         summary = write_report(
             source.bundle or source.log, args.out, replay=args.replay, trust=trust
         )

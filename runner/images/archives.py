@@ -147,12 +147,6 @@ def fetch_image(
     does. A store that does not answer raises StorageUnavailable (run again to resume)."""
     from runner.backends.policy import connect  # noqa: PLC0415 - only once there is work
 
-    if s3 is None and any(store.startswith("s3://") for store in stores):
-        # Until runner.records.bundles passes the CLI's settings (/tmp/notes/settings-needs.md).
-        from runner.storage.s3_settings import load_s3_settings  # noqa: PLC0415 - boto3
-
-        s3 = load_s3_settings()
-
     name = f"{IMAGES_DIR}/{archive_name(image_id)}"
     for store in stores:
         if store.startswith("s3://"):

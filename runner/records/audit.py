@@ -119,7 +119,7 @@ def audit(
         _audit_archives(report, source.bundle)
     if rebuild is not None:
         load_missing_images(
-            results, source.stores, lambda line: report.note("image archives", line)
+            results, source.stores, lambda line: report.note("image archives", line), source.s3
         )
     _audit_images(report, source, results, rebuild)
     _audit_versions(report, verified.chain, results)

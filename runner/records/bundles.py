@@ -15,11 +15,15 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.core.errors import BackendUnavailable, InfraFailure, UserError
 from runner.core.models import CheckResult
 from runner.records.layout import BUNDLE_LOG, image_archive
 from runner.records.statement import images_used
+
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Source:
     bundle: Path | None  # the bundle directory, when the source is one
     remote: str | None = None  # the s3:// bundle the directory was downloaded from
     given: str | None = None  # what the user named, when `bundle` is a temporary copy
+    s3: S3Settings | None = None  # how to reach the s3:// bundle, when it is one
 
     @property
     def origin(self) -> str:
@@ -40,19 +45,23 @@ class Source:
 
 
 @contextlib.contextmanager
-def open_source(spec: str, *, archives: bool = False) -> Iterator[Source]:
+def open_source(
+    spec: str, *, archives: bool = False, s3: S3Settings | None = None
+) -> Iterator[Source]:
     """The log, and the bundle if any, named by `spec`.
 
-    An s3:// bundle is downloaded for the duration of the block.
+    An s3:// bundle is downloaded (with `s3`) for the duration of the block.
     Its image archives come too only with `archives`; otherwise they are fetched when needed.
     """
     if spec.startswith("s3://"):
         from runner.storage import fetch_to_temp  # noqa: PLC0415 - boto3 only when needed
 
-        bundle = fetch_to_temp(spec, archives=archives)
+        if s3 is None:
+            raise UserError(f"{spec}: no S3 settings were given")
+        bundle = fetch_to_temp(spec, settings=s3, archives=archives)
         try:
             with _named_as(bundle, spec):
-                yield Source(bundle / BUNDLE_LOG, bundle, spec, spec)
+                yield Source(bundle / BUNDLE_LOG, bundle, spec, spec, s3)
         finally:
             shutil.rmtree(bundle.parent, ignore_errors=True)
         return
@@ -109,11 +118,15 @@ def unpack_tar(tar_path: Path, into: Path) -> Path:
 
 
 def load_missing_images(
-    results: list[CheckResult], stores: list[str], say: Callable[[str], None]
+    results: list[CheckResult],
+    stores: list[str],
+    say: Callable[[str], None],
+    s3: S3Settings | None = None,
 ) -> list[str]:
     """Load the images the docker records used that this machine lacks; return the IDs loaded.
 
-    Each comes from the first of `stores` that holds its archive, with one line said each.
+    Each comes from the first of `stores` that holds its archive, with one line said each;
+    `s3` reaches the stores in S3.
     An archive that does not check out is refused by name: damaged, cut, or another image.
     The image then stays missing, and the caller goes its usual way: a rebuild, or drift.
     """
@@ -134,7 +147,7 @@ def load_missing_images(
         if image_id in loaded or image_id_of(client, image_id) is not None:
             continue
         try:
-            found = fetch_image(image_id, stores, client)
+            found = fetch_image(image_id, stores, client, s3)
         except UserError as exc:  # DamagedArchive, or docker refusing the bytes
             say(f"{tag}: refused the bundle's archive {image_archive(image_id)}: {exc}")
             continue

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.check.checker import CheckService
 from runner.check.resolve import Refusal
@@ -46,6 +46,9 @@ from runner.records.replay_file import (
 )
 from runner.records.verify import statement_problems
 from runner.runs.resumable import Executor
+
+if TYPE_CHECKING:
+    from runner.storage.s3_settings import S3Settings
 
 EXIT_DIFFERS = EXIT_FAILED
 REPRODUCED = "reproduced bit-for-bit"
@@ -286,6 +289,7 @@ def replay(
     executor: Executor | None = None,
     on: dict[str, str] | None = None,
     stores: list[str] | None = None,
+    s3: S3Settings | None = None,
 ) -> ReplayReport:
     """Re-check `log`'s requests and compare each result.
 
@@ -293,6 +297,7 @@ def replay(
     A bundle's statement must still name this log (count and head digest) and its artifacts.
     An image the bundle used that this machine lacks loads from its archive in `stores`.
     `stores` defaults to the bundle's directory; loading comes before any rebuild.
+    `s3` reaches the stores in S3.
     `on` maps a prover to another pinned line, where its records are re-checked.
     That shows which verdicts drift across versions.
     """
@@ -305,7 +310,7 @@ def replay(
     if checker.settings.backend != "local":
         same_line = [result for _, result in runs if result.prover not in on]
         default = [str(bundle)] if bundle is not None else []
-        load_missing_images(same_line, default if stores is None else stores, checker.notify)
+        load_missing_images(same_line, default if stores is None else stores, checker.notify, s3)
     rows: dict[int, ReplayRow] = {}
 
     def compared(index: int, again: CheckResult) -> None:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.core.canonical import canonical_bytes
 from runner.core.errors import NotTrusted, UserError, explain
-from runner.storage.s3_settings import MiB, S3Settings, load_s3_settings, make_client
+from runner.storage.s3_settings import MiB, S3Settings, make_client
 from runner.storage.s3_url import INDEX_NAME, S3Location, is_image_archive, parse_s3_url
 
 if TYPE_CHECKING:
@@ -183,14 +183,12 @@ def download_bundle(
 def fetch_to_temp(
     url: str,
     *,
-    settings: S3Settings | None = None,
+    settings: S3Settings,
     progress: Progress | None = None,
     archives: bool = True,
 ) -> Path:
     """Download into a fresh temporary directory (for `audit s3://…`); the caller removes the
     returned directory's parent when done."""
-    # Until runner.records.bundles passes the CLI's settings (/tmp/notes/settings-needs.md).
-    settings = settings or load_s3_settings()
     root = Path(tempfile.mkdtemp(prefix="prooflock-bundle-"))
     try:
         return download_bundle(

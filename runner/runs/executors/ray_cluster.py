@@ -54,8 +54,12 @@ CONTROL_THREADS = 2  # describe / worker_death / close calls never queue behind 
 NODE_POLL_S = 10.0  # how often the driver looks for nodes that joined the cluster
 CLOSE_S = 30.0
 REPLACEMENT_S = 180.0  # a replacement actor not started by then means its node is gone
-# Machine-local paths: a node uses its own (PROOFLOCK_CACHE_DIR there, or its home).
-NODE_LOCAL_SETTINGS = frozenset({"cache_dir", "checkpoint_dir"})
+# Machine-local settings: a node uses its own (PROOFLOCK_CACHE_DIR there, or its home), its
+# paths and the build inputs a `--build-missing` build there fetches.
+NODE_LOCAL_SETTINGS = frozenset(
+    {"cache_dir", "checkpoint_dir", "apt_security_mirror", "pip_index", "ca_bundle", "store"}
+    | {"deb_store"}
+)
 # Test hook (tests/test_ray.py), set only through an actor's runtime_env.
 # A worker asked to check the request of this name exits at once, like one an artifact killed.
 TEST_EXIT_HOOK = "PROOFLOCK_TEST_RAY_EXIT_ON"
