@@ -20,7 +20,7 @@ Checking`, `Global Set Default Proof Mode "Noedit"`, ...). So the drivers use no
 only if coqchk finds it checked with every kernel check on (each constant records the flags it
 was checked under), whatever the library set.
 The warm worker computes the same evidence in-process, never loading the library's settings
-(worker.py); verdict.py reads either.
+(worker.py); judging.py reads either.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _collect_assumptions(
     A name coqchk checked inside a module type or a functor body names nothing a term can use:
     the driver cannot find it, so it is dropped and the driver runs again. Whatever this driver
     prints, coqchk stays the authority: an unreadable or inconsistent report counts every axiom
-    coqchk found as used (verdict.outcome), so it can only make a verdict stricter.
+    coqchk found as used (judging.outcome), so it can only make a verdict stricter.
     """
     roots = checker.roots()
     while roots:
