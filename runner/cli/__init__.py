@@ -1,8 +1,11 @@
 """The `prooflock` command: check prover artifacts reproducibly, keep and publish the records.
 
-Exit codes, on every command: 0 success; 1 a check did not pass, a replay or an audit differs;
-2 bad input (one line on stderr, never a traceback); 3 the machine failed (no daemon, an image
-not built, storage unreachable): fix it and re-run the same command to resume.
+Exit codes are the same on every command:
+- 0: success.
+- 1: a check did not pass, or a replay or an audit differs.
+- 2: bad input. One line on stderr, never a traceback.
+- 3: the machine failed (no daemon, an image not built, storage unreachable). Fix it and re-run
+  the same command to resume.
 """
 
 from __future__ import annotations
@@ -101,7 +104,7 @@ def _infra_errors() -> tuple[type[BaseException], ...]:
 
 
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM ends the command like Ctrl-C: sandboxes, servers and cgroups are cleaned up."""
+    """End the command on SIGTERM as on Ctrl-C, so sandboxes, servers and cgroups are cleaned up."""
     raise KeyboardInterrupt
 
 

@@ -1,7 +1,7 @@
-"""`replay --attest OUT.json [--sign KEY]`: what a replay found, handed to the report builder.
+"""`replay --attest OUT.json [--sign KEY]`: what a replay found, for the report builder.
 
-The signing libraries are imported only when a report is asked for: every command builds the
-parser that holds these flags.
+The signing libraries load only when a report is asked for. Every command builds the parser that
+holds these flags.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def attest_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def check_attest_flags(args: argparse.Namespace) -> SigningSettings | None:
-    """Refuse a useless flag before any replaying, and a bad key before hours of work; the
-    signing settings a report is written with (None: no report asked for)."""
+    """Refuse a useless flag or a bad key before any replaying.
+
+    Returns the signing settings for the report, or None when no report is asked for.
+    """
     if args.sign is not None and args.attest is None:
         raise UserError("--sign signs the reproduction report: give --attest OUT.json too")
     if args.attest is not None and getattr(args, "on", None):

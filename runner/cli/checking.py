@@ -318,7 +318,7 @@ def exit_code(results: list[CheckResult]) -> int:
 
 
 def print_summaries(results: list[CheckResult], out: Console) -> None:
-    """Each prover's own batch summary (e.g. AlphaGeometry's categories), where it has one."""
+    """Print each prover's own batch summary, where it has one (e.g. AlphaGeometry's categories)."""
     for name in sorted({result.prover for result in results}):
         table = provers.get(name).summary([r for r in results if r.prover == name])
         if table is not None:

@@ -26,7 +26,7 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u206
 
 
 class UsageError(UserError):
-    """A command line argparse refused; printed with the (sub)command it belongs to."""
+    """A command line argparse refused, printed with its (sub)command."""
 
     def __init__(self, message: str, prog: str):
         super().__init__(message)
@@ -43,8 +43,11 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def plain(text: str) -> str:
-    """Text from an artifact, safe in a terminal table: control characters shown as escapes and
-    rich markup escaped, so a name like `[red]x` or one with a newline draws no fake cells."""
+    """Text from an artifact, safe in a terminal table.
+
+    Control characters show as escapes and rich markup is escaped. A name like `[red]x`, or one with
+    a newline, draws no fake cells.
+    """
     shown = CONTROL.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
     return escape(shown)
 
@@ -127,7 +130,7 @@ def load_settings(args: argparse.Namespace) -> Settings:
 
 
 def read_text(path: str) -> str:
-    """A text file the user named (`-` is stdin), as one clear error when it cannot be read."""
+    """A text file the user named (`-` is stdin), or one clear error when it cannot be read."""
     data = read_bytes(path)
     try:
         return _newlines(data.decode("utf-8"))
@@ -136,8 +139,10 @@ def read_text(path: str) -> str:
 
 
 def read_artifact(path: str) -> str | Withheld:
-    """An artifact file's text, or, when it is not UTF-8 text, its withheld form saying why:
-    one such file is its own record, not a reason to refuse the others."""
+    """An artifact file's text, or its withheld form when it is not UTF-8 text.
+
+    One such file is its own record. It is no reason to refuse the others.
+    """
     data = read_bytes(path)
     try:
         return _newlines(data.decode("utf-8"))
@@ -153,7 +158,7 @@ def _newlines(text: str) -> str:
 
 
 def read_bytes(path: str) -> bytes:
-    """A file the user named (`-` is stdin), as one clear error when it cannot be read."""
+    """A file the user named (`-` is stdin), or one clear error when it cannot be read."""
     if path == "-":
         return sys.stdin.buffer.read()
     try:

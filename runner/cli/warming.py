@@ -1,7 +1,8 @@
-"""After `prooflock images build` or `images load`: the servers a prover keeps as snapshots (HOL
-Light's worker and replayer) are booted once and kept, in each image now here, so that a
-machine's first check starts from them in seconds instead of booting for minutes.
-`--no-snapshot` skips it; a check makes them the first time anyway.
+"""Boot and keep the snapshot servers after `prooflock images build` or `images load`.
+
+Some provers keep servers as snapshots (HOL Light's worker and replayer). Each image here boots them
+once and keeps them. A machine's first check then starts in seconds, not minutes. `--no-snapshot`
+skips this step; the first check makes the snapshots anyway.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def warm_built_images(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _warm_ups(names: set[str]) -> list[tuple[str, CheckRequest]]:
-    """Each built image's warm-up request (all images when none were named)."""
+    """Each built image's warm-up request (all images when none are named)."""
     found = []
     for name in provers.names():
         adapter = provers.get(name)
