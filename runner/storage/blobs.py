@@ -1,8 +1,8 @@
 """Files kept by name under an `s3://bucket/prefix`: written once, read back whole.
 
-For content-addressed stores (the `.deb` store, image archives) whose names already say what the
-bytes are: an object that exists is not written again, so an interrupted copy resumes by running
-it again. Errors are those of `runner.storage.s3` (StorageUnavailable: retry; StorageRefused).
+This serves content-addressed stores (the `.deb` store, image archives). Their names already say
+what the bytes are. An object that exists is not written again, so re-running an interrupted copy
+resumes it. Errors come from `runner.storage.s3` (StorageUnavailable: retry; StorageRefused).
 """
 
 from __future__ import annotations

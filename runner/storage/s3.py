@@ -1,9 +1,12 @@
 """Publish a bundle directory to S3 and fetch it back: write-once, and verified by SHA-256.
 
-Layout under `s3://bucket/prefix`: each file's bytes at `blobs/sha256/<hex>` (an image archive at
-its own name, `images/sha256-<image ID>.tar.gz`), then `bundle-index.json` (relative path ->
-sha256 and size). The index is written last, so a reader
-that finds an index finds all its blobs. Nothing is ever overwritten: every write is conditional.
+Layout under `s3://bucket/prefix`:
+- each file's bytes at `blobs/sha256/<hex>`;
+- an image archive at its own name, `images/sha256-<image ID>.tar.gz`;
+- `bundle-index.json`: relative path -> sha256 and size.
+
+The index is written last, so a reader that finds an index finds all its blobs. Every write is
+conditional, so nothing is ever overwritten.
 """
 
 from __future__ import annotations
@@ -56,13 +59,15 @@ Progress = Callable[[str], None]
 
 
 class StorageRefused(UserError):
-    """The store said no: a missing bucket, rejected credentials, denied access, a write-once key
-    that already holds other bytes."""
+    """The store said no.
+
+    Causes: a missing bucket, rejected credentials, denied access, or a write-once key that holds
+    other bytes.
+    """
 
 
 class DamagedBundle(NotTrusted):
-    """A stored bundle whose bytes are missing or do not hash to what its index records (exit 1,
-    like any other damage)."""
+    """A stored bundle whose bytes are missing or do not match its index (exit 1: damage)."""
 
 
 class StorageUnavailable(RuntimeError):
@@ -148,8 +153,11 @@ def download_bundle(
     progress: Progress | None = None,
     archives: bool = True,
 ) -> Path:
-    """Fetch the bundle at `url` into the new directory `dest`, all of it verified, or nothing;
-    without `archives`, its image archives stay in the store (fetched when an image is missing)."""
+    """Fetch the bundle at `url` into the new directory `dest`: all of it verified, or nothing.
+
+    Without `archives`, its image archives stay in the store. They are fetched when an image is
+    missing.
+    """
     location = parse_s3_url(url)
     if dest.exists() or dest.is_symlink():
         raise UserError(f"{dest}: already exists; download into a directory that does not exist")
@@ -187,8 +195,10 @@ def fetch_to_temp(
     progress: Progress | None = None,
     archives: bool = True,
 ) -> Path:
-    """Download into a fresh temporary directory (for `audit s3://…`); the caller removes the
-    returned directory's parent when done."""
+    """Download into a fresh temporary directory (for `audit s3://…`).
+
+    The caller removes the returned directory's parent when done.
+    """
     root = Path(tempfile.mkdtemp(prefix="prooflock-bundle-"))
     try:
         return download_bundle(
@@ -327,7 +337,9 @@ class _Publisher:
 
     def _put_multipart(self, key: str, file: BundleFile, conflict: str) -> tuple[int, int]:
         """Upload in parts, keeping the verified parts of an interrupted upload of the same key.
-        The object appears under `key` only when the upload completes. Returns (sent, reused)."""
+
+        The object appears under `key` only when the upload completes. Returns (sent, reused).
+        """
         bucket = self.location.bucket
         part_size = max(self.settings.part_size_mb * MiB, -(-file.size // MAX_PARTS))
         upload_id, earlier = self._resume_or_start(key, file.sha256)
@@ -403,8 +415,11 @@ class _Publisher:
 
 
 def _same_part(listed: PartTypeDef, data: bytes, checksum: str) -> bool:
-    """Whether a part the store holds has exactly these bytes: by its SHA-256 when the store
-    reports one, else by its ETag, which S3 (and moto) make the MD5 of the part."""
+    """Whether a part the store holds has exactly these bytes.
+
+    Compared by SHA-256 when the store reports one. Otherwise by ETag, which S3 (and moto) make the
+    MD5 of the part.
+    """
     if listed.get("Size") != len(data):
         return False
     if "ChecksumSHA256" in listed:
@@ -448,8 +463,10 @@ def _read_index(client: S3Client, location: S3Location) -> BundleIndex | None:
 def _fetch_blob(
     client: S3Client, location: S3Location, name: str, entry: IndexEntry, target: Path
 ) -> None:
-    """Stream one blob to `target`, hashing the bytes as they arrive: the store's word is not
-    enough (moto, for one, never checks the checksums it is sent)."""
+    """Stream one blob to `target`, hashing the bytes as they arrive.
+
+    The store's word is not enough: moto, for one, never checks the checksums it is sent.
+    """
     key = location.file_key(name, entry.sha256)
     try:
         body = client.get_object(Bucket=location.bucket, Key=key)["Body"]

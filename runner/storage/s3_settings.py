@@ -1,6 +1,7 @@
 """How to reach an S3-compatible store: settings from `PROOFLOCK_S3_*`, and the client they make.
 
-boto3 is imported only to make a client: reading the settings stays cheap."""
+boto3 is imported only to make a client, so reading the settings stays cheap.
+"""
 
 from __future__ import annotations
 
