@@ -1,11 +1,12 @@
 """Keys and DSSE envelopes: who vouches for a statement, checked with securesystemslib.
 
-A signing key is an Ed25519 private key in a PEM file readable by its owner only (or the PEM in
-`PROOFLOCK_SIGNING_KEY`, never printed); `KEY.pub` is its public half, which a reader passes to
-`audit --trust`. A key id is securesystemslib's: the sha256 of the public key's canonical form.
+A signing key is an Ed25519 private key in a PEM file only its owner can read. It may also be the
+PEM in `PROOFLOCK_SIGNING_KEY`, which is never printed. `KEY.pub` is its public half: a reader
+passes it to `audit --trust`. A key id is securesystemslib's: the sha256 of the public key's
+canonical form.
 
-securesystemslib is imported where it is used: its signer package imports boto3 (for its AWS
-signer), which a command that neither signs nor verifies should not pay for.
+securesystemslib is imported where it is used. Its signer package imports boto3 (for its AWS
+signer), and a command that neither signs nor verifies should not pay for that.
 """
 
 from __future__ import annotations
@@ -101,8 +102,10 @@ def public_path(private: Path) -> Path:
 
 
 def load_signer(path: Path | None, settings: SigningSettings | None = None) -> CryptoSigner | None:
-    """The signer of `--sign PATH`, else of the settings' key (`PROOFLOCK_SIGNING_KEY`, read by
-    the CLI), else None: do not sign."""
+    """The signer to use, or None: do not sign.
+
+    `--sign PATH` comes first, then the settings' key (`PROOFLOCK_SIGNING_KEY`, read by the CLI).
+    """
     if path is not None:
         return _signer(_read_private(path), str(path))
     secret = settings.signing_key if settings is not None else None
@@ -202,8 +205,8 @@ def is_envelope(data: Any) -> bool:
 class SignatureCheck:
     """Who signed an envelope: only trusted keys whose signature verifies count.
 
-    A signature's key id is a label its writer chose; it never names a signer. A key is matched
-    to an envelope by verifying every signature with it, whatever their labels say.
+    A signature's key id is a label its writer chose, so it never names a signer. A key matches an
+    envelope by verifying every signature with it, whatever their labels say.
     """
 
     labels: list[str]  # the key ids the signatures claim: unverified, never shown as a signer
