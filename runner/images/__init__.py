@@ -1,12 +1,12 @@
-"""Pinned prover images: the lock, exact closures, the offline base, reproducible builds,
-archives, self-tests, verification.
+"""Pinned prover images: the lock, exact closures, the offline base, reproducible builds, archives,
+self-tests, verification.
 
-`prooflock images base` builds the Debian base offline (debootstrap), `images build` builds each
-prover image from `images/<name>/`, both installing exactly the closure the lock records, and
-normalizes it so that the same pins give the same image ID. The host fetches every input into the
-store; a locked image's build runs with no network, its inputs carried in the context. A build never writes the lock:
-another ID is refused with its drift, or (`--allow-drift`) recorded on this machine only.
-`images relock` and `images pin` are the lock's only writers.
+`prooflock images base` builds the Debian base offline (debootstrap). `images build` builds each
+prover image from `images/<name>/`. Both install exactly the closure the lock records. Both
+normalize the result, so the same pins give the same image ID. The host fetches every input into the
+store. A locked image's build runs with no network; its context carries its inputs. A build never
+writes the lock. Another ID is refused with its drift, or recorded on this machine only
+(`--allow-drift`). `images relock` and `images pin` are the lock's only writers.
 
     api        the verbs as Python functions (the CLI in `commands` only parses and prints)
     lock       the lock's model, its file, and `Kit`: a lock with the definitions beside it
@@ -29,7 +29,7 @@ another ID is refused with its drift, or (`--allow-drift`) recorded on this mach
     pin        the Dockerfiles' pins, checked against the lock or recorded in it
     verify     rebuild without cache and explain any difference
     inputs, context, normalize, layers, archive, selftest: the parts of a build
-
-Containers run under runner.backends.policy, the one hardening policy and Docker connection.
     wheel      setuptools' build step that puts images/ and the lock into the wheel (runner/kit/)
+
+Containers run under runner.backends.policy: the one hardening policy and Docker connection.
 """

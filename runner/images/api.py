@@ -10,10 +10,10 @@
     build_locked(name, settings, notify, s3) what `--build-missing` runs: base, then image
     rebuilt_id(name, settings, s3)           what `audit --rebuild` runs: the ID a rebuild gets
 
-A `Kit` (runner.images.lock) is the lock and the definitions beside it. Builds never write it:
-a build that gives the locked ID is tagged; one that gives another ID is refused with its drift,
-package by package, or with `allow_drift` tagged and recorded in this machine's state file
-(runner.images.machine). Only `pin_images` and `relock_images` write the lock.
+A `Kit` (runner.images.lock) is the lock and the definitions beside it. Builds never write it. A
+build that gives the locked ID is tagged. One that gives another ID is refused with its drift,
+package by package. With `allow_drift` it is tagged instead, and recorded in this machine's state
+file (runner.images.machine). Only `pin_images` and `relock_images` write the lock.
 """
 
 from __future__ import annotations
@@ -130,9 +130,11 @@ def build_base_image(
 
 
 def list_images(kit: Kit, state_file: Path) -> list[ImageStatus]:
-    """The base and every locked image, with whether this daemon holds it (UNCHECKED when no
-    daemon answers within seconds: listing never waits for one); drifted rebuilds as
-    `state_file` records them."""
+    """The base and every locked image, with whether this daemon holds it.
+
+    A daemon that does not answer within seconds gives UNCHECKED: listing never waits. Drifted
+    rebuilds are listed as `state_file` records them.
+    """
     try:
         client = connect(timeout=10)
     except DaemonUnavailable:
@@ -150,11 +152,11 @@ def build_images(
     client: DockerClient | None = None,
     out: TextIO = sys.stderr,
 ) -> Iterator[Built]:
-    """Build each image (None: every image in the lock) from its closure unless the locked one
-    is here and current; one outcome per image, as it is done. A failed or refused build is an
-    outcome, not an exception: the next image still builds.
+    """Build each image from its closure unless the locked one is here and current.
 
-    With `options.experiment` (pins overridden, another base) nothing is tagged or recorded.
+    `names` None means every image in the lock. Yields one outcome per image, as it is done. A
+    failed or refused build is an outcome, not an exception, so the next image still builds. With
+    `options.experiment` (pins overridden, another base) nothing is tagged or recorded.
     """
     options = options or BuildOptions()
     names = list(names) if names is not None else sorted(kit.lock.images)
@@ -267,9 +269,11 @@ def build_locked(
     notify: Callable[[str], None],
     s3: S3Settings | None = None,
 ) -> None:
-    """Build image `name` from its closure (`--build-missing`), and first the locked base when
-    it is missing here; InfraFailure when either fails or does not give the locked ID. `s3`
-    reaches a remote store (`PROOFLOCK_STORE`)."""
+    """Build image `name` from its closure (`--build-missing`), and the locked base first if missing.
+
+    Raises InfraFailure when either build fails or does not give the locked ID. `s3` reaches a
+    remote store (`PROOFLOCK_STORE`).
+    """
     kit = Kit.open()
     entry = kit.lock.entry(name)
     inputs = resolve_inputs(kit.lock.transport, settings, suite=kit.lock.base.suite, s3=s3)
@@ -292,9 +296,11 @@ def build_locked(
 
 
 def rebuilt_id(name: str, settings: Settings, s3: S3Settings | None = None) -> str:
-    """Rebuild the locked image `name` from its closure without cache, untagged, and return the
-    ID it gets here (`prooflock audit --rebuild`); nothing is tagged, recorded or left behind.
-    When the closure cannot be had, the ID of a drifted rebuild."""
+    """The ID the locked image `name` gets when rebuilt here (`prooflock audit --rebuild`).
+
+    The rebuild uses its closure, no cache and no tag. Nothing is tagged, recorded or left behind.
+    When the closure cannot be had, this is the ID of a drifted rebuild.
+    """
     kit = Kit.open()
     inputs = resolve_inputs(kit.lock.transport, settings, suite=kit.lock.base.suite, s3=s3)
     client = connect_for_builds()

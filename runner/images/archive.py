@@ -1,8 +1,8 @@
 """Images as `docker save` archives: save, read, write with a chosen config, load.
 
-Docker's image ID is the sha256 of the config JSON, so an image whose layers are normalized and
-whose config is written canonically (sorted keys, fixed times, no build-host fields) has an ID
-that depends on its content only.
+Docker's image ID is the sha256 of the config JSON. Normalize the layers and write the config
+canonically (sorted keys, fixed times, no build-host fields): the ID then depends on the content
+only.
 """
 
 from __future__ import annotations
@@ -132,10 +132,11 @@ def _chunks(opener: Callable[[], BinaryIO]) -> Iterator[bytes]:
 
 
 def archive_chunks(config: bytes, layers: Iterable[LayerChunks]) -> Iterator[bytes]:
-    """One untagged image as a tar stream: its layers in the order given (each diff_id once),
-    its config, and one manifest whose `RepoTags` is null, so Docker names nothing.
+    """One untagged image as a tar stream.
 
-    The bytes are those of `tarfile` in `w|` mode with the PAX format.
+    The stream holds its layers in the order given (each diff_id once), its config, and one
+    manifest. The manifest's `RepoTags` is null, so Docker names nothing. The bytes are those of
+    `tarfile` in `w|` mode with the PAX format.
     """
     diff_ids = json.loads(config)["rootfs"]["diff_ids"]
     offset = 0

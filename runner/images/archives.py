@@ -1,10 +1,11 @@
 """Image archives: an image as one content-addressed file, saved, checked, loaded, fetched.
 
-`sha256-<hex>.tar.gz` holds the image whose ID is `sha256:<hex>`: a docker-archive as
-runner.images.archive writes it (each layer tar under its diff_id, the config under its digest,
-one manifest, no tags), gzipped with mtime 0, so the same image gives the same bytes. Loading
-reads the whole archive first and checks that the config's sha256 is the ID in the name and that
-every layer hashes to its diff_id in the config; a damaged, truncated or misnamed archive loads
+`sha256-<hex>.tar.gz` holds the image whose ID is `sha256:<hex>`. It is a docker-archive as
+runner.images.archive writes it: each layer tar under its diff_id, the config under its digest, one
+manifest, no tags. It is gzipped with mtime 0, so the same image gives the same bytes.
+
+Loading reads the whole archive first. The config's sha256 must be the ID in the name, and every
+layer must hash to its diff_id in the config. A damaged, truncated or misnamed archive loads
 nothing. A store (a directory or an `s3://bucket/prefix`) keeps archives under `images/`.
 
     archive_name(image_id) -> str
@@ -13,7 +14,7 @@ nothing. A store (a directory or an `s3://bucket/prefix`) keeps archives under `
     load_archive(path_or_s3_url, client, s3) -> image_id
     fetch_image(image_id, stores, client, s3) -> bool      from the first store that has it
 
-`s3` says how to reach S3; it is needed only for s3:// places.
+`s3` says how to reach S3; only s3:// places need it.
 """
 
 from __future__ import annotations
@@ -99,8 +100,7 @@ def save_archive(client: DockerClient, image_id: str, out_dir: Path) -> Path:
 def save_to(
     client: DockerClient, image_id: str, destination: str, s3: S3Settings | None = None
 ) -> str:
-    """Save into a directory, or upload to `s3://bucket/prefix/sha256-<hex>.tar.gz`; return
-    where the archive is."""
+    """Save into a directory or upload to `s3://bucket/prefix/sha256-<hex>.tar.gz`; return where."""
     if not destination.startswith("s3://"):
         return str(save_archive(client, image_id, Path(destination)))
     remote = _s3_files(destination, s3)
@@ -111,8 +111,10 @@ def save_to(
 
 
 def archive_image_id(source: str | Path) -> str:
-    """The image ID an archive's name says (a path or an s3:// URL), checked before any work:
-    a UserError when the name is not one, or a local file is missing."""
+    """The image ID an archive's name says (a path or an s3:// URL), checked before any work.
+
+    A UserError when the name is not one, or a local file is missing.
+    """
     text = str(source)
     expected = _image_of(text.rpartition("/")[2], text)
     if not text.startswith("s3://") and not Path(source).is_file():
@@ -143,8 +145,11 @@ def fetch_image(
     client: DockerClient | None = None,
     s3: S3Settings | None = None,
 ) -> bool:
-    """Load `image_id` from the first store holding `images/sha256-<hex>.tar.gz`; False when none
-    does. A store that does not answer raises StorageUnavailable (run again to resume)."""
+    """Load `image_id` from the first store holding `images/sha256-<hex>.tar.gz`.
+
+    False when no store does. A store that does not answer raises StorageUnavailable (run again to
+    resume).
+    """
     from runner.backends.policy import connect  # noqa: PLC0415 - only once there is work
 
     name = f"{IMAGES_DIR}/{archive_name(image_id)}"
@@ -181,17 +186,22 @@ class CheckedArchive:
 
 
 def check_archive(path: Path, label: str | None = None) -> str:
-    """The image ID the archive at `path` holds, once its name, config and layers agree;
-    DamagedArchive naming it otherwise."""
+    """The image ID the archive at `path` holds, once its name, config and layers agree.
+
+    Raises DamagedArchive, naming it, otherwise.
+    """
     return inspect_archive(path, label or str(path)).image_id
 
 
 def inspect_archive(path: Path, label: str) -> CheckedArchive:
     """Check everything the archive holds, or raise DamagedArchive naming what is wrong.
 
-    It must be what the kit writes: one manifest file with one entry and no tags, each member
-    once (`./manifest.json` is `manifest.json`), nothing the manifest does not name, a config
-    whose sha256 is the ID in the archive's name, layers that hash to the config's diff_ids.
+    It must be what the kit writes:
+    - one manifest file with one entry and no tags;
+    - each member once (`./manifest.json` is `manifest.json`);
+    - nothing the manifest does not name;
+    - a config whose sha256 is the ID in the archive's name;
+    - layers that hash to the config's diff_ids.
     """
     expected = _image_of(path.name, label)
     hashes: dict[str, str] = {}
@@ -263,8 +273,11 @@ def _refused(label: str, why: str) -> DamagedArchive:
 
 
 def _load_checked(path: Path, client: DockerClient, label: str) -> str:
-    """Load the checked image only: Docker gets an archive rebuilt from the checked config and
-    layers (one manifest, no tags), never the file itself."""
+    """Load the checked image only.
+
+    Docker gets an archive rebuilt from the checked config and layers (one manifest, no tags). It
+    never gets the file itself.
+    """
     checked = inspect_archive(path, label)
     image_id = checked.image_id
     if image_id_of(client, image_id) is not None:
@@ -297,8 +310,11 @@ def _loaded(line: str) -> list[str]:
 
 
 def _rebuilt(path: Path, checked: CheckedArchive, label: str) -> Iterator[bytes]:
-    """The archive Docker loads: each checked layer read again from `path` and hashed again
-    on the way (a file changed since its check stops the stream), then the checked config."""
+    """The archive Docker loads: each checked layer, then the checked config.
+
+    Each layer is read again from `path` and hashed again on the way. A file changed since its check
+    stops the stream.
+    """
     wanted = {name: diff_id for diff_id, name in checked.layers.items()}
     with tarfile.open(path, mode="r|gz") as tar:
 

@@ -1,9 +1,9 @@
 """The offline base image: Debian by debootstrap, normalized, loaded with a fixed config.
 
-For machines that cannot pull from a registry. debootstrap installs a fixed package set (the
-`minbase` variant plus the lock's `include`); the fixups below remove what records the build
-host or moment, in the spirit of Debian's own debuerreotype, so two runs against the same mirror
-state give the same image ID.
+It serves machines that cannot pull from a registry. debootstrap installs a fixed package set: the
+`minbase` variant plus the lock's `include`. The fixups below remove what records the build host or
+moment, as Debian's own debuerreotype does. So two runs against the same mirror state give the same
+image ID.
 """
 
 from __future__ import annotations
@@ -97,8 +97,10 @@ def build_base(
     workdir: Path | None = None,
     log: TextIO = sys.stderr,
 ) -> BaseBuilt:
-    """Build, normalize and load the base (untagged) from `mirror` (default: the build's);
-    return its lock entry."""
+    """Build, normalize and load the base (untagged); return its lock entry.
+
+    `mirror` defaults to the build's mirror.
+    """
     if shutil.which("debootstrap") is None:
         raise UserError("debootstrap is not installed (`apt-get install debootstrap`)")
     if os.geteuid() != 0:
@@ -176,7 +178,7 @@ def debootstrap_version() -> str:
 
 
 def _unmount_below(root: Path) -> None:
-    """debootstrap mounts /proc and /sys in the target; a failed run can leave them mounted."""
+    """Unmount /proc and /sys in the target, which a failed debootstrap can leave mounted."""
     prefix = str(root.resolve()) + "/"
     with open("/proc/mounts") as mounts:
         points = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]

@@ -1,9 +1,9 @@
 """One image build: docker build, normalize, self-test, tag.
 
-A build runs on the locked offline base (or another base the user names), passes the lock's pins
-and the build inputs as build arguments, streams progress, squashes and normalizes the result,
-runs the image's self-test in a hardened container, and only then tags the image. Recording it in
-the lock is the caller's choice (runner.images.record).
+A build runs on the locked offline base, or on another base the user names. It passes the lock's
+pins and the build inputs as build arguments, and streams progress. It squashes and normalizes the
+result. It runs the image's self-test in a hardened container, and only then tags the image.
+Recording it is the caller's choice (runner.images.api).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ PACKAGES = ["dpkg-query", "-W", "-f", "${Package}=${Version}\\n"]
 
 
 class BuildFailed(RuntimeError):
-    """docker build or debootstrap failed (a package missing from the mirror, a checksum
-    mismatch, ...)."""
+    """docker build or debootstrap failed (a package missing from the mirror, a checksum mismatch,
+    ...).
+    """
 
 
 class InputMissing(BuildFailed):
@@ -59,8 +60,11 @@ class BuildOptions:
 
 @dataclass(frozen=True)
 class BuildPlan:
-    """Everything one build needs: which image of which lock, from which definitions, with
-    which build inputs and options, and where its logs go."""
+    """Everything one build needs.
+
+    Which image of which lock, from which definitions, with which build inputs and options, and
+    where its logs go.
+    """
 
     name: str
     lock: ImagesLock
@@ -139,7 +143,9 @@ class Arguments:
 
 def raw_tag(entry: ImageEntry, *, scratch: bool = False) -> str:
     """Where the un-normalized build is kept, so its layers stay in docker's build cache.
-    Experiments (verify, changed pins) build under a scratch tag, removed afterwards."""
+
+    Experiments (verify, changed pins) build under a scratch tag, removed afterwards.
+    """
     repository, _, version = entry.tag.rpartition(":")
     suffix = "-scratch" if scratch else ""
     return f"{repository.replace('prooflock/', 'prooflock-build/', 1)}:{version}{suffix}"
@@ -249,8 +255,11 @@ def _build(client: DockerClient, plan: BuildPlan, arguments: Arguments, out: Tex
 
 
 def closure_list(repository: Path | None, suite: str, inputs: BuildInputs) -> dict[str, bytes]:
-    """The context file apt-install reads instead of its own bookworm lines: the closure's
-    repository when there is one, else the build's mirrors for the base's suite."""
+    """The context file apt-install reads instead of its own bookworm lines.
+
+    It names the closure's repository when there is one. Otherwise it names the build's mirrors for
+    the base's suite.
+    """
     if repository is not None:
         line = f"deb [trusted=yes] file:{CONTEXT_REPOSITORY} {suite} main\n"
         return {"closure.list": line.encode()}

@@ -1,10 +1,11 @@
-"""An image's closure: every installed package as the exact `.deb` it came from, and the drift
-between two package lists.
+"""An image's closure, and the drift between two package lists.
 
-`resolve_closure` turns a built image's `name=version` list into the lock's closure: each version
-as the lock already has it, as the mirror's indexes describe it (pool path, sha256, size,
-priority), or, for a version no index lists any more, as the file at its pool path in the main or
-the security archive, hashed here (its entry says so).
+A closure is every installed package as the exact `.deb` it came from. `resolve_closure` turns a
+built image's `name=version` list into the lock's closure. Each version is taken, in order:
+- as the lock already has it;
+- as the mirror's indexes describe it (pool path, sha256, size, priority);
+- for a version no index lists, as the file at its pool path in the main or the security
+  archive, hashed here (its entry says so).
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def resolve_closure(
     known: Closure | None = None,
     keep: Keep | None = None,
 ) -> Closure:
-    """The closure of an image that has `packages` (`name=version`): the entry the lock already
-    has for a version, else the mirror's index (read only if needed), else the pool path. A
-    UserError names the first package none of them accounts for."""
+    """The closure of an image that has `packages` (`name=version`).
+
+    Each entry comes from the lock, else the mirror's index (read only if needed), else the pool
+    path. A UserError names the first package none of them accounts for.
+    """
     known = known or {}
     closure: Closure = {}
     for item in sorted(packages):
@@ -81,8 +84,10 @@ def as_deb(stanza: Stanza) -> DebFile:
 
 
 def pool_paths(name: str, version: str, relative: Stanza) -> list[str]:
-    """Where `name` at `version` would be in the main and the security archive's pools, given
-    another version of it (`relative`: its source package and architecture)."""
+    """Where `name` at `version` would be in the pools of the main and the security archive.
+
+    `relative` is another version of it: it gives the source package and architecture.
+    """
     source = relative.source
     prefix = source[:4] if source.startswith("lib") else source[:1]
     plain = version.partition(":")[2] if ":" in version else version

@@ -1,12 +1,14 @@
-"""`prooflock images base|build|verify|pin|relock|vendor|save|load|list`: parse, call
-runner.images.api (or runner.images.archives), print.
+"""`prooflock images base|build|verify|pin|relock|vendor|save|load|list`: parse, call, print.
 
-Wire into the CLI with runner.images.flags' `add_image_commands(commands)` and
-`"images": cmd_images`. Exit codes
-follow the CLI's: 0 done (reproduced, or drifted with --allow-drift), 1 a build, self-test or
-verification failed, or a build would not give the locked ID (its drift listed), 2 a user mistake
-(UserError), 3 no Docker daemon, no images lock, or a store that does not answer (run it again
-to resume).
+Each command calls runner.images.api (or runner.images.archives). Wire them into the CLI with
+runner.images.flags' `add_image_commands(commands)` and `"images": cmd_images`.
+
+Exit codes follow the CLI's:
+- 0: done (reproduced, or drifted with --allow-drift).
+- 1: a build, self-test or verification failed, or a build would not give the locked ID (its
+  drift listed).
+- 2: a user mistake (UserError).
+- 3: no Docker daemon, no images lock, or a store that does not answer (run it again to resume).
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def _cmd_build(args: argparse.Namespace, settings: Settings, s3: S3Settings | No
 
 
 def _report(built: Built) -> int:
-    """Print what happened to one image; its exit code."""
+    """Print what happened to one image; return its exit code."""
     name, now, locked = built.name, built.image_id, built.locked_id
     took = f"in {built.seconds} s from {built.built_from}"
     if built.outcome is BuildOutcome.FAILED:

@@ -76,9 +76,11 @@ def build_context(
     extra: dict[str, bytes] | None = None,
     stored: dict[str, Path] | None = None,
 ) -> IO[bytes]:
-    """The context as a tar in a temporary file, read from its start: the definitions, `extra`
-    files into `build/`, and `stored` files (a closure's `.deb`s, downloads) from the store into
-    `build/` by their path there. Close it when the build has read it."""
+    """The context as a tar in a temporary file, read from its start.
+
+    It holds the definitions, `extra` files in `build/`, and `stored` files from the store (a
+    closure's `.deb`s, downloads) at their path in `build/`. Close it when the build has read it.
+    """
     entries: dict[str, tuple[bytes, int]] = {
         "Dockerfile": ((images_root / name / "Dockerfile").read_bytes(), 0o644)
     }

@@ -1,11 +1,12 @@
 """A Debian mirror's indexes: its Release and Packages files, fetched, checked and parsed.
 
-A build's mirror serves three suites for one release: `bookworm` and `bookworm-updates` from the
-main archive, `bookworm-security` from the security archive. Their Packages indexes say, for each
-binary package version, its pool path, sha256 and size: what a closure is locked by. InRelease
-is checked with gpgv against Debian's archive keyring; unsigned Releases are taken only from this
-machine (file:// or loopback repositories, as tests serve). Packages files are kept under the
-cache by their sha256, so a mirror that has not moved costs one Release download.
+A build's mirror serves three suites for one release. `bookworm` and `bookworm-updates` come from
+the main archive, `bookworm-security` from the security archive. Their Packages indexes give each
+binary package version's pool path, sha256 and size: what a closure is locked by.
+
+InRelease is checked with gpgv against Debian's archive keyring. An unsigned Release is taken only
+from this machine (file:// or loopback repositories, as tests serve). Packages files are kept under
+the cache by their sha256, so a mirror that has not moved costs one Release download.
 """
 
 from __future__ import annotations
@@ -90,8 +91,10 @@ def suites_of(release: str, mirror: str, security_mirror: str) -> list[tuple[str
 
 
 def read_indexes(release: str, mirror: str, security_mirror: str, cache_dir: Path) -> Indexes:
-    """The Packages indexes of `release` on these mirrors, kept under `cache_dir`; a suite the
-    mirror lacks is skipped. MirrorUnreachable when a mirror does not answer at all."""
+    """The Packages indexes of `release` on these mirrors, kept under `cache_dir`.
+
+    A suite the mirror lacks is skipped. MirrorUnreachable when a mirror does not answer at all.
+    """
     indexes = Indexes()
     for url, suite in suites_of(release, mirror, security_mirror):
         text = _packages_text(url.rstrip("/"), suite, cache_dir / "apt-indexes")
@@ -187,8 +190,10 @@ def _packages_text(mirror: str, suite: str, cache: Path) -> str | None:
 
 
 def _release(mirror: str, suite: str) -> str | None:
-    """The suite's Release: from InRelease, checked with gpgv against Debian's keyring, or (on
-    this machine only) an unsigned Release file."""
+    """The suite's Release, from InRelease checked with gpgv against Debian's keyring.
+
+    On this machine only, an unsigned Release file is taken too.
+    """
     where = f"{mirror}/dists/{suite}"
     signed = fetch(f"{where}/InRelease")
     if signed is None:

@@ -1,11 +1,15 @@
 """An image's inputs that are not `.deb`s: where the host fetches them, and what a build lacks.
 
-The lock lists each by file name, kind, sha256 and size (runner.images.lock's `Download`). The
-host fetches them, never the build: wheels with the host's own pip (its trust store, proxy and
-index settings: behind a TLS-intercepting proxy nothing more is needed), Debian source files
-from the build's mirror or the lock's snapshot, anything else from its URL with the host's trust
-store, or from a copy given by hand (`--input NAME=PATH`). Every file is checked by sha256 and
-size before it enters the store (runner.images.store); the build then takes it from there.
+The lock lists each by file name, kind, sha256 and size (runner.images.lock's `Download`). The host
+fetches them, never the build:
+- wheels with the host's own pip, with its trust store, proxy and index settings (so a
+  TLS-intercepting proxy needs nothing more);
+- Debian source files from the build's mirror or the lock's snapshot;
+- anything else from its URL with the host's trust store;
+- or a copy given by hand (`--input NAME=PATH`).
+
+Every file is checked by sha256 and size before it enters the store (runner.images.store). The build
+takes it from there.
 """
 
 from __future__ import annotations
@@ -85,8 +89,10 @@ def build_args(downloads: Downloads) -> dict[str, str]:
 
 
 def wheel_index(downloads: Downloads) -> dict[str, bytes]:
-    """A PEP 503 index of the wheels (`wheels/simple/<project>/index.html`), each link with its
-    sha256, as pip's --require-hashes wants."""
+    """A PEP 503 index of the wheels (`wheels/simple/<project>/index.html`).
+
+    Each link carries its sha256, as pip's --require-hashes wants.
+    """
     projects: dict[str, list[str]] = {}
     for filename, item in sorted(downloads.items()):
         if item.kind == "wheel":
@@ -130,8 +136,11 @@ def unpinned_line(name: str, entry: ImageEntry) -> str | None:
 
 
 def pin_download(item: Download, target: Path) -> Download | None:
-    """Trust on first use: fetch an unpinned download from its origin into `target`, and return
-    it pinned (sha256, size; a git ref resolved to its commit). None when the origin fails."""
+    """Trust on first use: fetch an unpinned download from its origin and return it pinned.
+
+    The file goes into `target`. Pinned means sha256 and size; a git ref is resolved to its commit.
+    None when the origin fails.
+    """
     origin = item.origin
     if origin.startswith(GIT):
         repository, ref, folder = git_origin(origin)
@@ -149,9 +158,11 @@ def pin_download(item: Download, target: Path) -> Download | None:
 
 
 def lake_packages(file: str, bundle: Path) -> Downloads:
-    """The packages a Lean project's bundle pins in its lake-manifest.json, as unpinned
-    downloads (`<project>-lake-<package>.bundle`, each at its manifest's commit): what its
-    `lake build` needs beside it (images/lean/lake-packages puts them in .lake/packages)."""
+    """The packages a Lean project's bundle pins in its lake-manifest.json, as unpinned downloads.
+
+    Each is `<project>-lake-<package>.bundle`, at its manifest's commit. Its `lake build` needs them
+    beside it: images/lean/lake-packages puts them in .lake/packages.
+    """
     project = file.removesuffix(".bundle")
     with tempfile.TemporaryDirectory(prefix="prooflock-git-") as tmp:
         work = Path(tmp) / "repo.git"
@@ -242,8 +253,10 @@ class HostPip:
             return True
 
     def wheel(self, requirement: str, sha256: str, folder: Path) -> Path | None:
-        """Download the one wheel `requirement` with `sha256` into `folder`; None when pip
-        cannot (the reason goes into this source's label)."""
+        """Download the one wheel `requirement` with `sha256` into `folder`.
+
+        None when pip cannot; the reason goes into this source's label.
+        """
         spec = folder / "requirements.txt"
         spec.write_text(f"{requirement} --hash=sha256:{sha256}\n")
         out = folder / "out"
@@ -276,8 +289,11 @@ class HostPip:
 
 
 def wheel_downloads(requirements_file: Path, known: Downloads, store: InputStore) -> Downloads:
-    """The lock's wheels for a hash-pinned requirements file: those `known` already, the rest
-    fetched with the host's pip into the store (a UserError names one that cannot be)."""
+    """The lock's wheels for a hash-pinned requirements file.
+
+    Those `known` already are kept. The host's pip fetches the rest into the store. A UserError
+    names one that cannot be fetched.
+    """
     by_sha256 = {d.sha256: (name, d) for name, d in known.items() if d.kind == "wheel"}
     pip = HostPip()
     found: Downloads = {}
@@ -342,8 +358,11 @@ class UrlSource(_Remembering):
 
 
 class GitRepository(_Remembering):
-    """A git bundle made on the host from its repository (`git:URL@COMMIT:FOLDER`), by the
-    recipe of `bundle_folder`; it enters the store only when its sha256 is the lock's."""
+    """A git bundle the host makes from its repository (`git:URL@COMMIT:FOLDER`).
+
+    It follows the recipe of `bundle_folder`. It enters the store only when its sha256 is the
+    lock's.
+    """
 
     what = "the bundles' git repositories"
 
@@ -375,8 +394,10 @@ def git_origin(origin: str) -> tuple[str, str, str]:
 
 
 def bundle_from(repository: str, ref: str, folder: str, target: Path) -> str | None:
-    """`bundle_folder` of `ref` fetched (one commit deep) from `repository` by the host's git;
-    the commit, or None when the fetch fails."""
+    """`bundle_folder` of `ref`, fetched one commit deep from `repository` by the host's git.
+
+    Returns the commit, or None when the fetch fails.
+    """
     with tempfile.TemporaryDirectory(prefix="prooflock-git-") as tmp:
         work = Path(tmp) / "repo.git"
         fetch = ["-C", str(work), "fetch", "-q", "--depth", "1", repository, ref]
@@ -386,10 +407,13 @@ def bundle_from(repository: str, ref: str, folder: str, target: Path) -> str | N
 
 
 def bundle_folder(git_dir: Path, commit: str, folder: str, out: Path) -> str:
-    """A git bundle of `commit` (a hash, or a ref to resolve) holding only `folder`'s objects
-    (the whole tree when empty) and the trees above it, as images/*/git-export reads it: one
-    ref, no prerequisites, a pack made with no reused objects on one thread, so the same git
-    makes the same bytes from any clone that has the objects. Returns the commit's hash."""
+    """A git bundle of `commit` holding only `folder`'s objects and the trees above it.
+
+    `commit` is a hash or a ref to resolve. An empty `folder` means the whole tree. The bundle is
+    what images/*/git-export reads: one ref, no prerequisites. Its pack reuses no objects and uses
+    one thread. So the same git makes the same bytes from any clone that has the objects. Returns
+    the commit's hash.
+    """
     git = ["git", "-C", str(git_dir)]
     (commit,) = _lines([*git, "rev-parse", "--verify", f"{commit}^{{commit}}"])
     path = folder.strip("/")

@@ -1,10 +1,10 @@
 """Builds that install exactly the locked closure, and the words for when they cannot.
 
-`sources` lists where a closure's `.deb`s are looked for after the local store, `repository`
-writes a gathered closure as an apt repository (a build's context carries it; debootstrap reads
-it as a `file://` directory),
-and `missing_lines` says, package by package, why the closure cannot be had: the mirror moved on
-to another version, or the file is in no source at all.
+- `sources` lists where a closure's `.deb`s are looked for after the local store.
+- `repository` writes a gathered closure as an apt repository. A build's context carries it;
+  debootstrap reads it as a `file://` directory.
+- `missing_lines` says, package by package, why the closure cannot be had. Either the mirror
+  moved on to another version, or no source holds the file.
 """
 
 from __future__ import annotations
@@ -55,9 +55,12 @@ def repository(
     *,
     index: str | None = None,
 ) -> Iterator[Path]:
-    """The gathered closure as an apt repository in a temporary directory, for the duration:
-    debootstrap reads it as `file://` on this machine, a docker build in its context (it has no
-    network). `index`: the archive's own stanzas to serve instead of stanzas made from the files."""
+    """The gathered closure as an apt repository in a temporary directory, while in use.
+
+    debootstrap reads it as `file://` on this machine. A docker build reads it in its context (it
+    has no network). `index` holds the archive's own stanzas, served instead of stanzas made from
+    the files.
+    """
     debs = {name: (closure[name], path) for name, path in gathered.paths.items()}
     with tempfile.TemporaryDirectory(prefix="prooflock-repo-") as tmp:
         write_repository(Path(tmp), debs, suite, control_cache(store), index)
@@ -65,8 +68,10 @@ def repository(
 
 
 def live_indexes(lock: ImagesLock, inputs: BuildInputs) -> Indexes | None:
-    """The build's mirror's indexes, or None when it does not answer (drift is then told by
-    what is missing only)."""
+    """The build's mirror's indexes, or None when it does not answer.
+
+    Drift is then told by what is missing only.
+    """
     try:
         return read_indexes(
             lock.base.suite, inputs.apt_mirror, inputs.apt_security_mirror, inputs.cache_dir
@@ -76,8 +81,10 @@ def live_indexes(lock: ImagesLock, inputs: BuildInputs) -> Indexes | None:
 
 
 def missing_lines(name: str, gathered: Gathered, indexes: Indexes | None) -> list[str]:
-    """One line per closure package that cannot be had: what the mirror has instead, or that no
-    source holds it."""
+    """One line per closure package that cannot be had.
+
+    Each says what the mirror has instead, or that no source holds it.
+    """
     hint = (
         f"vendor the closure (prooflock images vendor {name}) or fetch the archive "
         f"(prooflock images load ARCHIVE)"

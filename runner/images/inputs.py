@@ -1,15 +1,20 @@
-"""Build inputs: where the host fetches what a build installs (mirrors, a remote store) and
-copies given by hand (`--input NAME=PATH`); for builds that still reach a network (an image with
-no locked closure yet, pins overridden, a drifted fallback) a pip index and an extra CA bundle.
+"""Build inputs: where the host fetches what a build installs, and what a networked build uses.
 
-They are transport, not content: every package is pinned by version or hash, so they never change
-what is installed, and normalization keeps them out of the image. They are recorded as this
-machine's provenance (runner.images.machine), never in the lock. None is needed on a machine
-whose apt and pip work: the host fetches every input of a locked image with its own trust store
-and proxy settings, and the build runs without a network. Set them with CLI flags or
-`PROOFLOCK_APT_MIRROR`, `PROOFLOCK_APT_SECURITY_MIRROR`, `PROOFLOCK_PIP_INDEX`,
-`PROOFLOCK_CA_BUNDLE`, and `PROOFLOCK_STORE` (an `s3://bucket/prefix` holding inputs by sha256,
-the last place an input is looked for; `PROOFLOCK_DEB_STORE` is its first name, still read).
+The host fetches from mirrors and a remote store, or takes copies given by hand (`--input
+NAME=PATH`). Some builds still reach a network: an image with no locked closure yet, pins
+overridden, a drifted fallback. Those also take a pip index and an extra CA bundle.
+
+Inputs are transport, not content. Every package is pinned by version or hash, so they never change
+what is installed. Normalization keeps them out of the image. They are recorded as this machine's
+provenance (runner.images.machine), never in the lock.
+
+A machine whose apt and pip work needs none of them. The host fetches every input of a locked image
+with its own trust store and proxy settings, and the build runs without a network.
+
+Set them with CLI flags or `PROOFLOCK_APT_MIRROR`, `PROOFLOCK_APT_SECURITY_MIRROR`,
+`PROOFLOCK_PIP_INDEX`, `PROOFLOCK_CA_BUNDLE`, and `PROOFLOCK_STORE`. `PROOFLOCK_STORE` is an
+`s3://bucket/prefix` holding inputs by sha256, the last place an input is looked for.
+`PROOFLOCK_DEB_STORE` is its first name, still read.
 """
 
 from __future__ import annotations
@@ -125,8 +130,10 @@ def resolve_inputs(
 
 
 def _answers(mirror: str, suite: str) -> bool:
-    """Whether the mirror serves the suite's Release within seconds (the lock's snapshot may be
-    unreachable from here: no route, no DNS, a firewall)."""
+    """Whether the mirror serves the suite's Release within seconds.
+
+    The lock's snapshot may be unreachable from here: no route, no DNS, a firewall.
+    """
     try:
         request = urllib.request.Request(f"{mirror}/dists/{suite}/Release", method="HEAD")
         with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S):

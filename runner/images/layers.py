@@ -1,9 +1,12 @@
 """Deterministic layer tarballs: the same files always give the same bytes, hence the same diff_id.
 
-Entries are sorted by path, owners kept as numbers (names dropped), mtimes clamped to a fixed
-epoch, PAX headers reduced to file capabilities and other xattrs, hard links re-pointed at the
-first path of their group, and volatile files (apt lists and caches, logs, backups, caches that
-record build times) dropped.
+- Entries are sorted by path.
+- Owners are kept as numbers; names are dropped.
+- mtimes are clamped to a fixed epoch.
+- PAX headers are reduced to file capabilities and other xattrs.
+- Hard links point at the first path of their group.
+- Volatile files are dropped: apt lists and caches, logs, backups, caches that record build
+  times.
 """
 
 from __future__ import annotations
@@ -208,7 +211,7 @@ def _under(path: str, parent: str) -> bool:
 class Squash:
     """Apply layer tars in order (overlay semantics) and keep the result as one set of nodes.
 
-    `lower` holds every path of the layers below (the base): a deletion needs a whiteout in the
+    `lower` holds every path of the layers below (the base). A deletion needs a whiteout in the
     squashed layer only when it hides one of those.
     """
 

@@ -1,16 +1,19 @@
 """A local apt repository holding exactly one closure.
 
-For an image, the closure less what the locked base already has installed at the same version
-(runner.images.reproduce.beyond_base): apt keeps those, and installs nothing else.
+For an image, it holds the closure less what the locked base has at the same version
+(runner.images.reproduce.beyond_base). apt keeps those, and installs nothing else.
 
-Layout, as apt and debootstrap read it: `dists/<suite>/Release` (unsigned: the build's sources
-line says `[trusted=yes]`, debootstrap runs with `--no-check-gpg`, and both check every file
-against the sha256 listed there), `dists/<suite>/main/binary-amd64/Packages`, and the `.deb`s at
-their pool paths (links into the store). A stanza is the `.deb`'s own control fields
-(`dpkg-deb -f`) with the archive's Priority and the lock's Filename, Size and SHA256: apt has
-one version of each package to choose, the locked one. Each stanza ends with a blank line, as
-debootstrap's parser wants. For the base, the archive's own stanzas are served instead:
-debootstrap copies them into the image (/var/lib/dpkg/available).
+Layout, as apt and debootstrap read it:
+- `dists/<suite>/Release`, unsigned. The build's sources line says `[trusted=yes]` and
+  debootstrap runs with `--no-check-gpg`. Both check every file against the sha256 listed there.
+- `dists/<suite>/main/binary-amd64/Packages`.
+- the `.deb`s at their pool paths (links into the store).
+
+A stanza is the `.deb`'s own control fields (`dpkg-deb -f`) with the archive's Priority and the
+lock's Filename, Size and SHA256. So apt has one version of each package to choose: the locked one.
+Each stanza ends with a blank line, as debootstrap's parser wants. For the base, the archive's own
+stanzas are served instead, because debootstrap copies them into the image
+(/var/lib/dpkg/available).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ DATE = "Sat, 01 Jan 2000 00:00:00 UTC"  # apt wants one; a fixed one keeps the r
 
 
 def control_text(deb: Path, cache: Path) -> str:
-    """The `.deb`'s control fields as dpkg-deb prints them; kept in `cache` by the file's name
-    (its sha256 in the store)."""
+    """The `.deb`'s control fields as dpkg-deb prints them.
+
+    They are kept in `cache` by the file's name (its sha256 in the store).
+    """
     kept = cache / f"{deb.name}.control"
     if kept.is_file():
         return kept.read_text()
@@ -63,9 +68,11 @@ def write_repository(
     control_cache: Path,
     index: str | None = None,
 ) -> str:
-    """Write the repository of `debs` (package → its lock entry and file) at `root`, with
-    `index` as its Packages file when given (the archive's own stanzas), else stanzas made from
-    the files; return the sha256 of the Packages file (what identifies the repository)."""
+    """Write the repository of `debs` (package → its lock entry and file) at `root`.
+
+    `index` becomes its Packages file when given (the archive's own stanzas). Otherwise the stanzas
+    are made from the files. Returns the Packages file's sha256, which identifies the repository.
+    """
     stanzas = []
     for _, (deb, path) in sorted(debs.items()):
         if index is None:

@@ -1,11 +1,13 @@
 """The images lock (`manifests/images.lock.json`): every pin, and what each build produced.
 
-Pins (`inputs`) are the Dockerfiles' `ARG` defaults, repeated here so one file says what an image
-is made of; `prooflock images build` passes them as build arguments. What a locked build produced
-(image ID, layer diff_ids, the installed Debian packages) and its exact closure (every `.deb` by
-pool path, sha256 and size) are recorded beside them. Only what defines an image is here: how a
-machine built it (mirrors, CA bundle, docker version) is in its state file (runner.images.machine).
-Only `prooflock images pin` and `prooflock images relock` write the lock.
+Pins (`inputs`) are the Dockerfiles' `ARG` defaults. The lock repeats them so one file says what an
+image is made of; `prooflock images build` passes them as build arguments. Beside them is what a
+locked build produced: image ID, layer diff_ids, the installed Debian packages. Its exact closure is
+there too: every `.deb` by pool path, sha256 and size.
+
+Only what defines an image is here. How a machine built it (mirrors, CA bundle, docker version) is
+in its state file (runner.images.machine). Only `prooflock images pin` and `prooflock images relock`
+write the lock.
 
 Schema 1 locks (bundles published before closures) are read as schema 2 without a closure.
 """
@@ -59,8 +61,11 @@ DownloadKind = Literal["wheel", "source", "git-bundle", "file", "toolchain"]
 
 
 class Download(Strict):
-    """One build input that is not a `.deb`, by content: the build sees it under its file name
-    (`build/wheels/` for wheels, `build/files/` for the rest), never fetches it."""
+    """One build input that is not a `.deb`, by content.
+
+    The build sees it under its file name and never fetches it: `build/wheels/` for wheels,
+    `build/files/` for the rest.
+    """
 
     kind: DownloadKind
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -150,8 +155,11 @@ class ImagesLock(Strict):
         return self.base_named(name) if self.is_base(name) else self.entry(name)
 
     def rebased(self, name: str) -> ImagesLock:
-        """This lock seen from base `name`: its `base` is that base (images and bases are the
-        same dicts), so what builds on or compares with `lock.base` works for every suite."""
+        """This lock seen from base `name`: its `base` is that base.
+
+        Images and bases are the same dicts, so code that builds on or compares with `lock.base`
+        works for every suite.
+        """
         if name == self._base_name:
             return self
         copy = self.model_copy(update={"base": self.base_named(name)})
@@ -186,8 +194,10 @@ class ImagesLock(Strict):
     @model_validator(mode="before")
     @classmethod
     def _from_schema_1(cls, data: Any) -> Any:
-        """Schema 1 kept machine provenance (`built_with`) in each entry: drop it on reading,
-        keeping only the names of vendored inputs, which say what a build needs."""
+        """Drop schema 1's machine provenance (`built_with`) from an entry on reading.
+
+        Only the names of vendored inputs are kept: they say what a build needs.
+        """
         if not isinstance(data, dict) or data.get("schema_version", 1) != 1:
             return data
         data = {**data, "schema_version": 2}
@@ -225,8 +235,7 @@ ONE_LINE_EACH = ("closure", "downloads")  # a line per package or download: read
 
 
 def lock_bytes(lock: ImagesLock) -> bytes:
-    """Pretty and key-sorted, one line per closure package and download, so diffs of the lock
-    stay readable."""
+    """Pretty and key-sorted, one line per closure package and download, so lock diffs stay readable."""
     return _pretty(lock.model_dump(mode="json"), "") + b"\n"
 
 
@@ -278,9 +287,11 @@ def save_lock(lock: ImagesLock, path: Path) -> None:
 
 @dataclass
 class Kit:
-    """An images lock as loaded, the image definitions beside it (`manifests/` and `images/` are
-    siblings), and whether builds may be recorded in it: not in the copy installed with the
-    package, which a build only compares with."""
+    """An images lock as loaded, and the image definitions beside it.
+
+    `manifests/` and `images/` are siblings. The kit also says whether builds may be recorded in the
+    lock. The copy installed with the package is read-only: a build only compares with it.
+    """
 
     lock: ImagesLock
     lock_path: Path
@@ -329,8 +340,10 @@ class Kit:
         return self.lock_path.parent / name
 
     def base_index(self) -> str | None:
-        """The base's Packages stanzas (see `BaseEntry.index_sha256`), or None when the lock
-        records none; a UserError when the file is not the one the lock records."""
+        """The base's Packages stanzas (see `BaseEntry.index_sha256`), or None when the lock has none.
+
+        A UserError when the file is not the one the lock records.
+        """
         recorded = self.lock.base.index_sha256
         if not recorded:
             return None

@@ -1,13 +1,16 @@
 """What this machine built: a state file beside the cache, never in a checkout.
 
-The lock says what an image is. This file says, for each definition of an image this machine
-built (its pins, files and tag, by digest), the image it got, how far that is from the lock
-(package by package), what it was built from, and the machine's side of it: mirror URLs, CA
-bundle digest, docker and debootstrap versions. `prooflock images build --allow-drift` records a
-drifted rebuild here, the docker backend uses it when the locked image cannot be had, and
-`prooflock images relock` reads a build from here to record it in the lock.
+The lock says what an image is. This file covers each definition of an image this machine built (its
+pins, files and tag, by digest). For each it keeps:
+- the image it got, and how far that is from the lock (package by package);
+- what it was built from;
+- the machine's side: mirror URLs, CA bundle digest, docker and debootstrap versions.
 
-Every checkout on this machine shares the file (`<cache>/images/state.json`); builds are kept by
+`prooflock images build --allow-drift` records a drifted rebuild here. The docker backend uses it
+when the locked image cannot be had. `prooflock images relock` reads a build from here to record it
+in the lock.
+
+Every checkout on this machine shares the file (`<cache>/images/state.json`). Builds are kept by
 their definitions' digest, so two checkouts with different locks do not overwrite each other.
 """
 
@@ -90,8 +93,10 @@ def load_state(path: Path) -> MachineState:
 
 
 def record(build: MachineBuild, path: Path) -> None:
-    """Keep `build` as the latest of its definitions (read, change, replace, under a file lock:
-    other checkouts on this machine write the same file)."""
+    """Keep `build` as the latest of its definitions.
+
+    Read, change and replace under a file lock: other checkouts on this machine write the same file.
+    """
     with _locked(path):
         state = load_state(path)
         state.builds[build.definitions] = build.model_copy(
@@ -143,8 +148,10 @@ def definitions_digest(lock: ImagesLock, name: str, entry: BaseEntry | ImageEntr
 
 
 def current_definitions(lock: ImagesLock, name: str, images_root: Path) -> str:
-    """The digest of `name`'s definitions as they are on disk now (pins as the lock has them:
-    builds refuse a Dockerfile whose ARGs differ)."""
+    """The digest of `name`'s definitions as they are on disk.
+
+    Pins are taken as the lock has them: builds refuse a Dockerfile whose ARGs differ.
+    """
     entry = lock.entry(name)
     on_disk = entry.model_copy(
         update={

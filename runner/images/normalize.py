@@ -1,9 +1,9 @@
 """Normalize a freshly built image so the same inputs always give the same image ID.
 
-The legacy builder stamps every layer and the config with the build moment and host. Here the
-image is saved, the layers the Dockerfile added are squashed into one normalized layer on top of
-the untouched base layers (so files that a later step deleted, such as build-input CA bundles,
-leave no trace), the config is rewritten canonically, and the result is loaded back.
+The legacy builder stamps every layer and the config with the build moment and host. So the image is
+saved, and the layers the Dockerfile added are squashed into one normalized layer. It sits on top of
+the untouched base layers. Files a later step deleted (such as build-input CA bundles) leave no
+trace. The config is rewritten canonically, and the result is loaded back.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Pins: what a Dockerfile's `ARG` defaults and the files beside it say an image is made of.
 
-The lock repeats them, so a build can refuse a Dockerfile that drifted from its lock, and
-`prooflock images pin` records them for images this machine cannot build.
+The lock repeats them, so a build can refuse a Dockerfile that drifted from its lock. `prooflock
+images pin` records them for images this machine cannot build.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def check_pins_match(images_root: Path, name: str, lock: ImagesLock) -> dict[str
 def pin_images(kit: Kit, names: Iterable[str]) -> list[Pinned]:
     """Record the Dockerfiles' pins and file hashes in the lock (`prooflock images pin`).
 
-    An image whose pins change loses its recorded build and closure: they are of the old pins
-    (build the new ones, then `prooflock images relock`).
+    An image whose pins change loses its recorded build and closure, as they belong to other pins.
+    Build the new ones, then run `prooflock images relock`.
     """
     kit.require_writable()
     done = []

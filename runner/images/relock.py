@@ -1,13 +1,16 @@
 """`prooflock images relock`: record in the lock what this machine built, with its exact closure.
 
-The one place besides `pin` that writes the lock. For each image (or `base`) it takes this
-machine's latest build of the definitions as they are now (runner.images.machine), if there is
-one, as the locked build: image ID, layers, packages, and the definitions' file hashes. Then it
-resolves the entry's closure: every installed package's `.deb` by pool path, sha256 and size
-(runner.images.closure), reusing the entries of versions that did not change, so relocking an
-unchanged image needs no network; and, for an image with a hash-pinned `requirements.txt`, each
-wheel by file name, sha256 and size (fetched once with the host's pip). The lock's other
-downloads (source tarballs, single files, toolchains) are kept as written.
+Besides `pin`, this is the one place that writes the lock. For each image (or `base`) it takes this
+machine's latest build of the current definitions (runner.images.machine), if there is one. That
+becomes the locked build: image ID, layers, packages, and the definitions' file hashes.
+
+Then it resolves the entry's closure (runner.images.closure):
+- every installed package's `.deb` by pool path, sha256 and size. Entries of unchanged versions
+  are reused, so relocking an unchanged image needs no network.
+- for an image with a hash-pinned `requirements.txt`, each wheel by file name, sha256 and size
+  (fetched once with the host's pip).
+
+The lock's other downloads (source tarballs, single files, toolchains) stay as written.
 """
 
 from __future__ import annotations
@@ -92,8 +95,10 @@ def relock_images(kit: Kit, names: Iterable[str], inputs: BuildInputs) -> list[R
 
 
 def _write_base_index(kit: Kit, base: BaseEntry, indexes: Indexes) -> str:
-    """Write the archive's stanzas of the base's closure beside the lock, in the index's order
-    (as debootstrap copies them into the image); return the file's sha256."""
+    """Write the archive's stanzas of the base's closure beside the lock; return the file's sha256.
+
+    The stanzas keep the index's order, as debootstrap copies them into the image.
+    """
     stanzas = []
     for name, deb in base.closure.items():
         stanza = next(

@@ -1,13 +1,14 @@
 """One locked image (or the base) built again: exactly from its closure, or drifted when allowed.
 
-The closure's `.deb`s and the image's other inputs are gathered into the local store
-(runner.images.store) and carried in the build's context, which runs with no network: the
-closure is the only repository apt sees (debootstrap reads it as a directory), so exactly the
-locked versions are installed, and each download is the locked file.
-When some cannot be had, the build is refused with one line per package, unless drift is
-allowed: then those packages take the mirror's version (the rest stay locked) and, if apt cannot
-resolve that mix, the build takes everything from the live mirror. Nothing here tags or records:
-the caller decides what a result is worth (runner.images.api).
+The closure's `.deb`s and the image's other inputs go into the local store (runner.images.store).
+The build's context carries them, and the build runs with no network. The closure is the only
+repository apt sees; debootstrap reads it as a directory. So exactly the locked versions are
+installed, and each download is the locked file.
+
+When some cannot be had, the build is refused with one line per package. If drift is allowed, those
+packages take the mirror's version and the rest stay locked. If apt cannot resolve that mix, the
+build takes everything from the live mirror. Nothing here tags or records: the caller decides what a
+result is worth (runner.images.api).
 """
 
 from __future__ import annotations
@@ -141,8 +142,11 @@ def reproduce_base(
 
 
 def beyond_base(closure: Closure, lock: ImagesLock) -> Closure:
-    """What a build on the locked base installs: the closure less the packages the base already
-    has at the same version (apt keeps those; the repository need not hold them)."""
+    """What a build on the locked base installs: the closure less what the base has.
+
+    Packages the base has at the same version are left out. apt keeps those, so the repository need
+    not hold them.
+    """
     return {name: deb for name, deb in closure.items() if lock.base.closure.get(name) != deb}
 
 
@@ -166,8 +170,10 @@ def _gather(
 
 
 def _gather_downloads(plan: BuildPlan, store: InputStore, out: TextIO) -> dict[str, Path]:
-    """The image's downloads in the store (fetched by this machine when missing), and the
-    copies it needs by hand; InputMissing, in one line, when one cannot be had."""
+    """The image's downloads in the store, and the copies it needs by hand.
+
+    This machine fetches missing ones. InputMissing, in one line, when one cannot be had.
+    """
     entry = plan.entry
     given = {*plan.inputs.files, *entry.downloads}  # a locked download comes from the store
     lacking = [name for name in entry.vendored if name not in given]
@@ -201,8 +207,10 @@ def _build_drifted(
     store: InputStore,
     out: TextIO,
 ) -> tuple[BuildResult, str]:
-    """The closure with the mirror's version of each package that cannot be had; the live
-    mirror alone when apt cannot resolve that mix."""
+    """The closure with the mirror's version of each package that cannot be had.
+
+    When apt cannot resolve that mix, the live mirror alone.
+    """
     closure = beyond_base(plan.entry.closure, plan.lock)
     newer = {}
     for missing in gathered.missing:

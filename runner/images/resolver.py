@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 class LockedImages:
     """Locked images: what a check runs in, and `--build-missing`'s build (said to `notify`).
 
-    `settings` name the cache directory (this machine's builds) and the build inputs; `s3`
-    reaches a remote store of build inputs, when there is one."""
+    `settings` name the cache directory (this machine's builds) and the build inputs. `s3` reaches a
+    remote store of build inputs, when there is one.
+    """
 
     def __init__(
         self,

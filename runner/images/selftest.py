@@ -1,8 +1,8 @@
 """Each image's self-test: a known-good and a known-bad artifact, checked in the built image.
 
-`images/<name>/selftest/run.sh` runs in a hardened container exactly like a check would (read-only
-root, tmpfs /work, no network, user prover), so an image whose prover cannot check anything, or
-that needs to write outside /work and /tmp, fails its build.
+`images/<name>/selftest/run.sh` runs in a hardened container, exactly as a check would: read-only
+root, tmpfs /work, no network, user prover. So an image fails its build when its prover cannot check
+anything, or needs to write outside /work and /tmp.
 """
 
 from __future__ import annotations

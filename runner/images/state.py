@@ -1,9 +1,9 @@
 """What this Docker daemon holds of the locked images.
 
-One question, asked one way everywhere: is the image the lock records here, under its tag, and
-built from the definitions as they are now? Or, when it is not, a drifted rebuild of the same
-definitions that this machine recorded (runner.images.machine)? Also the removal of what a build
-leaves behind.
+One question, asked one way everywhere: is the image the lock records here? It must be under its tag
+and built from the current definitions. If not, is there a drifted rebuild of the same definitions
+that this machine recorded (runner.images.machine)? This module also removes what a build leaves
+behind.
 """
 
 from __future__ import annotations
@@ -83,8 +83,10 @@ def locked_state(
 def drifted_rebuild(
     client: DockerClient, lock: ImagesLock, name: str, state_file: Path
 ) -> machine.MachineBuild | None:
-    """This machine's recorded rebuild (in `state_file`) of `name`'s locked definitions (not
-    the locked ID), if the daemon still holds it."""
+    """This machine's recorded rebuild of `name`'s locked definitions, if the daemon still holds it.
+
+    The rebuild is the one `state_file` records; its ID is not the locked ID.
+    """
     entry = lock.any_entry(name)
     build = machine.latest(name, machine.definitions_digest(lock, name, entry), state_file)
     if build is None or build.image_id == entry.image_id:
@@ -93,7 +95,7 @@ def drifted_rebuild(
 
 
 def is_current(client: DockerClient, lock: ImagesLock, name: str, images_root: Path) -> bool:
-    """The tagged image is the locked one and nothing it was built from has changed since."""
+    """The tagged image is the locked one, and nothing it was built from has changed."""
     return locked_state(client, lock, name, images_root) is ImageState.PRESENT
 
 
@@ -121,8 +123,11 @@ def statuses(
 def require_base(
     client: DockerClient, lock: ImagesLock, state_file: Path, *, allow_drift: bool = False
 ) -> str:
-    """The locked base's tag, once it is here and (when the lock records one) the locked ID, or
-    with `allow_drift` a recorded drifted rebuild of it."""
+    """The locked base's tag, once it is here.
+
+    When the lock records an ID, the base must have it. With `allow_drift`, a recorded drifted
+    rebuild of it will do.
+    """
     base = lock.base
     found = image_id_of(client, base.tag)
     if found is None:
@@ -163,8 +168,10 @@ def tag_if_locked(client: DockerClient, lock: ImagesLock, image_id: str) -> str 
 
 
 def discard(client: DockerClient, reference: str, *, untag: bool = False) -> None:
-    """Remove an image no tag refers to (or, with `untag`, drop the tag `reference`), pruning
-    the intermediate images of its build. Tagged images and images in use are left alone."""
+    """Remove an image no tag refers to, and prune the intermediate images of its build.
+
+    With `untag`, drop the tag `reference` first. Tagged images and images in use are left alone.
+    """
     try:
         image = client.images.get(reference)
     except ImageNotFound:

@@ -1,9 +1,10 @@
 """Which image a check may run in: the locked one, else a recorded drifted rebuild of it.
 
-`usable_image(name)` answers for the docker backend and for replay: the image the lock records
-when this daemon holds it; otherwise this machine's rebuild of the same definitions (recorded by
-`prooflock images build --allow-drift`, runner.images.machine), with its package drift; otherwise
-an InfraFailure saying exactly what is here and what to run.
+`usable_image(name)` answers for the docker backend and for replay, in order:
+- the image the lock records, when this daemon holds it;
+- this machine's rebuild of the same definitions, with its package drift. `prooflock images
+  build --allow-drift` records it (runner.images.machine).
+- an InfraFailure saying exactly what is here and what to run.
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ class UsableImage:
 
 
 def usable_image(name: str, client: DockerClient, kit: Kit, state_file: Path) -> UsableImage:
-    """The image `name` (or `base`) runs in here, a drifted one as `state_file` records it;
-    InfraFailure (what is here, what to run) when there is none."""
+    """The image `name` (or `base`) runs in here; a drifted one as `state_file` records it.
+
+    InfraFailure (what is here, what to run) when there is none.
+    """
     entry = kit.lock.any_entry(name)
     if entry.image_id is not None and image_id_of(client, entry.image_id) is not None:
         return UsableImage(name, entry.tag, entry.image_id, entry.image_id, None)

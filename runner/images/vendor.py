@@ -1,11 +1,13 @@
 """`prooflock images vendor`: put every input of images into the store, here or in S3.
 
-Every `.deb` a build of each image installs (its closure less what the locked base already has;
-the base's whole closure for `base`) and every other input the lock lists for it (wheels,
-source tarballs, git bundles, single files, toolchain archives) is gathered into the local store
-from wherever it still is (runner.images.store, runner.images.downloads) and, with a remote store,
-copied there too (`prefix/debs/sha256/<hex>`, what `PROOFLOCK_STORE` reads back). Files already
-there are skipped, so an interrupted run resumes where it stopped. A build then needs no network.
+For each image this gathers two kinds of input. One is every `.deb` a build installs: its closure
+less what the locked base has (for `base`, its whole closure). The other is every other input the
+lock lists for it: wheels, source tarballs, git bundles, single files, toolchain archives.
+
+They go into the local store from wherever they still are (runner.images.store,
+runner.images.downloads). With a remote store they are copied there too, at
+`prefix/debs/sha256/<hex>`, where `PROOFLOCK_STORE` reads them back. Files already there are
+skipped, so an interrupted run resumes where it stopped. A build then needs no network.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ class Vendored:
 
 
 def vendor_closures(kit: Kit, names: Iterable[str]) -> dict[str, Closure]:
-    """The closures vendoring `names` puts in the store; a UserError for an image with neither a
-    closure nor downloads."""
+    """The closures vendoring `names` puts in the store.
+
+    A UserError for an image with neither a closure nor downloads.
+    """
     closures = {}
     for name in names:
         entry = kit.lock.any_entry(name)
@@ -104,9 +108,11 @@ def vendor_images(
 
 
 def pin_on_first_use(kit: Kit, name: str, store: InputStore) -> tuple[list[str], int]:
-    """Fetch each download the lock has no sha256 for from its origin, keep it in the store and
-    write its sha256 and size (a git ref: its commit) to the lock: a line per one that failed,
-    and how many were pinned."""
+    """Pin each download the lock has no sha256 for, on first use.
+
+    Each is fetched from its origin and kept in the store. Its sha256 and size go into the lock (for
+    a git ref: its commit). Returns a line per failure, and how many were pinned.
+    """
     entry = kit.lock.any_entry(name)
     if not isinstance(entry, ImageEntry):
         return [], 0

@@ -1,9 +1,11 @@
 """`prooflock images verify`: rebuild without cache from the locked closure and compare.
 
-Same image ID: the recorded image is reproducible from its pins and closure. A different one is
-explained by what differs: closure packages that could not be had (the mirror's version was
-used), the base, the installed packages, or, file by file, the image's own layer (a build step
-that is not deterministic).
+The same image ID means the recorded image is reproducible from its pins and closure. A different
+one is explained by what differs:
+- closure packages that could not be had (the mirror's version was used);
+- the base;
+- the installed packages;
+- file by file, the image's own layer (a build step that is not deterministic).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The wheel's copy of the kit: `images/`, the images lock and the advisories, as `runner/kit/`
-package data.
+"""The wheel's copy of the kit: `images/`, the images lock and the advisories, as package data.
 
-pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`, which loads this file on its own
-while it builds (so: the standard library and setuptools only, no `runner` imports). An installed
-prooflock finds the copy through `runner.core.home.PACKAGED`; a checkout keeps them where they are.
+They go into `runner/kit/`. pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`.
+setuptools loads this file on its own while it builds, so it uses the standard library and
+setuptools only, no `runner` imports. An installed prooflock finds the copy through
+`runner.core.home.PACKAGED`; a checkout keeps the files where they are.
 """
 
 from __future__ import annotations
