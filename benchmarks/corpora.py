@@ -158,6 +158,9 @@ class RunOptions:
     interleave: bool = False
     resume: bool = False  # skip the files `progress` already pairs (a run cut short, again)
 
+    def wants(self, name: str) -> bool:
+        return not self.only or name.startswith(self.only)
+
     def paired(self) -> set[str]:
         """The files `progress` holds both a bare label and a verdict of, when resuming."""
         if not (self.resume and self.progress and self.progress.is_file()):
@@ -189,7 +192,7 @@ def compare(
     """Label each file by the bare tool, then check them all in one kit Checker."""
     compared = Compared(corpus)
     paired = RUN.paired()
-    names = [n for n in names if (not RUN.only or n.startswith(RUN.only)) and n not in paired]
+    names = [n for n in names if RUN.wants(n) and n not in paired]
     settings = Settings(backend=backend, cache=False, retries=0, timeout=timeout_s)
 
     def labelled(name: str) -> None:
@@ -269,6 +272,7 @@ def hol_light_examples_corpus(
         return compare(
             corpus, names, lambda n: label(files[n]), request, backend, HOL_LIGHT_TIMEOUT_S
         )
+    names = [n for n in names if RUN.wants(n)]  # one boot labels them all, before compare
     started = time.monotonic()
     labels, boot_s = bare_hol_light_forked({n: files[n] for n in names}, HOL_LIGHT_BARE_TIMEOUT_S)
     bare_total_s = time.monotonic() - started
