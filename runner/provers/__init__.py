@@ -1,6 +1,6 @@
 """The prover registry: every module or package here that defines `ADAPTER` is a prover.
 
-Adding a prover is one module (or package) beside these; nothing else in the core names it.
+Adding a prover is one module (or package) beside these. Nothing else in the core names it.
 """
 
 from __future__ import annotations

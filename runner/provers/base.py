@@ -3,14 +3,14 @@
 Each prover is one module (or package) under `runner/provers/` that defines `ADAPTER`, a
 `ProverAdapter`. The registry finds them; the core never names a prover. An adapter:
 
-- declares its name, version (bump it when verdict logic changes: it is in every environment
-  key), modes (the first is the default), images, and options (an `AdapterOptions` model the
-  core validates each request's options into);
-- says how to identify a local install (`probe`: commands whose output is keyed);
-- checks one resolved request: `check(request, sandboxes) -> Outcome`. `sandboxes` gives a
-  fresh cold sandbox (`sandboxes.sandbox()`) or a warm server started from a `ServerSpec`
-  (`sandboxes.server(spec)`, pooled by the core); the adapter alone turns what comes back into an
-  Outcome (see `runner.provers.common` for the shared verdict ladder, lexing and servers).
+- declares its name, version, modes, images and options. Bump the version when verdict logic
+  changes: it is in every environment key. The first mode is the default. Options are an
+  `AdapterOptions` model; the core validates each request's options into it.
+- says how to identify a local install (`probe`: commands whose output is keyed).
+- checks one resolved request: `check(request, sandboxes) -> Outcome`. `sandboxes` gives a fresh
+  cold sandbox (`sandboxes.sandbox()`) or a warm server started from a `ServerSpec`
+  (`sandboxes.server(spec)`, pooled by the core). The adapter alone turns what comes back into an
+  Outcome. `runner.provers.common` holds the shared verdict ladder, lexing and servers.
 """
 
 from __future__ import annotations
@@ -37,9 +37,12 @@ class BadOption(BadRequest):
 
 
 class AdapterOptions(BaseModel):
-    """An adapter's options as a pydantic model: each field has a default and a `description`
-    (the CLI's help; a `Literal` gives the choices). The core validates a request's options into
-    it once, when the request is resolved; adapters read attributes, never a dict."""
+    """An adapter's options as a pydantic model.
+
+    Each field has a default and a `description` (the CLI's help; a `Literal` gives the choices).
+    The core validates a request's options into it once, when the request is resolved. Adapters read
+    attributes, never a dict.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -113,36 +116,51 @@ class Sandboxes(Protocol):
         ...
 
     def sandbox(self, purpose: str = "check") -> Sandbox:
-        """A fresh, empty sandbox for this check alone, opened on first call; each `purpose` is a
-        separate sandbox (e.g. a reference rendered where the artifact cannot read it)."""
+        """A fresh, empty sandbox for this check alone, opened on first call.
+
+        Each `purpose` is a separate sandbox (e.g. a reference rendered where the artifact cannot
+        read it).
+        """
         ...
 
     def server(self, spec: ServerSpec) -> SandboxServer:
-        """A started server for `spec`, warm from the pool when one is idle. Its reads during
-        this check stop at the check's deadline."""
+        """A started server for `spec`, warm from the pool when one is idle.
+
+        Its reads during this check stop at the check's deadline.
+        """
         ...
 
     @property
     def cache_dir(self) -> Path:
-        """The kit's cache directory (the Checker's settings), for what an adapter keeps across
-        runs whatever the install. It may not exist yet; what is kept there must be safe to lose."""
+        """The kit's cache directory (the Checker's settings), for what an adapter keeps across runs.
+
+        It serves whatever the install. It may not exist yet; what is kept there must be safe to
+        lose.
+        """
         ...
 
     @property
     def install_dir(self) -> Path:
-        """A directory in the kit's cache for what an adapter keeps across runs about the prover
-        install this check runs on (one per install: package versions, or the image ID). It may
-        not exist yet; what is kept there must be safe to lose."""
+        """A directory in the kit's cache for what an adapter keeps about one prover install.
+
+        There is one per install (package versions, or the image ID): the install this check runs
+        on. It may not exist yet; what is kept there must be safe to lose.
+        """
         ...
 
     def remaining_s(self) -> float:
-        """Seconds left of this check's whole budget (its timeout and a little for the kit):
-        sandbox commands and server reads are cut there whatever timeout they ask for."""
+        """Seconds left of this check's whole budget (its timeout and a little for the kit).
+
+        Sandbox commands and server reads are cut there, whatever timeout they ask for.
+        """
         ...
 
     def give_back_s(self, seconds: float) -> None:
-        """Return time the kit's own machinery spent and then threw away (a warm attempt whose
-        re-check the kit could not finish) to the budget: it was never the artifact's."""
+        """Return to the budget time the kit's own machinery spent and threw away.
+
+        An example is a warm attempt whose re-check the kit could not finish. That time was never
+        the artifact's.
+        """
         ...
 
 

@@ -1,8 +1,8 @@
 """A batch run's summary: problems per outcome and per syntax class, with time per problem.
 
-NL2AGBench reports success, syntax errors by exception class and logic errors; this table
-gives those counts (plus the kit's `unsolved`, `format_error` and `timeout`) straight from the
-results' details, so nothing needs re-classifying by hand.
+NL2AGBench reports success, syntax errors by exception class, and logic errors. This table gives
+those counts straight from the results' details, plus the kit's `unsolved`, `format_error` and
+`timeout`. So nothing needs re-classifying by hand.
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ class Tally:
         return len(self.outcomes.get(outcome, []))
 
     def rows(self) -> list[tuple[str, int, int]]:
-        """(category, count, median ms) per outcome; right under `syntax_error`, its classes
-        (indented: a breakdown of that row, not more problems)."""
+        """(category, count, median ms) per outcome.
+
+        Right under `syntax_error` come its classes, indented: a breakdown of that row, not more
+        problems.
+        """
         rows = []
         for name, ms in sorted(self.outcomes.items()):
             rows.append((name, len(ms), int(statistics.median(ms))))

@@ -1,14 +1,17 @@
 """Per-problem outcomes (NL2AGBench's categories) and how they map onto the core's verdicts.
 
-`details["outcome"]` is one of OUTCOMES; with `syntax_class` it counts exactly the paper's
-categories (solved, syntax error by exception class, logic error). `unsolved` (DD+AR found no
-proof of a valid, numerically true problem) and `format_error` (not one problem at all: empty,
-prose, code fence, no goal) are the kit's additions. Everything in details and diagnostics is
-deterministic; proof text, sample counts and timings go to Outcome.worker.
+`details["outcome"]` is one of OUTCOMES. With `syntax_class` it counts exactly the paper's
+categories: solved, syntax error by exception class, logic error. Two outcomes are the kit's
+additions:
+- `unsolved`: DD+AR found no proof of a valid, numerically true problem;
+- `format_error`: not one problem at all (empty, prose, code fence, no goal).
 
-Where the engine's outcome rests on degenerate diagrams that AlphaGeometry's own drawing rejects
-(the driver says so), `details["alphageometry"]` gives AlphaGeometry's outcome beside it, with a
-warning; the engine's stays the one recorded.
+Everything in details and diagnostics is deterministic. Proof text, sample counts and timings go to
+Outcome.worker.
+
+The engine's outcome may rest on degenerate diagrams that AlphaGeometry's own drawing rejects. The
+driver says so, and `details["alphageometry"]` then gives AlphaGeometry's outcome beside it, with a
+warning. The engine's outcome stays the one recorded.
 """
 
 from __future__ import annotations
@@ -260,8 +263,11 @@ def _disagree(result: Outcome, fault: Fault | None) -> None:
 
 
 def _alphageometry_differs(result: Outcome, problem: Problem, theirs: object, engine: str) -> None:
-    """Say AlphaGeometry's outcome beside the engine's where the driver found they differ: a
-    clause placed only in degenerate diagrams, which AlphaGeometry's own drawing rejects."""
+    """Say AlphaGeometry's outcome beside the engine's where the driver found they differ.
+
+    They differ on a clause placed only in degenerate diagrams, which AlphaGeometry's own drawing
+    rejects.
+    """
     if not isinstance(theirs, dict) or not isinstance(theirs.get("index"), int):
         return
     clause = clause_at(problem.line, theirs["index"])

@@ -1,21 +1,22 @@
 """Input formats: files of two-line problems, JSONL records, a lone `clauses ? goal` line.
 
-A problem is a title line and a problem line `clauses ? goal` (AlphaGeometry's problem files).
-An artifact is a JSON record only when the whole of it parses as one JSON object; a file splits
-into records only when every line is a JSON object holding the problem text (TEXT_KEYS). Neither
-can be a valid text problem (its problem line would start inside JSON), so a title that starts
-with `{` is a title.
-`split_file` cuts a file into one artifact per problem without judging it; `read_problem` turns
-one artifact into a Problem, or a FormatError when the text is not one problem (empty, prose,
-code fences, no goal). LLM output in a code fence is a format error unless `lenient`, which takes
-the fenced text and says so.
+A problem is a title line and a problem line `clauses ? goal` (AlphaGeometry's problem files). An
+artifact is a JSON record only when the whole of it parses as one JSON object. A file splits into
+records only when every line is a JSON object holding the problem text (TEXT_KEYS). Neither can be a
+valid text problem, as its problem line would start inside JSON. So a title that starts with `{` is
+a title.
 
-Lines are AlphaGeometry's (`Problem.from_txt_file`: the file read in Python's text mode, so
-`\r\n` and `\r` end a line as `\n` does, then `split('\n')`, empty lines dropped): never
-`str.splitlines()`, which also breaks at U+2028, U+0085, `\x0c`, `\x1c`-`\x1e` and `\x0b`,
-characters AlphaGeometry keeps inside a line. A line of blanks is a line, as there. The one
-liberty the kit takes: a problem line and a title lose the spaces and tabs at their ends
-(AlphaGeometry would raise KeyError on a trailing space); no other character is stripped.
+`split_file` cuts a file into one artifact per problem without judging it. `read_problem` turns one
+artifact into a Problem, or a FormatError when the text is not one problem (empty, prose, code
+fences, no goal). LLM output in a code fence is a format error unless `lenient`, which takes the
+fenced text and says so.
+
+Lines are AlphaGeometry's, as `Problem.from_txt_file` reads them. The file is read in Python's text
+mode, so `\r\n` and `\r` end a line as `\n` does. Then it is split on `'\n'`, and empty lines are
+dropped. `str.splitlines()` is never used: it also breaks at U+2028, U+0085, `\x0c`, `\x1c`-`\x1e`
+and `\x0b`, which AlphaGeometry keeps inside a line. A line of blanks is a line, as there. The kit
+takes one liberty: a problem line and a title lose the spaces and tabs at their ends (AlphaGeometry
+would raise KeyError on a trailing space). No other character is stripped.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ class FormatError:
 
 
 def split_file(name: str, content: str) -> list[tuple[str, str]]:
-    """One (title, text) per problem. Text that is not cleanly problems stays whole for the check
-    to reject with a reason; fenced problems keep their fence so the check can apply the policy."""
+    """One (title, text) per problem.
+
+    Text that is not cleanly problems stays whole, for the check to reject with a reason. Fenced
+    problems keep their fence, so the check can apply the policy.
+    """
     kept = lines_of(content)
     if not kept:
         return [(name, content)]

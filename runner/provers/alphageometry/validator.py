@@ -1,15 +1,19 @@
 """The kit's own DSL validator: AlphaGeometry's front end replayed on defs.txt, without the engine.
 
-AlphaGeometry (in its `alphageometry` mode, the one NL2AGBench runs) reads a problem in three
-steps before it draws anything: parse the text (`Problem.from_txt`), rename the points to
-a, b, c, ... (`Problem.translate`), and build the language-model prompt
-(`setup_str_from_problem`). Every syntax error the paper classifies comes from one of them, as
-an AssertionError, KeyError or ValueError. This module walks the same steps in the same order
-and predicts the same exception class at the same clause, then says in words what is wrong.
-It also predicts the one drawing error that depends on the text alone: a construction given a
-point that is not drawn yet (its own new point, written where an existing point belongs), which
-`Graph.add_clause` rejects with ValueError. Other drawing errors depend on the figure; the engine
-finds those (and, should an earlier clause never draw, AlphaGeometry never reaches this one).
+AlphaGeometry reads a problem in three steps before it draws anything. This is in its
+`alphageometry` mode, the one NL2AGBench runs:
+1. parse the text (`Problem.from_txt`);
+2. rename the points to a, b, c, ... (`Problem.translate`);
+3. build the language-model prompt (`setup_str_from_problem`).
+
+Every syntax error the paper classifies comes from one of them, as an AssertionError, KeyError or
+ValueError. This module walks the same steps in the same order. It predicts the same exception class
+at the same clause, then says in words what is wrong.
+
+It also predicts the one drawing error that depends on the text alone. That is a construction given
+a point not drawn yet: its own new point, written where an existing point belongs.
+`Graph.add_clause` rejects it with ValueError. Other drawing errors depend on the figure, and the
+engine finds those. (If an earlier clause never draws, AlphaGeometry never reaches this one.)
 """
 
 from __future__ import annotations
@@ -95,8 +99,10 @@ T = TypeVar("T")
 
 
 def _paced(items: Sequence[T], stage: str) -> Iterator[tuple[int, T]]:
-    """(index, item), looking at the check's clock now and then: a problem of a million clauses
-    takes seconds to validate, and the check's time covers that."""
+    """(index, item), looking at the check's clock now and then.
+
+    A problem of a million clauses takes seconds to validate, and the check's time covers that.
+    """
     return deadline.paced(
         items, lambda index: f"validated clause {index} of {len(items)} ({stage})"
     )

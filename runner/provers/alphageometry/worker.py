@@ -1,10 +1,9 @@
 """The engine worker: a server in the sandbox imports the engine once and forks a child per job.
 
-newclid takes seconds to import and often less to check a problem, so a batch pays the import
-once per worker instead of once per problem. Each job still runs in a fresh child process, in a
-fresh empty directory, with the seeds set again (sandbox/sandbox_server.py, a JSON-lines worker:
-runner/provers/common/jsonlines.py). A cold check is the same server started for that one
-problem.
+newclid takes seconds to import and often less to check a problem. So a batch pays the import once
+per worker, not once per problem. Each job still runs in a fresh child process, in a fresh empty
+directory, with the seeds set again. The server is sandbox/sandbox_server.py, a JSON-lines worker
+(runner/provers/common/jsonlines.py). A cold check is the same server started for one problem.
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
 """The JSON-lines worker: a script in the sandbox answering one JSON request with one JSON reply.
 
-The kit half of `sandbox/jsonlines_worker.py` (read its docstring for the frames). An adapter:
-
+This is the kit half of `sandbox/jsonlines_worker.py` (read its docstring for the frames). An
+adapter:
 1. ships a script in its own `sandbox/` folder that calls `jsonlines_worker.serve(boot, handle)`;
-2. describes it with `server_spec(...)` (the loop module is shipped beside the script, and a
-   worker that does not start is explained from the tail of its worker.log);
+2. describes it with `server_spec(...)`. The loop module is shipped beside the script. A worker
+   that does not start is explained from the tail of its worker.log.
 3. reads the boot handshake with `boot_facts(server)`, then sends each check with
    `call(server, request, deadline_s)`.
 
-The channel is the worker's own: nothing the prover or the artifact prints can reach it, frames
-are ASCII-only JSON lines, and each reply names its request. A worker that breaks the protocol
-(a frame that is not JSON, another request's reply, an `error`) is retired and the check is an
-infra error; no reply within the deadline is `ServerTimeout` (the server is retired too).
+The channel is the worker's own: nothing the prover or the artifact prints can reach it. Frames are
+ASCII-only JSON lines, and each reply names its request. A worker that breaks the protocol is
+retired, and the check is an infra error. Breaking it means a frame that is not JSON, another
+request's reply, or an `error`. No reply within the deadline is `ServerTimeout`, and the server is
+retired too.
 """
 
 from __future__ import annotations

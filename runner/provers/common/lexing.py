@@ -1,9 +1,9 @@
 """Source text with everything that is not code blanked, per syntax, keeping lines and columns.
 
-Adapters scan code for placeholders, `Require`s or settings; a word inside a comment or a string
-is none of those. Blanking keeps every newline and the length of every line, so an offset in the
-blanked text is an offset in the artifact. These are lexers for *scanning*; soundness decisions
-rest on the prover's own parse (see each adapter).
+Adapters scan code for placeholders, `Require`s or settings. A word inside a comment or a string is
+none of those. Blanking keeps every newline and the length of every line, so an offset in the
+blanked text is an offset in the artifact. These lexers are for *scanning*. Soundness decisions rest
+on the prover's own parse (see each adapter).
 """
 
 from __future__ import annotations
@@ -89,11 +89,12 @@ def c_like_code(source: str) -> str:
 
 
 def ocaml_code(source: str) -> str:
-    """OCaml (HOL Light) source with comments, string and char literals and `term` quotations
-    blanked, as OCaml's lexer reads them: a char literal `'"'` or a quoted string `{|"|}` taken for
-    the start of a string would hide the code after it. String literals keep their quotes (so
-    `needs "x.ml"` can still be found and read from the original text); comments vanish entirely,
-    nested ones included, with the strings inside them.
+    """OCaml (HOL Light) source with comments, literals and `term` quotations blanked.
+
+    Literals are string and char literals, read as OCaml's lexer reads them. A char literal `'"'` or
+    a quoted string `{|"|}` taken for the start of a string would hide the code after it. String
+    literals keep their quotes, so `needs "x.ml"` can still be found and read from the original
+    text. Comments vanish entirely, nested ones included, with the strings inside them.
     """
     out: list[str] = []
     depth = copied = at = 0

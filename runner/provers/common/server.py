@@ -1,9 +1,9 @@
 """A long-lived server process in its own sandbox: the shared half of every warm worker.
 
-The kit side only moves bytes: it installs the server's files, spawns it, waits for its ready
-marker, then sends request frames and reads replies up to a marker. What the frames mean is the
-adapter's business (each server keeps its own wire format). A server is started on first use, so
-a request refused before it runs never pays for a boot.
+The kit side only moves bytes. It installs the server's files, spawns it, and waits for its ready
+marker. Then it sends request frames and reads replies up to a marker. What the frames mean is the
+adapter's business: each server keeps its own wire format. A server starts on first use, so a
+request refused before it runs never pays for a boot.
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ class ServerFailed(BackendUnavailable):
 
 
 class ServerTimeout(ServerFailed, TimeoutError):
-    """No reply within the deadline. Adapters whose server cannot enforce the check's own
-    timeout catch this to give a `timeout` verdict (the core then discards the server)."""
+    """No reply within the deadline.
+
+    Some servers cannot enforce the check's own timeout. Their adapters catch this to give a
+    `timeout` verdict, and the core then discards the server.
+    """
 
 
 @dataclass(frozen=True)
@@ -118,9 +121,11 @@ class SandboxServer:
         self._served += checks
 
     def start(self) -> bytes:
-        """Boot the server (once); the bytes after its ready marker, up to the end of that line.
-        A server whose spec allows it starts from a snapshot of its boot where the backend keeps
-        them (made by booting once, the first time)."""
+        """Boot the server (once); return the bytes after its ready marker, up to the end of that line.
+
+        A server whose spec allows it starts from a snapshot of its boot, where the backend keeps
+        them. The first boot makes the snapshot.
+        """
         if self._channel is not None:
             return self.ready_line
         clock = time.monotonic()
@@ -174,8 +179,11 @@ class SandboxServer:
     # -- snapshots ------------------------------------------------------------------------------
 
     def _from_snapshot(self, env: Mapping[str, str], limits: Limits) -> Channel | None:
-        """The server restored from its snapshot (kept first, by booting once, when there is
-        none), its sandbox entered; None when it must boot instead (said why)."""
+        """The server restored from its snapshot, its sandbox entered.
+
+        With no snapshot yet, one is made first by booting once. Returns None, saying why, when the
+        server must boot instead.
+        """
         snapshots = getattr(self.backend, "snapshots", None) if self.spec.snapshot else None
         if snapshots is None:
             return None

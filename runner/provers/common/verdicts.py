@@ -1,9 +1,10 @@
 """The verdict ladder every adapter climbs, so each verdict means the same for every prover.
 
-1. How the process ended (`stopped`): timeout, memory (from the exit status and the cgroup or
-   rlimit, never from text), crash (a signal, or the prover's own anomaly), fail (non-zero).
-2. What the kernel reported for a finished check (`judge`): placeholder, then axiom, then
-   wrong statement, then pass.
+1. How the process ended (`stopped`): timeout, memory, crash, fail. Memory comes from the exit
+   status and the cgroup or rlimit, never from text. A crash is a signal, or the prover's own
+   anomaly. Fail is a non-zero exit.
+2. What the kernel reported for a finished check (`judge`): placeholder, then axiom, then wrong
+   statement, then pass.
 """
 
 from __future__ import annotations
@@ -54,16 +55,21 @@ class Refusal:
 
 
 def refused(refusals: Sequence[Refusal]) -> Outcome:
-    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order; it
-    rests on the kit's own reading, no prover spoke."""
+    """The one way refusals become a verdict: `fail`, each refusal a diagnostic, in order.
+
+    It rests on the kit's own reading; no prover spoke.
+    """
     return Outcome(
         verdict=Verdict.FAIL, trust=Trust.KIT, diagnostics=[r.diagnostic() for r in refusals]
     )
 
 
 def as_told_by(outcome: Outcome, double: str | None) -> Outcome:
-    """A verdict a prover process gave: it rests on that prover's kernel, unless the process
-    announced itself as a protocol double (`double` says what it is), whose word it is then."""
+    """A verdict a prover process gave: it rests on that prover's kernel.
+
+    If the process announced itself as a protocol double, it rests on that double's word. `double`
+    says what the double is.
+    """
     if double and outcome.trust is Trust.KERNEL:
         outcome.trust = Trust.DOUBLE
     return outcome
@@ -112,9 +118,9 @@ def judge(
 ) -> tuple[Verdict, list[Diagnostic]]:
     """The verdict of a check that ran to its end, and the diagnostic that explains it.
 
-    `placeholders`: unfinished proofs the mode does not allow (already filtered by mode);
-    `forbidden`: assumptions not on the request's allowed list; `statement_problem`: why the
-    target theorem is missing or differs.
+    - `placeholders`: unfinished proofs the mode does not allow (already filtered by mode).
+    - `forbidden`: assumptions not on the request's allowed list.
+    - `statement_problem`: why the target theorem is missing or differs.
     """
     if placeholders:
         listed = ", ".join(placeholders)
@@ -130,9 +136,9 @@ def judge(
 def allowed(name: str, allowed_names: Sequence[str], own_prefix: str | None = None) -> bool:
     """Whether an assumption the prover reported is on the request's allowed list.
 
-    Reported names are qualified only as far as needed (`Classical_Prop.classic`), so an entry
-    matches by dotted suffix either way, except that a short entry never covers an assumption the
-    artifact declares itself (`<own_prefix>.classic`): only its full name does.
+    Reported names are qualified only as far as needed (`Classical_Prop.classic`). So an entry
+    matches by dotted suffix either way. One exception: a short entry never covers an assumption the
+    artifact declares itself (`<own_prefix>.classic`). Only its full name does.
     """
     for entry in allowed_names:
         if name == entry or entry.endswith("." + name):

@@ -1,18 +1,25 @@
 """Isabelle/HOL + AFP adapter: theories checked on a warm Isabelle server, one per session.
 
-A request is refused when it is resolved (`validate`: a bad request, exit 2) if the file name
-is not a theory name or its `theory` header names another theory, or if its target cannot be read
-as one proposition (brackets or cartouches that do not pair up, a broken symbol). A theory fails
-before it runs when it does not lex, has no theory header, or uses ML in any form, an oracle,
-quick_and_dirty, code reflection or external provers (source.DENIED). Otherwise the worker
-(sandbox/isabelle_worker.py) runs it with `use_theories` in the session chosen by `--session`
-(HOL by default; HOL-Analysis or an AFP session also work), next to a report theory whose ML lists
-each theorem's oracles and the theory's axioms. Verdicts: an error is `fail` with its position;
-`sorry`, `oops` or a skip_proof oracle is `placeholder` (allowed in statement mode);
-`axiomatization` or another oracle is `axiom` unless allowed (definitions and the typedef
-package's `type_definition_T` axioms are not assumptions); with a target, the named theorem's
-proposition must be alpha-equivalent to the target read under the theory's imports. Verdicts
-rest on Isabelle's kernel (`kernel`), or on a protocol double that said so (`double`).
+A request is refused when it is resolved (`validate`: a bad request, exit 2) if:
+- the file name is not a theory name, or its `theory` header names another theory;
+- its target cannot be read as one proposition (brackets or cartouches that do not pair up, a
+  broken symbol).
+
+A theory fails before it runs when it does not lex or has no theory header. It also fails when it
+uses ML in any form, an oracle, quick_and_dirty, code reflection or external provers
+(source.DENIED). Otherwise the worker (sandbox/isabelle_worker.py) runs it with `use_theories`. The
+session is the one `--session` chooses: HOL by default; HOL-Analysis or an AFP session also work.
+Next to it runs a report theory whose ML lists each theorem's oracles and the theory's axioms.
+
+Verdicts:
+- an error is `fail`, with its position;
+- `sorry`, `oops` or a skip_proof oracle is `placeholder` (allowed in statement mode);
+- `axiomatization` or another oracle is `axiom` unless allowed. Definitions and the typedef
+  package's `type_definition_T` axioms are not assumptions.
+- with a target, the named theorem's proposition must be alpha-equivalent to the target. The
+  target is read under the theory's imports.
+
+Verdicts rest on Isabelle's kernel (`kernel`), or on a protocol double that said so (`double`).
 """
 
 from __future__ import annotations
@@ -77,8 +84,10 @@ def validate(request: ResolvedRequest) -> None:
 
 
 def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
-    """The theory's policy, then the warm server of its session (resolve() validated the name
-    and the target)."""
+    """The theory's policy, then the warm server of its session.
+
+    resolve() has validated the name and the target.
+    """
     reading = source.read(request.content)
     if reading.refusals:
         return verdicts.refused(reading.refusals)

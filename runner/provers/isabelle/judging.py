@@ -1,15 +1,15 @@
 """An Isabelle check's Outcome from the worker's reply: errors, then placeholders, axioms, target.
 
-Positions come from Isabelle as `{"line", "offset", "end_offset", "file"}`, offsets counted in
-Isabelle symbols (`\\<forall>` is one); the column is recomputed from the theory text. What a
-theorem rests on comes from the report theory's ML (oracles per fact, the theory's axioms); the
-source's own `sorry`/`oops` and `axiomatization` are counted too, since `oops` leaves no theorem.
+Isabelle gives positions as `{"line", "offset", "end_offset", "file"}`. Offsets count Isabelle
+symbols (`\\<forall>` is one); the column is recomputed from the theory text. What a theorem rests
+on comes from the report theory's ML: oracles per fact, and the theory's axioms. The source's own
+`sorry`/`oops` and `axiomatization` are counted too, since `oops` leaves no theorem.
 
-Not every axiom of a theory is an assumption: a definition adds one (`c_def`, `c_def_raw`,
-`c_raw`), and Isabelle's typedef package adds `type_definition_T` for every `typedef` (and so
-for `datatype`, `record`, ...). A typedef axiom is left out only when the
-report says the typedef package registered it (`Typedef.get_info_global`), and neither kind is
-left out when the theory's own `axiomatization` declares a fact of that name.
+Not every axiom of a theory is an assumption. A definition adds one (`c_def`, `c_def_raw`, `c_raw`).
+Isabelle's typedef package adds `type_definition_T` for every `typedef`, and so for `datatype`,
+`record`, ... A typedef axiom is left out only when the report says the typedef package registered
+it (`Typedef.get_info_global`). Neither kind is left out when the theory's own `axiomatization`
+declares a fact of that name.
 """
 
 from __future__ import annotations

@@ -1,15 +1,20 @@
 """Isabelle theory source read before anything runs: outer tokens, the header, what is refused.
 
-Isabelle's outer syntax is small and fixed: comments `(* *)` nest, cartouches `‹ ›` (or
-`\\<open> \\<close>`) nest, and strings, `` `...` `` and `{* *}` hold inner syntax. A keyword of the
-theory language is an identifier token outside all of those, so a word that only appears inside
-a proposition or a comment is never mistaken for a command.
+Isabelle's outer syntax is small and fixed. Comments `(* *)` nest, and so do cartouches `‹ ›` (or
+`\\<open> \\<close>`). Strings, `` `...` `` and `{* *}` hold inner syntax. A keyword of the theory
+language is an identifier token outside all of those. So a word that only appears inside a
+proposition or a comment is never mistaken for a command.
 
-Refused before any check: ML in every form (`ML`, `ML_file`, `setup`, `declaration`,
-`method_setup`, ... can change the running system), the `oracle` command, `quick_and_dirty`
-(lets `sorry`-like cheats through), code printing and reflection (inject ML), and tools that leave
-the sandbox (`sledgehammer`). Everything else is judged by the kernel: the worker's report lists
-each theorem's oracles and the theory's axioms (see sandbox/isabelle_worker.py).
+Refused before any check:
+- ML in every form (`ML`, `ML_file`, `setup`, `declaration`, `method_setup`, ...): it can change
+  the running system;
+- the `oracle` command;
+- `quick_and_dirty`, which lets `sorry`-like cheats through;
+- code printing and reflection, which inject ML;
+- tools that leave the sandbox (`sledgehammer`).
+
+The kernel judges everything else. The worker's report lists each theorem's oracles and the theory's
+axioms (see sandbox/isabelle_worker.py).
 """
 
 from __future__ import annotations
@@ -172,8 +177,11 @@ COMMANDS = {
 
 @dataclass(frozen=True)
 class Reading:
-    """One pass over a theory: its header, what the policy refuses, and what the kernel's report
-    is read against (placeholders; `axiomatization`s and the fact names they declare)."""
+    """One pass over a theory: its header, what the policy refuses, and what the report is read
+    against.
+
+    The last part is the placeholders, the `axiomatization`s, and the fact names they declare.
+    """
 
     header: Header | None
     refusals: list[Refusal]
@@ -241,8 +249,10 @@ def _axiom_names(found: list[Token]) -> frozenset[str]:
 
 
 def theory_name_problem(file_name: str, source: str) -> str | None:
-    """Why this file's name cannot name its theory (None: it can). A file without a readable
-    header is not judged here: that is the theory's own failure (`read`)."""
+    """Why this file's name cannot name its theory (None: it can).
+
+    A file without a readable header is not judged here: that is the theory's own failure (`read`).
+    """
     stem = file_name.rsplit("/", 1)[-1]
     stem = stem[: -len(".thy")] if stem.endswith(".thy") else stem
     if not THEORY_NAME.match(stem):
@@ -264,10 +274,10 @@ PAIRS = {"(": ")", "[": "]", "{": "}"}
 def target_problem(statement: str) -> str | None:
     """Why a target cannot be read as one proposition in the report theory (None: it can).
 
-    The statement goes into an ML string inside the report theory's `ML ‹...›` block, and from
-    there to `Syntax.read_prop`: its cartouches must pair up anywhere (they delimit that block),
-    its symbols must be whole, and its brackets must pair up outside inner-syntax strings
-    (`''...''`, `"..."`), cartouches and comments.
+    The statement goes into an ML string inside the report theory's `ML ‹...›` block. From there it
+    goes to `Syntax.read_prop`. So its cartouches must pair up anywhere, as they delimit that block.
+    Its symbols must be whole. Its brackets must pair up outside inner-syntax strings (`''...''`,
+    `"..."`), cartouches and comments.
     """
     if not statement.strip():
         return "the target statement is empty"

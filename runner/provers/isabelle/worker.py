@@ -1,9 +1,9 @@
 """The kit side of the Isabelle worker: how sandbox/isabelle_worker.py starts, one check's exchange.
 
-One worker per session: the session (HOL by default, or HOL-Analysis, an AFP session, ...) is
-the server's pool key, started once with `session_start`; every check then runs its theories
-with `use_theories` and purges them. A cold check starts the same worker for one request. The
-worker is a JSON-lines worker (runner/provers/common/jsonlines.py).
+There is one worker per session: HOL by default, or HOL-Analysis, an AFP session, ... The session is
+the server's pool key, started once with `session_start`. Every check then runs its theories with
+`use_theories` and purges them. A cold check starts the same worker for one request. The worker is a
+JSON-lines worker (runner/provers/common/jsonlines.py).
 """
 
 from __future__ import annotations

@@ -1,20 +1,23 @@
 """Runs INSIDE the sandbox: one problem through AlphaGeometry's DD+AR as shipped by ag4masses.
 
-`python3 sandbox_ag4masses.py job.json`, with the ag4masses checkout's `alphageometry/` folder at
-$AG4MASSES_DIR (default /opt/ag4masses/alphageometry). Written against the public code of
+Usage: `python3 sandbox_ag4masses.py job.json`. The ag4masses checkout's `alphageometry/` folder is
+at $AG4MASSES_DIR (default /opt/ag4masses/alphageometry). The code follows the public source of
 AlphaGeometry and its ag4masses fork (problem.py, graph.py, ddar.py, pretty.py, numericals.py,
-alphageometry.py); run in the `alphageometry` image, which this project's CI cannot build.
+alphageometry.py). It runs in the `alphageometry` image, which this project's CI cannot build.
 
 The steps are those of `alphageometry.py` in `alphageometry` mode, the mode NL2AGBench ran:
-`Problem.from_txt(..., translate=True)`, `setup_str_from_problem`, `Graph.build_problem`,
-`run_ddar` (DD+AR, then the solution writer and the drawing). alphageometry.py is not imported:
-its imports load the language model (jax, flax, meliad). Its `run_ddar` and the solution writer
-are its own code all the same: their definitions are read out of the file and run as they are.
-The front-end steps run clause by clause, so an exception names its clause, and
-Graph.build_problem's endless resampling loop is replayed with a bound (same body, same
-exceptions swallowed, the goal's numerical check outside them), so a numerically false goal ends
-as a logic error. An exception from any step, DD+AR and the solution writer included, is what
-AlphaGeometry raises on this problem: NL2AGBench counts it by its class, and so does the kit.
+`Problem.from_txt(..., translate=True)`, `setup_str_from_problem`, `Graph.build_problem`, then
+`run_ddar` (DD+AR, the solution writer and the drawing).
+
+alphageometry.py is not imported, because its imports load the language model (jax, flax, meliad).
+Its `run_ddar` and solution writer still run as its own code: their definitions are read out of the
+file and run unchanged.
+
+The front-end steps run clause by clause, so an exception names its clause. Graph.build_problem's
+endless resampling loop is replayed with a bound: same body, same exceptions swallowed, the goal's
+numerical check outside them. So a numerically false goal ends as a logic error. An exception from
+any step (DD+AR and the solution writer included) is what AlphaGeometry raises on this problem.
+NL2AGBench counts it by its class, and so does the kit.
 """
 
 import ast

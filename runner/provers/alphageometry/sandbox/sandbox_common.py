@@ -1,10 +1,10 @@
 """Runs INSIDE the sandbox, beside an engine driver: the job, the report line, the bounded sampling.
 
-Written into the sandbox by the adapter and imported by `sandbox_newclid.py` and
-`sandbox_ag4masses.py`; standard library only, so it loads before the engine does.
+The adapter writes it into the sandbox; `sandbox_newclid.py` and `sandbox_ag4masses.py` import it.
+It uses the standard library only, so it loads before the engine does.
 
-The job (job.json) says what to check and how; the driver prints exactly one report line,
-`PROOFLOCK-AG-REPORT {json}`, on stdout, whatever happens (engine output goes to stderr).
+The job (job.json) says what to check and how. Whatever happens, the driver prints exactly one
+report line on stdout: `PROOFLOCK-AG-REPORT {json}`. Engine output goes to stderr.
 """
 
 import json
@@ -76,7 +76,7 @@ def read_job(path="job.json"):
 
 
 def seed_everything(seed):
-    """Sampling uses numpy's global generator (newclid's own is seeded by its driver)."""
+    """Seed Python's and numpy's global generators, which sampling uses (newclid seeds its own)."""
     random.seed(seed)
     import numpy
 
@@ -133,15 +133,16 @@ def sample_diagrams(job, draw_once, goal_index):
     """The engine's resampling loop, bounded so that a false goal ends as a logic error.
 
     `draw_once()` returns ("ok", state), ("failed", clause_index, error) or ("goal_false",).
-    Fast policy: job["max_samples"] diagrams, however long they take (the request's own time
-    limit still ends an undecided run). They once stopped at job["logic_budget_s"] seconds too,
-    which made the outcome depend on the machine's speed: a sampler draws the same diagrams in
-    the same order (seeded), and a degenerate one late in the run (a redefined point that lands
-    off its old place) decided `goal_false` or `construction_impossible` by whether the clock
-    reached it. The field stays in the policy's key so that results recorded before keep theirs;
-    it no longer decides anything. Paper policy (NL2AGBench): unbounded samples; the engine
-    prints nothing while it resamples, so a problem with no output for job["logic_window_s"]
-    seconds is a logic error (a rule in time by its definition).
+
+    Fast policy: job["max_samples"] diagrams, however long they take. The request's own time limit
+    still ends an undecided run. No clock decides the outcome, since that would make it depend on
+    the machine's speed. The sampler draws the same diagrams in the same order (seeded), and a late
+    degenerate one can decide `goal_false` or `construction_impossible`. job["logic_budget_s"] stays
+    in the policy's key, so recorded results keep their key; it decides nothing.
+
+    Paper policy (NL2AGBench): unbounded samples. The engine prints nothing while it resamples, so a
+    problem with no output for job["logic_window_s"] seconds is a logic error. That rule is in time
+    by its definition.
     """
     started = time.monotonic()
     failures = Counter()  # clause index -> failed diagrams

@@ -1,30 +1,33 @@
 """Runs INSIDE the sandbox: one problem through newclid 2.0.2, in AlphaGeometry's order.
 
-`python3 sandbox_newclid.py job.json` (with PYTHONHASHSEED fixed by the caller). The steps are
-those of AlphaGeometry's `alphageometry` mode, the one whose exceptions NL2AGBench classifies:
-parse, rename the points, build the setup string, build the diagram, run DD+AR. Wherever
-newclid reads a problem differently from AlphaGeometry (ag4masses, checked case by case in
-tests/test_alphageometry_parity.py), the step is done AlphaGeometry's way:
+Usage: `python3 sandbox_newclid.py job.json`, with PYTHONHASHSEED fixed by the caller. The steps are
+those of AlphaGeometry's `alphageometry` mode, whose exceptions NL2AGBench classifies: parse, rename
+the points, build the setup string, build the diagram, run DD+AR.
 
+Where newclid reads a problem differently from AlphaGeometry, the step is done AlphaGeometry's way.
+tests/test_alphageometry_parity.py checks each case against ag4masses:
 - parse: a construction is its words split on spaces (newclid reads `x:Type` arguments);
-- rename: an argument that is a number stays a number and any other unknown name is a KeyError
-  (newclid renames what it knows and keeps the rest);
-- a point defined again: AlphaGeometry's graph gives it a new node that takes over the name from
-  then on; newclid cannot hold two points of one name, so the new one gets a name of its own;
+- rename: an argument that is a number stays a number. Any other unknown name is a KeyError
+  (newclid renames what it knows and keeps the rest).
+- a point defined again: AlphaGeometry's graph gives it a new node that takes over the name.
+  newclid cannot hold two points of one name, so the new one gets a name of its own.
 - the goal's numerical check: a predicate AlphaGeometry's `numericals.check` does not know is
-  never true there, so the diagram is redrawn forever (a logic error), where newclid raises.
+  never true there. So the diagram is redrawn forever (a logic error), where newclid raises.
 
-Where the sampler alone decides, the outcome is newclid's, and the report says what
-AlphaGeometry gives instead (Placements): a clause whose new point was placed only in degenerate
-diagrams (on an existing point, let through because every too-close distance collapsed to 0)
-is one AlphaGeometry finds impossible in the diagrams it draws.
+Where the sampler alone decides, the outcome is newclid's. The report then says what AlphaGeometry
+gives instead (Placements). Take a clause whose new point was placed only in degenerate diagrams: on
+an existing point, let through because every too-close distance collapsed to 0. AlphaGeometry finds
+that clause impossible in the diagrams it draws.
 
-newclid quirks handled here: its setup-string builder concatenates a list with the tuple of
-arguments when a clause omits its new points, so it is given list-argument copies; its diagram
-builder takes a bounded number of attempts, which is called once per sample so the loop (and
-the logic-error decision) stays ours. newclid also speaks a slightly different dialect of
-defs.txt; `bridge_dialect` maps AlphaGeometry's spelling onto it (see there). A construction
-newclid cannot draw at all (no numeric sketch) is an engine gap, reported as engine_error.
+newclid quirks handled here:
+- its setup-string builder concatenates a list with the tuple of arguments when a clause omits
+  its new points. So it is given list-argument copies.
+- its diagram builder takes a bounded number of attempts. It is called once per sample, so the
+  loop (and the logic-error decision) stays ours.
+- it speaks a slightly different dialect of defs.txt. `bridge_dialect` maps AlphaGeometry's
+  spelling onto it.
+- a construction newclid cannot draw at all (no numeric sketch) is an engine gap, reported as
+  engine_error.
 """
 
 import copy
@@ -112,8 +115,8 @@ def load_engine():
 def bridge_dialect():
     """AlphaGeometry's defs.txt in newclid 2.0.2's words, for the two differences JGEX meets.
 
-    newclid renamed the construction `eq_trapezoid` to `iso_trapezoid` (same drawing), and it
-    reads an `s_angle` constant as `60o` where AlphaGeometry writes degrees as a bare `60`.
+    newclid calls the construction `eq_trapezoid` `iso_trapezoid` (same drawing). It reads an
+    `s_angle` constant as `60o`, where AlphaGeometry writes degrees as a bare `60`.
     """
     import newclid.numerical.sketch as sketch
     import newclid.proof as proof
@@ -243,9 +246,9 @@ def _rename(engine, construction, mapping):
 def _new_names_for_redefined_points(engine, clauses, goal, definitions):
     """A point defined again gets a name of its own, which later clauses and the goal use.
 
-    AlphaGeometry's Graph.add_clause makes a new node for it and moves the name onto that node;
-    the old node keeps its facts. Inside its own clause the construction's inputs are still the
-    old point, the point it defines is the new one.
+    AlphaGeometry's Graph.add_clause makes a new node for it and moves the name onto that node. The
+    first node keeps its facts. Inside its own clause, the construction's inputs are still the first
+    point; the point it defines is the new one.
     """
     written = [p for clause in clauses for p in dict.fromkeys(clause.points)]
     if len(written) == len(set(written)):
@@ -297,8 +300,11 @@ def _with_list_args(clause):
 
 
 class AlphaGeometryGoal:
-    """The goal as AlphaGeometry's diagram loop takes it: what to check numerically (None:
-    nothing), whether that check ever holds, and the exception AlphaGeometry raises, and where."""
+    """The goal as AlphaGeometry's diagram loop takes it.
+
+    It holds what to check numerically (None: nothing), whether that check ever holds, and the
+    exception AlphaGeometry raises, and where.
+    """
 
     def __init__(self, numeric, holds=True, fails_in=None, failure=None):
         self.numeric = numeric
@@ -340,10 +346,12 @@ def _numerical_unpacking(goal):
 
 
 class Placements:
-    """Per clause, the diagrams that placed its new points normally, and those that placed one
-    on an existing point (newclid's too-close check, as AlphaGeometry's, compares with the
-    least distance of a point from the centroid: 0 when one lies on it, and then lets any
-    point through)."""
+    """Per clause, the diagrams that placed its new points normally, and those that did not.
+
+    The others placed one on an existing point. newclid's too-close check, as AlphaGeometry's,
+    compares with the least distance of a point from the centroid. That is 0 when one lies on it,
+    and then any point passes.
+    """
 
     def __init__(self):
         self.normal = Counter()
@@ -378,8 +386,10 @@ class Placements:
 
 
 def diagram_sampler(job, engine, problem, definitions, goal_index, goal, placements):
-    """One diagram per call: newclid's builder with one attempt, watching which clause fails
-    and how each clause placed its points."""
+    """One diagram per call: newclid's builder with one attempt.
+
+    It watches which clause fails and how each clause placed its points.
+    """
     import newclid.proof as newclid_proof
 
     Proof = engine["Proof"]

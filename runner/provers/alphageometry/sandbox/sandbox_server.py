@@ -1,12 +1,14 @@
 """Runs INSIDE the sandbox: a forkserver that imports an engine once and forks a child per job.
 
-`python3 sandbox_server.py ENGINE` is a JSON-lines worker (jsonlines_worker.py, shipped beside
-it): it boots once the engine is imported, then takes one job per request. Each job runs in a
-forked child, in a fresh empty directory, with the seeds set again, exactly as a cold
-`sandbox_ENGINE.py` run would; what the child prints (its report line, the engine's output) is
-kept in a file of its own and returned in the reply with how the child ended:
-{"exit_code", "timed_out", "cpu_ms", "wall_ms", "output"}. A child past its hard time limit is
-killed with its process group. Importing newclid costs seconds; forking costs milliseconds.
+`python3 sandbox_server.py ENGINE` is a JSON-lines worker (jsonlines_worker.py, shipped beside it).
+It boots once the engine is imported, then takes one job per request. Each job runs in a forked
+child, in a fresh empty directory, with the seeds set again, as a cold `sandbox_ENGINE.py` run
+would.
+
+What the child prints (its report line, the engine's output) goes to a file of its own. The reply
+returns it with how the child ended: {"exit_code", "timed_out", "cpu_ms", "wall_ms", "output"}. A
+child past its hard time limit is killed with its process group. Importing newclid costs seconds;
+forking costs milliseconds.
 """
 
 import contextlib

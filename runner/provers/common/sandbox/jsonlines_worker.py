@@ -1,26 +1,29 @@
 """Runs INSIDE the sandbox, beside an adapter's script: the JSON-lines worker loop.
 
-An adapter's script (lean_server.py, isabelle_worker.py, sandbox_server.py) imports this module
-by its bare name and hands it two functions:
+An adapter's script (lean_server.py, isabelle_worker.py, sandbox_server.py) imports this module by
+its bare name and hands it two functions:
 
     jsonlines_worker.serve(boot, handle, on_error=stop)
 
-`boot()` returns the facts of the boot handshake (a JSON object); `handle(request, request_id)`
-returns one reply (a JSON object) per request; `on_error()` runs when `handle` raised, before
-the error goes back to the kit (e.g. to stop a prover whose state is now unknown).
+- `boot()` returns the facts of the boot handshake (a JSON object).
+- `handle(request, request_id)` returns one reply (a JSON object) per request.
+- `on_error()` runs when `handle` raised, before the error goes back to the kit. It can stop a
+  prover whose state is unknown.
 
 The channel is private. Before `boot` runs, the requests (fd 0) and the replies (fd 1) move to
-descriptors of their own that no child process inherits; fd 0 becomes /dev/null and fds 1 and 2
-append to worker.log. So whatever the prover, the engine or the artifact prints lands in the log,
-and only this module writes to the kit. Frames, one per line, ASCII-only JSON (a newline inside
-a string is `\\n`, so no text can end a frame early):
+descriptors of their own that no child process inherits. fd 0 becomes /dev/null, and fds 1 and 2
+append to worker.log. So whatever the prover, the engine or the artifact prints lands in the log.
+Only this module writes to the kit.
+
+Frames are one per line, ASCII-only JSON. A newline inside a string is `\\n`, so no text can end a
+frame early:
 
     worker → kit, once:  PROOFLOCK-WORKER-READY {boot facts}
     kit → worker:        {"id": ID, "request": {...}}
     worker → kit:        {"id": ID, "reply": {...}}    or    {"id": ID, "error": "why"}
 
-Exactly one reply per request, in order. An `error` says the worker could not answer: the kit
-retires it. Standard library only.
+There is exactly one reply per request, in order. An `error` says the worker could not answer, and
+the kit retires it. Standard library only.
 """
 
 import contextlib
@@ -36,8 +39,10 @@ _channel = None
 
 
 class Failed(Exception):
-    """This request cannot be answered: the message goes to the kit as is, and the kit retires
-    the worker."""
+    """This request cannot be answered.
+
+    The message goes to the kit as is, and the kit retires the worker.
+    """
 
 
 class _Channel:
@@ -100,7 +105,6 @@ def serve(boot, handle, on_error=None):
 
 
 def detach():
-    """In a forked child: drop the kit's channel, so the child can neither read requests nor
-    write replies."""
+    """In a forked child: drop the kit's channel, so the child can neither read nor reply."""
     if _channel is not None:
         _channel.close()

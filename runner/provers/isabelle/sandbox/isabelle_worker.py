@@ -1,26 +1,33 @@
 """Runs INSIDE the sandbox: one Isabelle server with one session, theories checked on it.
 
 `python3 isabelle_worker.py --session HOL` is a JSON-lines worker (jsonlines_worker.py, shipped
-beside it): it starts `isabelle server -n prooflock -p 0` (or the command in PROOFLOCK_ISABELLE),
-reads its address line `server "prooflock" = 127.0.0.1:PORT (password "...")`, connects, sends
-the password, starts the session (`session_start`) and boots with
-{"ok", "isabelle": <the server's identity>, ...}. Each request
-{"theories": [{"name", "text"}], "timeout_s", "target"} has its theories and a report theory
-written into a fresh directory, run with one `use_theories` and purged afterwards
-(`purge_theories`); the reply is {"status", ...}. The server's own output goes to worker.log.
+beside it). At boot it:
+1. starts `isabelle server -n prooflock -p 0` (or the command in PROOFLOCK_ISABELLE);
+2. reads its address line `server "prooflock" = 127.0.0.1:PORT (password "...")`;
+3. connects and sends the password;
+4. starts the session (`session_start`);
+5. boots with {"ok", "isabelle": <the server's identity>, ...}.
 
-Server protocol (Isabelle system manual, chapter "The Isabelle server"): the client sends lines;
-a message is one line, or, when longer than 100 bytes or multi-line, a line with its byte count
-(n + 1, the newline included) followed by those bytes. Replies are `OK json`, `ERROR json`, and
-for asynchronous tasks `NOTE json` ... then `FINISHED json` or `FAILED json`.
+Each request is {"theories": [{"name", "text"}], "timeout_s", "target"}. Its theories and a report
+theory are written into a fresh directory and run with one `use_theories`. They are purged
+afterwards (`purge_theories`). The reply is {"status", ...}. The server's own output goes to
+worker.log.
 
-The report theory imports the artifact and runs a fixed ML block: each fact the artifact added
-with its oracles (`Thm_Deps.all_oracles`: `skip_proof` is what sorry leaves), the theory's own
-axioms, the axioms the typedef package registered (`type_definition_T` of every typedef, and so
-of every datatype and record: `Typedef.get_info_global` over `Sign.logical_types`), and with a
-target, whether the named theorem's proposition is alpha-equivalent
-(`aconv`) to the target read in the context of the artifact's imports alone.
-A task past its deadline gets `cancel`; if it does not stop, the server is restarted.
+Server protocol (Isabelle system manual, chapter "The Isabelle server"): the client sends lines. A
+message is one line. A message longer than 100 bytes, or multi-line, is a line with its byte count
+(n + 1, the newline included) followed by those bytes. Replies are `OK json` or `ERROR json`.
+Asynchronous tasks reply `NOTE json` ... then `FINISHED json` or `FAILED json`.
+
+The report theory imports the artifact and runs a fixed ML block. It lists:
+- each fact the artifact added, with its oracles (`Thm_Deps.all_oracles`: `skip_proof` is what
+  sorry leaves);
+- the theory's own axioms;
+- the axioms the typedef package registered: `type_definition_T` of every typedef, and so of
+  every datatype and record (`Typedef.get_info_global` over `Sign.logical_types`);
+- with a target, whether the named theorem's proposition is alpha-equivalent (`aconv`) to the
+  target. The target is read in the context of the artifact's imports alone.
+
+A task past its deadline gets `cancel`. If it does not stop, the server is restarted.
 """
 
 import argparse
