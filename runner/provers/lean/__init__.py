@@ -1,28 +1,35 @@
 """Lean 4 + Mathlib adapter: files checked on a warm Lean REPL that has their imports loaded.
 
-A request whose target cannot be sent to Lean as one term (it does not lex, leaves a bracket
-open, names a word the source policy refuses, or its name is not a Lean name) is a bad request,
-refused when it is resolved (`validate`: exit 2). A check is refused before anything runs when
-the file uses what could bypass the kernel or run its own code at elaboration time
-(source.read), or when it runs its own compiled code (`native_decide`, which adds an axiom:
-`<proof>._native.native_decide.ax_*` since Lean 4.29, `Lean.ofReduceBool` before) and the
-request does not allow `native_decide`; `bv_decide` runs, and its axiom is judged like any other.
-Otherwise the file's import header picks a warm server (sandbox/lean_server.py, one per header),
-the body runs on the header's environment, and the kernel's `#print axioms` for every
-declaration the file added says what the proof rests on. Verdicts: an error is `fail` (with its
-line and column), a `sorry` is `placeholder` (allowed in statement mode), an axiom beyond
-propext, Classical.choice and Quot.sound is `axiom` unless allowed (a native-code axiom also by
-its tactic's name, or by `Lean.ofReduceBool`); with a target, the named theorem's elaborated type
-must be alpha-equivalent to the target statement elaborated under the same header
-(`wrong_statement` otherwise).
+A target that cannot be sent to Lean as one term makes a bad request, refused when it is resolved
+(`validate`: exit 2). Such a target does not lex, leaves a bracket open, names a word the source
+policy refuses, or has a name that is not a Lean name.
 
-A file the REPL passed is checked again, independently (recheck.py): comparator builds it in a
-fresh sandbox, replays its export into fresh kernels, and compares the theorems with a challenge
-elaborated apart (a comparator challenge in `options.challenge`, the target on its own
-`requires`, or the file's own theorems); that verdict is recorded, `replayed`. Other verdicts
-rest on Lean's kernel in the REPL (`kernel`). A protocol double that says so (`double`:
-tests/doubles/) makes every verdict it took part in the double's. comparator.py reads a
-comparator project (challenge and solution) as one request, and back.
+A check is refused before anything runs in two cases:
+- the file uses what could bypass the kernel or run its own code at elaboration time
+  (source.read);
+- it runs its own compiled code (`native_decide`) and the request does not allow
+  `native_decide`. That code adds an axiom: `<proof>._native.native_decide.ax_*` since Lean 4.29,
+  `Lean.ofReduceBool` before. `bv_decide` runs, and its axiom is judged like any other.
+
+Otherwise the file's import header picks a warm server (sandbox/lean_server.py, one per header). The
+body runs on the header's environment. The kernel's `#print axioms` for every declaration the file
+added says what the proof rests on.
+
+Verdicts:
+- an error is `fail`, with its line and column;
+- a `sorry` is `placeholder` (allowed in statement mode);
+- an axiom beyond propext, Classical.choice and Quot.sound is `axiom` unless allowed. A
+  native-code axiom may also be allowed by its tactic's name, or by `Lean.ofReduceBool`.
+- with a target, the named theorem's elaborated type must be alpha-equivalent to the target
+  statement elaborated under the same header (`wrong_statement` otherwise).
+
+A file the REPL passed is checked again, independently (recheck.py). comparator builds it in a fresh
+sandbox and replays its export into fresh kernels. It compares the theorems with a challenge
+elaborated apart: a comparator challenge in `options.challenge`, the target on its own `requires`,
+or the file's own theorems. That verdict is recorded, `replayed`. Other verdicts rest on Lean's
+kernel in the REPL (`kernel`). A protocol double that says so (`double`: tests/doubles/) makes every
+verdict it took part in the double's. comparator.py reads a comparator project (challenge and
+solution) as one request, and back.
 """
 
 from __future__ import annotations
@@ -86,10 +93,12 @@ def probe(image: str) -> dict[str, list[str]]:
 
 
 def native_refusal(reading: source.Reading, request: ResolvedRequest) -> Outcome | None:
-    """`axiom` before anything runs when the file runs its own compiled code (`native_decide`)
-    and the request does not trust it. Compiled code runs inside the REPL, outside the kernel's
-    view: it runs only when the request trusts it anyway. `bv_decide` (Lean's own compiled LRAT
-    checker) runs, and the kernel's answer names its axiom."""
+    """`axiom` before anything runs, for compiled code (`native_decide`) the request does not trust.
+
+    Compiled code runs inside the REPL, outside the kernel's view. So it runs only when the request
+    trusts it anyway. `bv_decide` (Lean's own compiled LRAT checker) runs, and the kernel's answer
+    names its axiom.
+    """
     refused = [
         use
         for use in reading.native
@@ -110,8 +119,11 @@ def native_refusal(reading: source.Reading, request: ResolvedRequest) -> Outcome
 
 
 def validate(request: ResolvedRequest) -> None:
-    """Refuse a target Lean could not be sent as one term, or a comparator challenge without
-    names to compare: BadRequest, before any check."""
+    """Refuse a bad target or challenge with BadRequest, before any check.
+
+    A target is bad when Lean could not be sent it as one term. A comparator challenge is bad when
+    it names nothing to compare.
+    """
     options = request.options_as(LeanOptions)
     problem = _challenge_problem(options, request)
     target = request.target

@@ -1,14 +1,16 @@
 """Comparator's conventions as the kit's Lean target mode: a project as a request, and back.
 
-leanprover/comparator judges a challenge/solution pair. Its `config.json` names the challenge and
-solution modules, the theorems the solution must prove exactly as the challenge states them
-(`theorem_names`), the definition holes it may fill (`definition_names`) and the permitted
-axioms; it exits 0 when the solution is okay, 1 otherwise. `request_from_project` makes one
-CheckRequest of such a project: the solution is the file, the challenge goes in
-`options.challenge` (elaborated apart from the solution, in the re-check's own module), the
-names in `options.theorems` and `options.definitions`, the permitted axioms in `allowed_axioms`.
-Comparator's kernel choice (`external_kernels`, `enable_nanoda`) is the image's to make, not the
-request's. `result_of` reads a record back in comparator's terms.
+leanprover/comparator judges a challenge/solution pair. Its `config.json` names:
+- the challenge and solution modules;
+- the theorems the solution must prove exactly as the challenge states them (`theorem_names`);
+- the definition holes it may fill (`definition_names`);
+- the permitted axioms. It exits 0 when the solution is okay, 1 otherwise.
+
+`request_from_project` makes one CheckRequest of such a project. The solution is the file. The
+challenge goes in `options.challenge`, elaborated apart from the solution in the re-check's own
+module. The names go in `options.theorems` and `options.definitions`, the permitted axioms in
+`allowed_axioms`. Comparator's kernel choice (`external_kernels`, `enable_nanoda`) is the image's to
+make, not the request's. `result_of` reads a record back in comparator's terms.
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ def request_from_project(directory: Path, *, timeout: int | None = None) -> Chec
 
 
 def result_of(result: CheckResult) -> dict[str, JsonValue]:
-    """Comparator's result for a record: its exit code, its message, and per theorem `ok`, the
-    objection naming it, or null (what the adapter recorded in comparator mode; otherwise the
-    same form from the verdict, the kit's first diagnostic as the message)."""
+    """Comparator's result for a record: its exit code, its message, and a result per theorem.
+
+    A theorem's result is `ok`, the objection naming it, or null. In comparator mode this is what
+    the adapter recorded. Otherwise it takes the same form from the verdict, with the kit's first
+    diagnostic as the message.
+    """
     recorded = result.details.get("comparator")
     if isinstance(recorded, dict):
         return recorded

@@ -1,8 +1,8 @@
 """A Lean check's Outcome from the server's reply: errors, then placeholders, axioms, the target.
 
-Messages come from the REPL as `{"severity", "pos": {"line", "column"}, "data"}`; the body was
-sent with its header blanked, so those positions are the artifact's own. What a proof rests on is
-read from `#print axioms` (the kernel's answer), never from the source text.
+Messages come from the REPL as `{"severity", "pos": {"line", "column"}, "data"}`. The body was sent
+with its header blanked, so those positions are the artifact's own. What a proof rests on comes from
+`#print axioms` (the kernel's answer), never from the source text.
 """
 
 from __future__ import annotations
@@ -83,8 +83,11 @@ def died_importing(died: dict[str, str]) -> Outcome:
 
 
 def native_tier(axiom: str) -> str | None:
-    """The tactic a native-code axiom comes from (`native_decide`, `bv_decide`), `native` for a
-    pre-4.29 axiom that does not say, or None when `axiom` is not one."""
+    """The tactic a native-code axiom comes from (`native_decide`, `bv_decide`).
+
+    `native` stands for a pre-4.29 axiom that does not say. None when `axiom` is not a native-code
+    axiom.
+    """
     if axiom in LEGACY_NATIVE:
         return "native"
     parts = axiom.split(".")
@@ -95,8 +98,11 @@ def native_tier(axiom: str) -> str | None:
 
 
 def allowed(axiom: str, allowed_axioms: Sequence[str]) -> bool:
-    """Whether the request allows `axiom`: by name, or for native code by its tactic
-    (`native_decide`, `bv_decide`) or by `Lean.ofReduceBool` (all native code)."""
+    """Whether the request allows `axiom`.
+
+    It may allow it by name. Native code may also be allowed by its tactic (`native_decide`,
+    `bv_decide`), or by `Lean.ofReduceBool` (all native code).
+    """
     if verdicts.allowed(axiom, allowed_axioms):
         return True
     tier = native_tier(axiom)

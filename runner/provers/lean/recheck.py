@@ -1,13 +1,15 @@
 """The independent re-check of a Lean file: comparator, in a fresh sandbox the REPL never ran in.
 
-After the warm REPL passed a file, the adapter writes a comparator project (leanprover/comparator's
-layout: `Challenge.lean`, `Solution.lean`, `config.json`) into a fresh sandbox and runs
-`lean-mathlib recheck config.json` there. The image's `recheck` builds both modules with lake,
-exports them with lean4export and runs comparator, which replays the solution's export into a
-fresh kernel (and into the external kernels the image lists: all must accept), checks that each
-listed theorem states exactly what the challenge states (every constant the statement uses the
-same in both) and that it rests only on the permitted axioms. Comparator's exit code and its one
-error line decide; the verdict then rests on that re-check (`replayed`).
+After the warm REPL passes a file, the adapter writes a comparator project into a fresh sandbox. The
+project follows leanprover/comparator's layout: `Challenge.lean`, `Solution.lean`, `config.json`.
+Then it runs `lean-mathlib recheck config.json` there. The image's `recheck` builds both modules
+with lake, exports them with lean4export and runs comparator. Comparator:
+- replays the solution's export into a fresh kernel, and into the external kernels the image
+  lists (all must accept);
+- checks that each listed theorem states exactly what the challenge states (every constant the
+  statement uses is the same in both);
+- checks that it rests only on the permitted axioms. Comparator's exit code and its one error line
+  decide. The verdict then rests on that re-check (`replayed`).
 
 The challenge, by request:
 - comparator mode (`options.challenge`): the challenge as given, with its theorem and definition
@@ -84,9 +86,12 @@ def target_challenge(requires: Sequence[str], name: str, statement: str) -> str:
 def permitted_axioms(
     allowed_axioms: Sequence[str], assumptions: Sequence[str], mode: str, *, exact: bool = False
 ) -> tuple[str, ...]:
-    """Comparator's exact names: what the request allows by name, what the REPL reported that
-    the request allows (a native proof's own axiom, allowed by its tactic), and Lean's own three
-    unless `exact` (comparator mode: its `permitted_axioms` are all there is)."""
+    """Comparator's exact names for the permitted axioms.
+
+    They are what the request allows by name, and what the REPL reported that the request allows (a
+    native proof's own axiom, allowed by its tactic). Lean's own three are added unless `exact`. In
+    comparator mode its `permitted_axioms` are all there is.
+    """
     names = set(allowed_axioms) | {a for a in assumptions if judging.allowed(a, allowed_axioms)}
     if not exact:
         names |= set(judging.STANDARD_AXIOMS)
@@ -165,8 +170,11 @@ def objection(message: str) -> tuple[Verdict, str]:
 
 
 def result(project: Project, reading: Reading) -> dict[str, JsonValue]:
-    """Comparator's result per theorem: `ok` for all when it accepted; else its error under the
-    constant it names, and null for the others (comparator stops at its first objection)."""
+    """Comparator's result per theorem.
+
+    When it accepted, `ok` for all. Otherwise its error goes under the constant it names, and null
+    under the others: comparator stops at its first objection.
+    """
     named = QUOTED.search(reading.message)
     culprit = named.group(1) if named and not reading.accepted else None
     per_name: dict[str, JsonValue] = {

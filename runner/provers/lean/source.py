@@ -1,20 +1,20 @@
 """Lean 4 source read before anything runs: its tokens, its import header, what it may not use.
 
-Lean's own parser is not available on the kit side (and its grammar grows with every `import`),
-so this is a lexer, not a parser: comments, strings, char and name literals are told apart from
-code exactly as Lean's tokenizer does, and `«»`-escaped identifiers are unescaped before they are
-compared. On those tokens the policy (`refusals`) is:
+Lean's own parser is not available on the kit side, and its grammar grows with every `import`. So
+this is a lexer, not a parser. It tells comments, strings, char and name literals apart from code
+exactly as Lean's tokenizer does. It unescapes `«»`-escaped identifiers before comparing them. On
+those tokens the policy (`refusals`) is:
 
 - the header is `import` lines only (no `prelude`, no `module`, no import later on);
 - a word that starts user meta-code, a syntax extension or a kernel bypass is refused wherever it
-  stands (`#eval`, `run_tac`, `elab`, `macro`, `notation`, `initialize`, `unsafe`, `extern`, ...),
-  and so is any name in the `Lean` namespace or the IO machinery (`IO`, `EIO`, `RealWorld`, ...);
+  stands (`#eval`, `run_tac`, `elab`, `macro`, `notation`, `initialize`, `unsafe`, `extern`, ...).
+  So is any name in the `Lean` namespace or the IO machinery (`IO`, `EIO`, `RealWorld`, ...).
 - the open-ended parts are allow-lists: the `#` commands, the options of `set_option`, and the
   attributes of `@[...]` and `attribute [...]`.
 
-This is sound enough because nothing it allows runs code the artifact wrote: elaboration stays
-inside Lean's and Mathlib's own elaborators, which hand every declaration to the kernel. The
-kernel side stays the authority on what a proof rests on (`#print axioms`, see lean_server.py).
+This is sound enough because nothing it allows runs code the artifact wrote. Elaboration stays
+inside Lean's and Mathlib's own elaborators, which hand every declaration to the kernel. The kernel
+side stays the authority on what a proof rests on (`#print axioms`, see lean_server.py).
 """
 
 from __future__ import annotations
@@ -461,8 +461,10 @@ def _attribute_problem(found: list[Token], start: int) -> str | None:
 
 
 def _native_uses(found: list[Token]) -> list[tuple[Token, str]]:
-    """Where the file asks Lean to trust compiled code (`native_decide`, `decide +native`,
-    `bv_decide`, ...), with the tier of each."""
+    """Where the file asks Lean to trust compiled code, with the tier of each.
+
+    Such uses are `native_decide`, `decide +native`, `bv_decide`, ...
+    """
     uses = []
     for index, token in enumerate(found):
         if token.kind != "ident":

@@ -1,9 +1,9 @@
 """The kit side of the Lean worker: how sandbox/lean_server.py starts, and one check's exchange.
 
-One server per import header: the header is the server's pool key (`Header.key`), shipped as
-header.lean and elaborated once when the server boots, so every check with the same imports
-reuses the loaded environment. A cold check boots the same server for one request. The server
-is a JSON-lines worker (runner/provers/common/jsonlines.py).
+There is one server per import header. The header is the server's pool key (`Header.key`). It is
+shipped as header.lean and elaborated once when the server boots. So every check with the same
+imports reuses the loaded environment. A cold check boots the same server for one request. The
+server is a JSON-lines worker (runner/provers/common/jsonlines.py).
 """
 
 from __future__ import annotations

@@ -1,27 +1,27 @@
 """Rocq (Coq) adapter: compile as library `Artifact`, re-check the compiled library with coqchk.
 
 Every check, warm or cold:
-1. The few sentences that change the kernel's theory in ways no re-check verifies
-   (`Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`,
-   `Primitive` (coq/coq#18503), and `Load`, which could hide them) are refused before the file runs (source.refusals; the worker
-   refuses them again on Coq's own parse). Everything else is contained by the sandbox.
+1. A few sentences change the kernel's theory in ways no re-check verifies. They are refused
+   before the file runs (source.refusals), and the worker refuses them again on Coq's own parse.
+   They are `Register ... as kernel.*`, `Set Definitional UIP`, `Set Cumulative StrictProp`,
+   `Primitive` (coq/coq#18503), and `Load`, which could hide them. The sandbox contains
+   everything else.
 2. The file is compiled exactly as `coqc -q -Q . "" Artifact.v` compiles it.
-3. The compiled library is re-checked by coqchk's code in a process the file never ran in; its
-   context summary is the authority on what the library declares and assumes (axioms,
-   type-in-type, unsafe fixpoints, assumed positivity). The library axioms the file's constants
-   reach are added from Print Assumptions' traversal (report.assumptions).
+3. coqchk's code re-checks the compiled library in a process the file never ran in. Its context
+   summary is the authority on what the library declares and assumes: axioms, type-in-type,
+   unsafe fixpoints, assumed positivity. Print Assumptions' traversal adds the library axioms the
+   file's constants reach (report.assumptions).
 4. With a target, its statement is elaborated after the target's own `requires` alone, before
-   anything of the file is loaded, and compared with the named theorem's type, read from the
-   compiled library, as Ltac's `constr_eq` does: syntactically, up to alpha-conversion and a
-   consistent renaming of universe levels (never by conversion, which would accept a theorem
-   that only computes to the target and lets a file spend the check's time reducing).
+   anything of the file is loaded. It is compared with the named theorem's type, read from the
+   compiled library, as Ltac's `constr_eq` does. That is syntactic, up to alpha-conversion and a
+   consistent renaming of universe levels. It is never by conversion: that would accept a
+   theorem that only computes to the target, and let a file spend the check's time reducing.
 
-The cold path runs Debian's coqc and coqchk and two drivers (cold.py); the warm path runs the
-same steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
-sandbox/server.ml), with the audit memo kept across runs (memo.py). report.py reads what the
-tools print; both paths hand their evidence to judging.outcome (judging.py). A worker that dies
-or garbles its reply once the file ran is followed by a control check on a fresh worker
-(control.py).
+The cold path runs Debian's coqc and coqchk and two drivers (cold.py). The warm path runs the same
+steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
+sandbox/server.ml). The audit memo is kept across runs (memo.py). report.py reads what the tools
+print. Both paths hand their evidence to judging.outcome (judging.py). A worker may die or garble
+its reply once the file ran. A control check on a fresh worker then follows (control.py).
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ def _warm(request: ResolvedRequest, sandboxes: Sandboxes) -> bool:
 
 
 def start_ahead(request: ResolvedRequest, sandboxes: Sandboxes) -> None:
-    """The base worker, booting while the kit probes the install; the audit memo (kept per
-    install) reaches it with its first check."""
+    """The base worker, booting while the kit probes the install.
+
+    The audit memo (kept per install) reaches it with its first check.
+    """
     if _warm(request, sandboxes):
         worker.start(sandboxes, Prefix(end=0, code=""))
 

@@ -1,26 +1,29 @@
 """The cold path: Debian's own coqc and coqchk and two small drivers, in two fresh sandboxes.
 
-1. `coqc` compiles the file as library `Artifact`, in the check's sandbox. Its `Artifact.vo` is
-   all that leaves it: what else the file wrote there (`Redirect`, `Extraction "f"`, ...) stays.
+1. `coqc` compiles the file as library `Artifact`, in the check's sandbox. Only its
+   `Artifact.vo` leaves it. Whatever else the file wrote there (`Redirect`, `Extraction "f"`,
+   ...) stays.
 2. The re-check runs in a second fresh sandbox holding only that `.vo`:
    - with a target, a driver elaborates the target statement after the target's own `requires`
-     alone (nothing of the file loaded yet), then `Require`s the library and compares the
-     theorem's type with it (Ltac `constr_eq`: syntactic, up to alpha-conversion and a
-     consistent renaming of universe levels);
-   - `coqchk -o -norec Artifact` re-checks the library in a process no artifact code ran in and
-     prints its context summary (axioms, type-in-type, unsafe fixpoints, assumed positivity) and
-     the constants it checked: what the file declared, read from the library;
+     alone (nothing of the file loaded yet). Then it `Require`s the library and compares the
+     theorem's type with it: Ltac `constr_eq`, syntactic, up to alpha-conversion and a
+     consistent renaming of universe levels.
+   - `coqchk -o -norec Artifact` re-checks the library in a process no artifact code ran in. It
+     prints its context summary (axioms, type-in-type, unsafe fixpoints, assumed positivity). It
+     also prints the constants it checked: what the file declared, read from the library.
    - a driver that only `Require`s the library asks `Print Assumptions` once for all those
-     constants, through one definition whose body names them all (which library axioms they
-     reach).
+     constants. It does so through one definition whose body names them all. The answer is which
+     library axioms they reach.
+
 A `Require` runs the library's `Global` settings in the driver's session (`Global Unset Universe
-Checking`, `Global Set Default Proof Mode "Noedit"`, ...). So the drivers use no proof mode
-(their tactics run inside `ltac:(...)` terms), set the kernel's checks back on after the
-`Require`, and the target driver is compiled and re-checked by coqchk too: its comparison counts
-only if coqchk finds it checked with every kernel check on (each constant records the flags it
-was checked under), whatever the library set.
+Checking`, `Global Set Default Proof Mode "Noedit"`, ...). So the drivers use no proof mode: their
+tactics run inside `ltac:(...)` terms. They set the kernel's checks back on after the `Require`. The
+target driver is compiled, and coqchk re-checks it too. Its comparison counts only if coqchk finds
+it checked with every kernel check on, whatever the library set. (Each constant records the flags it
+was checked under.)
+
 The warm worker computes the same evidence in-process, never loading the library's settings
-(worker.py); judging.py reads either.
+(worker.py). judging.py reads either.
 """
 
 from __future__ import annotations
@@ -106,8 +109,11 @@ _declared: dict[tuple[str, str], set[str]] = {}  # (image, library) → its prim
 
 
 def _primitives(sandbox: Sandbox, image: str, checker: CheckerReport) -> set[str]:
-    """Which of coqchk's axioms are primitives the standard library binds, from Debian's sources
-    of the libraries that declare them (read in the image, once per process)."""
+    """Which of coqchk's axioms are primitives the standard library binds.
+
+    They are read from Debian's sources of the libraries that declare them, in the image, once per
+    process.
+    """
     found: set[str] = set()
     for name in sorted(checker.axioms):
         library = name.rpartition(".")[0]
@@ -129,10 +135,10 @@ def _collect_assumptions(
 ) -> None:
     """Print Assumptions over every constant coqchk checked that a term can name.
 
-    A name coqchk checked inside a module type or a functor body names nothing a term can use:
-    the driver cannot find it, so it is dropped and the driver runs again. Whatever this driver
-    prints, coqchk stays the authority: an unreadable or inconsistent report counts every axiom
-    coqchk found as used (judging.outcome), so it can only make a verdict stricter.
+    A name coqchk checked inside a module type or a functor body names nothing a term can use. The
+    driver cannot find it, so it is dropped and the driver runs again. Whatever this driver prints,
+    coqchk stays the authority. An unreadable or inconsistent report counts every axiom coqchk found
+    as used (judging.outcome). So it can only make a verdict stricter.
     """
     roots = checker.roots()
     while roots:
@@ -164,8 +170,11 @@ def _collect_assumptions(
 
 
 def audit_driver(roots: list[str]) -> str:
-    """One definition whose body names every root (a `let` each, kept in the body), so one
-    Print Assumptions reaches them all; no proof mode, which the library may have changed."""
+    """One definition whose body names every root, so one Print Assumptions reaches them all.
+
+    Each root is a `let`, kept in the body. It uses no proof mode, which the library may have
+    changed.
+    """
     lets = "".join(f"let r{i} := @{name} in\n" for i, name in enumerate(roots))
     return (
         f"Require {MODULE}.\n{RESET}"
@@ -192,9 +201,9 @@ def _unknown_root(done: Completed, text: str, roots: list[str]) -> str | None:
 def target_driver(request: ResolvedRequest) -> tuple[str, dict[int, str]]:
     """The driver, and what a failure on each of its lines means.
 
-    The statement is elaborated after the target's own `requires` and nothing else: none of
-    the file's `Require`s (an exported scope or notation could give the text another meaning),
-    and the file's library only once the statement is a closed term.
+    The statement is elaborated after the target's own `requires` and nothing else. None of the
+    file's `Require`s is loaded: an exported scope or notation could give the text another meaning.
+    The file's library is loaded only once the statement is a closed term.
     """
     assert request.target is not None
     name = f"@{MODULE}.{request.target.name}"
@@ -254,9 +263,10 @@ def _compare_target(
 def _checked_with_every_check_on(sandbox: Sandbox, timeout: float, evidence: Evidence) -> str:
     """MATCH when coqchk re-checks the driver's comparison with every kernel check on.
 
-    The comparison ran in a session holding the library's `Global` settings; each constant
-    records the kernel flags it was checked under, and coqchk lists those checked without one
-    (an unset universe check would have let constr_eq equate any universes)."""
+    The comparison ran in a session holding the library's `Global` settings. Each constant records
+    the kernel flags it was checked under, and coqchk lists those checked without one. An unset
+    universe check would have let constr_eq equate any universes.
+    """
     done = sandbox.run(TARGET_CHECK, timeout_s=timeout)
     evidence.cpu_ms += done.cpu_ms or 0
     if done.timed_out or done.out_of_memory:

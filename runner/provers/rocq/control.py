@@ -1,11 +1,11 @@
 """When a worker dies, stalls or garbles its reply while a file is in it: whose fault it was.
 
-A known-good control file is checked on a fresh worker, with a budget of its own (the file's
-may be spent). If it passes, the machinery works and the file is at fault: a worker still
-silent when the check's budget ran out is the file's `timeout` (a slow file, say one whose
-re-check needs more than its time, under load); one that died or garbled its reply sooner is
-the file's `crash`. Never an infra error a file could hide behind. If the control fails too,
-the machine is at fault: `infra_error`.
+A known-good control file is checked on a fresh worker, with a budget of its own (the file's may be
+spent). If it passes, the machinery works and the file is at fault:
+- a worker still silent when the check's budget ran out is the file's `timeout`. Think of a slow
+  file, say one whose re-check needs more than its time, under load.
+- one that died or garbled its reply sooner is the file's `crash`. It is never an infra error a file
+  could hide behind. If the control fails too, the machine is at fault: `infra_error`.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def judge(sandboxes: Sandboxes, why: str, path: str) -> Outcome:
 
 
 def control_passes(sandboxes: Sandboxes) -> bool:
-    """Whether a fresh worker checks the control file as it must (compiled, re-checked, no
-    axiom, its one lemma declared)."""
+    """Whether a fresh worker checks the control file as it must.
+
+    It must be compiled and re-checked, with no axiom and its one lemma declared.
+    """
     empty = Prefix(end=0, code="")
     try:
         server = worker.start(sandboxes, empty, key=f"control-{secrets.token_hex(4)}")

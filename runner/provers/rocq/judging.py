@@ -1,16 +1,20 @@
 """From what the tools reported to a verdict: one function for the warm and the cold path.
 
-Each path gathers `Evidence` (how the compile ended, what the independent re-check found, how the
-target compared); `outcome` alone turns it into an Outcome, so the same evidence gives the same
-verdict, diagnostics and assumptions whichever path gathered it.
+Each path gathers `Evidence`: how the compile ended, what the independent re-check found, how the
+target compared. `outcome` alone turns it into an Outcome. So the same evidence gives the same
+verdict, diagnostics and assumptions, whichever path gathered it.
 
-What a verdict rests on: the compile (coqc's exit status and located messages), then coqchk's
-re-check of the compiled library in a fresh process that never ran the file (trust `replayed`):
-coqchk's verdict on the library, its list of what the library declared and what it assumes. A
-check that never reached coqchk (statement mode, a failed compile) rests on coqc's own kernel in
-the file's process (trust `kernel`). Everything the file could influence only ever makes the
-verdict stricter: an unreadable Print Assumptions counts every axiom coqchk found as used, a
-rejected or unreadable re-check is a `fail`, and nothing after the file ran is an infra_error.
+What a verdict rests on:
+- the compile: coqc's exit status and located messages;
+- then coqchk's re-check of the compiled library, in a fresh process that never ran the file
+  (trust `replayed`): coqchk's verdict on the library, its list of what the library declared,
+  and what it assumes.
+A check that never reached coqchk (statement mode, a failed compile) rests on coqc's own kernel, in
+the file's process (trust `kernel`).
+
+Everything the file could influence only ever makes the verdict stricter. An unreadable Print
+Assumptions counts every axiom coqchk found as used. A rejected or unreadable re-check is a `fail`.
+Nothing after the file ran is an infra_error.
 """
 
 from __future__ import annotations
@@ -70,8 +74,11 @@ class Evidence:
 
 
 def target_valid(request: ResolvedRequest) -> bool:
-    """A target the drivers can splice: a qualified name, one term (no sentence end, no comment
-    delimiter) and qualified library names to require, so it can never add a command of its own."""
+    """A target the drivers can splice, so it can never add a command of its own.
+
+    It needs a qualified name, one term (no sentence end, no comment delimiter) and qualified
+    library names to require.
+    """
     target = request.target
     if target is None:
         return False
@@ -95,8 +102,10 @@ def outcome(request: ResolvedRequest, evidence: Evidence) -> Outcome:
 
 
 def phases_ms(evidence: Evidence) -> dict[str, JsonValue]:
-    """Where the check's time went, for the record's provenance (never hashed): the compile's
-    and the re-check's wall and CPU time as each path measured them."""
+    """Where the check's time went, for the record's provenance (never hashed).
+
+    It holds the compile's and the re-check's wall and CPU time, as each path measured them.
+    """
     phases: dict[str, JsonValue] = {}
     for name, done in (("compile", evidence.compiled), ("recheck", evidence.checked)):
         if done is not None:
@@ -193,7 +202,9 @@ def _statement_problem(request: ResolvedRequest, evidence: Evidence) -> str | No
 
 def _unverified(diagnostics: list[Diagnostic], anomaly: str, cpu: int) -> Outcome:
     """coqc accepted the file and the independent checker broke on it: neither pass nor fail.
-    The verdict rests on coqc's kernel alone, in the file's own process."""
+
+    The verdict rests on coqc's kernel alone, in the file's own process.
+    """
     return Outcome(
         verdict=Verdict.UNVERIFIED,
         trust=Trust.KERNEL,

@@ -1,17 +1,18 @@
 """The audit memo kept across workers and runs: which axioms each standard-library object reaches.
 
-A worker's audit (server.ml `audit`) walks everything a file's theorems reach, down to the
-axioms. Each worker memoizes what it walked, but the first file on each Require prefix pays for
-the whole closure (Arith's about 0.2 s, Lia's about 0.5 s), in every worker and every run. What
-an object of the installed standard library reaches is fixed by that install, so the kit keeps
-what trusted audits reported (a worker's reply carries them as MEMO lines), per install, and
-hands it to the workers it starts (srv/memo) and, within a run, to the other workers (the
-request's `memo` field).
+A worker's audit (server.ml `audit`) walks everything a file's theorems reach, down to the axioms.
+Each worker memoizes what it walked. But the first file on each Require prefix pays for the whole
+closure (Arith's about 0.2 s, Lia's about 0.5 s), in every worker and every run.
 
-Only `Coq.*` objects are kept on disk: the install key (package versions, or the image ID) fixes
+What an object of the installed standard library reaches is fixed by that install. So the kit keeps
+what trusted audits reported, per install; a worker's reply carries them as MEMO lines. The kit
+hands them to the workers it starts (srv/memo). Within a run it hands them to the other workers too
+(the request's `memo` field).
+
+Only `Coq.*` objects are kept on disk. The install key (package versions, or the image ID) fixes
 their contents, while a user's own libraries can change under the same key. Each line on disk
-carries its digest: a line a crash tore is dropped (an entry cut short would have lost axioms).
-A canary's fresh worker gets none of this (cold checks use no state of earlier checks).
+carries its digest, so a line a crash tore is dropped (an entry cut short would have lost axioms). A
+canary's fresh worker gets none of this: cold checks use no state of earlier checks.
 """
 
 from __future__ import annotations
@@ -94,8 +95,10 @@ class AuditMemo:
             )
 
     def learned(self, memo: bytes, worker: str) -> None:
-        """A reply's MEMO lines (trusted audits' findings): kept, and the standard library's
-        appended to disk, each line with its digest, in one write."""
+        """Keep a reply's MEMO lines (trusted audits' findings).
+
+        The standard library's lines are appended to disk in one write, each with its digest.
+        """
         if not memo:
             return
         with self._lock:
@@ -114,8 +117,10 @@ class AuditMemo:
 
 
 def _append(path: Path, data: bytes) -> None:
-    """One O_APPEND write: concurrent runs never interleave within it; a memo that cannot be
-    written only costs its recomputation."""
+    """One O_APPEND write, so concurrent runs never interleave within it.
+
+    A memo that cannot be written only costs its recomputation.
+    """
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -130,8 +135,10 @@ _memos_lock = threading.Lock()
 
 
 def for_install(install_dir: Path, worker_sources: str) -> AuditMemo:
-    """The memo of one install (its directory in the kit's cache), as this worker's audit
-    computes it (its sources' digest)."""
+    """The memo of one install (its directory in the kit's cache).
+
+    It is keyed as this worker's audit computes it: by its sources' digest.
+    """
     path = install_dir / f"rocq-audit-{worker_sources[:12]}.memo"
     with _memos_lock:
         if path not in _memos:

@@ -1,10 +1,13 @@
 """What Coq's own tools report, read: coqc's messages, coqchk's context summary, Print Assumptions.
 
-Every reading here is of a channel the artifact cannot write: coqc's located messages are the
-compiler's (the artifact's own output is never parsed for a verdict), coqchk prints only names
-from the compiled library, and the assumptions come from a driver that does not import the
-artifact (cold) or from the worker's audit (warm). Both paths produce the same `Audit`, and the
-assumptions are built from it by one function, so a verdict never depends on the path.
+Every reading here is of a channel the artifact cannot write:
+- coqc's located messages are the compiler's. The artifact's own output is never parsed for a
+  verdict.
+- coqchk prints only names from the compiled library.
+- the assumptions come from a driver that does not import the artifact (cold), or from the
+  worker's audit (warm).
+Both paths produce the same `Audit`, and one function builds the assumptions from it. So a verdict
+never depends on the path.
 """
 
 from __future__ import annotations
@@ -161,8 +164,10 @@ def read_checker(text: str) -> CheckerReport:
 
 
 def checker_anomaly(text: str) -> str | None:
-    """The anomaly coqchk ended with (`Fatal Error: Anomaly ...`), without its "Please report"
-    part and with its line breaks undone; None when it ended otherwise (a rejection)."""
+    """The anomaly coqchk ended with (`Fatal Error: Anomaly ...`), or None for a rejection.
+
+    Its "Please report" part is dropped and its line breaks are undone.
+    """
     _, found, rest = text.partition("Fatal Error: ")
     return anomaly_text(rest) if found else None
 
@@ -189,10 +194,10 @@ class Inconsistent(ValueError):
 def read_assumptions(text: str, report: CheckerReport) -> set[str]:
     """The axioms `Print Assumptions` listed, by the full names coqchk gives them.
 
-    The driver prints names as short as its (artifact-free) namespace allows; each must be the
-    full name, or the dotted suffix of exactly one, of an axiom coqchk found in the same library
-    closure. Flag lines name declarations accepted under a flag: coqchk lists those of
-    positivity, guard and universes itself, but not definitional UIP, which is kept here.
+    The driver prints names as short as its (artifact-free) namespace allows. Each must match an
+    axiom coqchk found in the same library closure: its full name, or the dotted suffix of exactly
+    one. Flag lines name declarations accepted under a flag. coqchk lists those of positivity, guard
+    and universes itself, but not definitional UIP, which is kept here.
     """
     found: set[str] = set()
     section = None
@@ -249,10 +254,10 @@ class Audit:
 def assumptions(audit: Audit) -> list[str]:
     """The file's assumptions; raises Inconsistent when coqchk's own report is unusable.
 
-    coqchk is the authority: every axiom it finds in the library itself, and every declaration
-    it found accepted without a kernel check, is an assumption whatever Print Assumptions says.
-    Print Assumptions adds the library axioms the file's constants reach; when its report is
-    unreadable or names what coqchk does not, every axiom coqchk found counts instead.
+    coqchk is the authority. Every axiom it finds in the library itself is an assumption, whatever
+    Print Assumptions says. So is every declaration it found accepted without a kernel check. Print
+    Assumptions adds the library axioms the file's constants reach. When its report is unreadable or
+    names what coqchk does not, every axiom coqchk found counts instead.
     """
     checker = audit.checker
     if not checker.complete:

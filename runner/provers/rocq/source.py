@@ -1,10 +1,12 @@
 """What a Rocq file's text says before it runs: its sentences, its `Require` prefix, refusals.
 
 The text is read with comments and string contents blanked (lexing.coq_code), so offsets are the
-file's own. These readings decide three things: which sentences are refused before anything runs
-(the worker refuses them again on Coq's own parse), which leading `Require`s a warm parent may
-have loaded already, and how a message quotes the file or names an unfinished proof. What the
-file declared, and whether a proof holds, is never read from here: the compiled library says.
+file's own. These readings decide three things:
+- which sentences are refused before anything runs (the worker refuses them again on Coq's own
+  parse);
+- which leading `Require`s a warm parent may have loaded already;
+- how a message quotes the file or names an unfinished proof. What the file declared, and whether a
+  proof holds, is never read from here: the compiled library says.
 """
 
 from __future__ import annotations
@@ -110,8 +112,7 @@ class Sentence:
 
 
 def _sentences_of(code: str) -> Iterator[Sentence]:
-    """The sentences of blanked code: each ends at a `.` followed by a blank or the end (not
-    `..`)."""
+    """The sentences of blanked code: each ends at a `.` followed by a blank or the end (not `..`)."""
     start = 0
     for stop in _SENTENCE_END.finditer(code):
         chunk = code[start : stop.end()]
@@ -171,8 +172,10 @@ _REFUSED_KEYWORDS = re.compile(r"Register|Load|Primitive|Definitional|StrictProp
 
 
 def may_hold_a_refused_command(content: str) -> bool:
-    """Whether the raw text (comments and strings included: no reading of them is trusted here)
-    holds a word without which no refused command can be written."""
+    """Whether the raw text holds a word without which no refused command can be written.
+
+    Comments and strings are included, since no reading of them is trusted here.
+    """
     return _REFUSED_KEYWORDS.search(content) is not None
 
 
@@ -181,9 +184,11 @@ _TIMED = re.compile(rb"^Chars (\d+) - (\d+) \[", re.MULTILINE)
 
 
 def refusals_as_coq_read(content: str, timed: bytes) -> list[Refusal]:
-    """The same refusals, applied to each sentence as coqc itself read it (`coqc -time`'s
-    output): the cold path's second wall, where the worker has Coq's parse. A line the file
-    printed itself can only name more text to check."""
+    """The same refusals, applied to each sentence as coqc itself read it (`coqc -time`'s output).
+
+    This is the cold path's second wall, where the worker has Coq's parse. A line the file printed
+    itself can only name more text to check.
+    """
     bom = 1 if content.startswith("\ufeff") else 0  # Coq skips it, and counts bytes after it
     data = content[bom:].encode()
     ranges = {(int(m[1]), int(m[2])) for m in _TIMED.finditer(timed)}
@@ -202,9 +207,11 @@ def refusals_as_coq_read(content: str, timed: bytes) -> list[Refusal]:
 
 
 def _refused(code: str) -> tuple[str, int] | None:
-    """(why, where) when one sentence's blanked code holds a refused command, found anywhere in
-    it where Coq would read the keyword as a word of its own. Linear in the sentence, whatever
-    it repeats: a 10 MB sentence is read before its check's deadline."""
+    """(why, where) when one sentence's blanked code holds a refused command.
+
+    The command counts anywhere Coq would read the keyword as a word of its own. The scan is linear
+    in the sentence, whatever it repeats, so a 10 MB sentence is read before its check's deadline.
+    """
     if not any(word in code for word in _REFUSED_WORDS):
         return None  # none of the patterns below can match it (most sentences of most files)
     reversed_code = code[::-1]
@@ -223,8 +230,11 @@ def _refused(code: str) -> tuple[str, int] | None:
 
 
 def _standalone(reversed_code: str, at: int) -> bool:
-    """Whether Coq reads the word at `at` as a word of its own: nothing of an identifier runs
-    into it from the left (a number may: `Timeout 3Set` is `3`, then `Set`)."""
+    """Whether Coq reads the word at `at` as a word of its own.
+
+    Nothing of an identifier may run into it from the left. A number may: `Timeout 3Set` is `3`,
+    then `Set`.
+    """
     left = len(reversed_code) - at  # where the text before `at` starts, read backwards
     run = _IDENT_RUN_LEFT.match(reversed_code, left).end() - left  # type: ignore[union-attr]
     if run == 0:

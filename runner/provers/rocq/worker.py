@@ -1,12 +1,13 @@
 """The warm path: a Rocq worker (sandbox/server.ml) with a file's `Require` prefix loaded.
 
-The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, linked against
-Debian's coq-core); once this process has built one, later workers are shipped it and use it
-if they have the same coq-core, compiler and libc (start.sh compares). It boots as coqc boots,
-runs the prefix it was started with, then forks per check (see server.ml). A worker serves only
-files whose prefix is exactly its own. The kit starts only the base worker, whose prefix is
-empty: it serves every file through a sub-parent that loaded exactly that file's prefix (it
-keeps the few most recently used), so one boot serves a batch mixing headers, and no second
+The worker is built at its start, in its own sandbox, from sandbox/ (OCaml, linked against Debian's
+coq-core). Once this process has built one, later workers are shipped it. They use it if they have
+the same coq-core, compiler and libc (start.sh compares). A worker boots as coqc boots, runs the
+prefix it was started with, then forks per check (see server.ml).
+
+A worker serves only files whose prefix is exactly its own. The kit starts only the base worker,
+whose prefix is empty. It serves every file through a sub-parent that loaded exactly that file's
+prefix, and keeps the few most recently used. So one boot serves a batch mixing headers. No second
 worker boots to load a prefix a sub-parent already holds. Workers share what their audits found
 through the kit (memo.py), within a run and across runs on one install.
 """
@@ -126,9 +127,12 @@ def unavailable(image: str, why: str) -> None:
 def start(
     sandboxes: Sandboxes, prefix: Prefix, key: str | None = None, memo: AuditMemo | None = None
 ) -> SandboxServer:
-    """A started worker for `prefix` (from the pool when one is idle; a fresh one for a new
-    `key`), given `memo`'s lines when it boots. One from the pool may have booted with fewer
-    (or none, started ahead): it is sent what it lacks with its first check."""
+    """A started worker for `prefix`, given `memo`'s lines when it boots.
+
+    It comes from the pool when one is idle; a new `key` gets a fresh one. One from the pool may
+    have booted with fewer lines (or none, started ahead). It is sent what it lacks with its first
+    check.
+    """
     lines = memo.boot_file() if memo is not None else b""
     builds = _builds_dir(sandboxes)
     server = sandboxes.server(server_spec(prefix, _candidates(builds), key, lines))
@@ -148,7 +152,9 @@ def audit_memo(sandboxes: Sandboxes) -> AuditMemo | None:
 def _builds_dir(sandboxes: Sandboxes) -> Path:
     """Workers built here, in the Checker's cache dir: start.sh picks the one for its install.
 
-    Not under `install_dir`: a worker started ahead must not wait for the install's probe."""
+    It is not under `install_dir`, because a worker started ahead must not wait for the install's
+    probe.
+    """
     return sandboxes.cache_dir / "rocq-worker" / sources_digest()[:24]
 
 
@@ -210,8 +216,10 @@ class Garbled(BackendUnavailable):
 
 
 class CannotServe(Exception):
-    """The worker cannot check this file (it holds another prefix, or its own failed to load):
-    the cold path checks it instead."""
+    """The worker cannot check this file, so the cold path checks it instead.
+
+    The worker holds another prefix, or its own prefix failed to load.
+    """
 
 
 @dataclass(frozen=True)
@@ -268,8 +276,11 @@ def exchange_fields(
 
 
 def parse_reply(raw: bytes, nonce: str) -> dict[str, bytes]:
-    """`\\n@@<nonce> <TAG> <length>\\n<bytes>` fields; the nonce is fresh per check and unknown to
-    the artifact, and every field is length-prefixed, so nothing the file prints can pose as one."""
+    """`\\n@@<nonce> <TAG> <length>\\n<bytes>` fields.
+
+    The nonce is fresh per check and unknown to the artifact, and every field is length-prefixed. So
+    nothing the file prints can pose as one.
+    """
     head = f"\n@@{nonce} ".encode()
     found: dict[str, bytes] = {}
     at = raw.find(head)
@@ -283,8 +294,10 @@ def parse_reply(raw: bytes, nonce: str) -> dict[str, bytes]:
 
 
 def _completed(status: str, stdout: bytes, stderr: bytes) -> Completed:
-    """A child's end as the backends report a process's: `exited N`, `signaled S`, `timeout`,
-    `memory`, then its CPU and wall time."""
+    """A child's end as the backends report a process's, then its CPU and wall time.
+
+    The end is `exited N`, `signaled S`, `timeout` or `memory`.
+    """
     kind, code, cpu, wall = status.split()
     return Completed(
         argv=["prooflock-rocq-server"],

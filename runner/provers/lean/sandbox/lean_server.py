@@ -1,37 +1,38 @@
 """Runs INSIDE the sandbox: keeps a Lean REPL with one import header elaborated, checks files on it.
 
 `python3 lean_server.py --header header.lean --memory-mb M ...` is a JSON-lines worker
-(jsonlines_worker.py, shipped beside it): it starts the REPL (`lean-mathlib repl`, or the command
-in PROOFLOCK_LEAN_REPL), sends it the header once, and boots with
-`{"header_ok": true, "messages": [...], "double": null, ...}`. Each request
-{"body", "timeout_s", "target"} gets one reply {"status", ...}. The REPL's stdout and stderr are
-pipes read here; nothing it prints reaches the kit.
+(jsonlines_worker.py, shipped beside it). It starts the REPL (`lean-mathlib repl`, or the command in
+PROOFLOCK_LEAN_REPL) and sends it the header once. Then it boots with `{"header_ok": true,
+"messages": [...], "double": null, ...}`. Each request {"body", "timeout_s", "target"} gets one
+reply {"status", ...}. The REPL's stdout and stderr are pipes read here, so nothing it prints
+reaches the kit.
 
-The REPL protocol (leanprover-community/repl, REPL/Main.lean): a command is one JSON object
-followed by a blank line, `{"cmd": text}` for a fresh environment (imports allowed) or
-`{"cmd": text, "env": n}` on top of environment n; each reply is one JSON object followed by a
-blank line: `{"env": n, "messages": [...], "sorries": [...]}`, or `{"message": text}` for an error.
+The REPL protocol (leanprover-community/repl, REPL/Main.lean): a command is one JSON object followed
+by a blank line. `{"cmd": text}` runs in a fresh environment (imports allowed); `{"cmd": text,
+"env": n}` runs on top of environment n. Each reply is one JSON object followed by a blank line:
+`{"env": n, "messages": [...], "sorries": [...]}`, or `{"message": text}` for an error.
 
 Per check, all on top of the header's environment H:
-1. with a target: `def «__prooflock_target_<request id>» : Prop := (<statement>)` on H, before the
-   artifact exists, so nothing the artifact declares can change how the target elaborates;
+1. with a target: `def «__prooflock_target_<request id>» : Prop := (<statement>)` on H. This runs
+   before the artifact exists, so nothing the artifact declares can change how the target
+   elaborates.
 2. the artifact's body (its header blanked, so lines and columns match the file);
 3. LISTING: a fixed meta-program listing every constant the environment gained since the
-   imports (`env.constants.map₂`, the same map the REPL pickles), with its kind;
+   imports, with its kind. It reads `env.constants.map₂`, the same map the REPL pickles.
 4. `#print axioms` for each of those names that is not an internal detail (the kernel's view);
 5. with a target: TARGET compares the named theorem's type with the target definition's value
-   with `Lean.Expr.eqv` (alpha-equivalence of elaborated terms, never text).
-The queries call functions directly (no `toString`, `++`, `==` or `for`), so an instance the
+   using `Lean.Expr.eqv` (alpha-equivalence of elaborated terms, never text).
+The queries call functions directly (no `toString`, `++`, `==` or `for`). So an instance the
 artifact declared for a common type cannot change what they report.
 
-The REPL has no timeout: this server keeps the deadline, kills the REPL past it (or past the
-memory cap, from /proc/<pid>/status VmRSS) and starts a fresh one for the next check. It also
-recycles the REPL after --recycle-after checks or past --recycle-rss-mb, since the REPL keeps
-every environment it ever made.
+The REPL has no timeout, so this server keeps the deadline. Past it, or past the memory cap (from
+/proc/<pid>/status VmRSS), it kills the REPL and starts a fresh one for the next check. It also
+recycles the REPL after --recycle-after checks or past --recycle-rss-mb, since the REPL keeps every
+environment it ever made.
 
-A REPL that is a protocol double (tests/doubles/) says so in its reply to the header (a
-top-level `double` field the real REPL never sends); the server passes that on at boot and in
-every reply, so the kit can mark such results as a double's.
+A REPL that is a protocol double (tests/doubles/) says so in its reply to the header: a top-level
+`double` field the real REPL never sends. The server passes that on at boot and in every reply, so
+the kit can mark such results as a double's.
 """
 
 import argparse
