@@ -1,8 +1,9 @@
 """Which backend runs each image: hardened `docker` containers or `local` processes.
 
-`auto` is predictable: docker for an image when a daemon answers and the image's locked ID is
-present on it; otherwise local, with one line saying why. `--build-missing` builds a missing
-locked image instead. An explicit `docker` never falls back: a missing image stops the command.
+`auto` is predictable. It picks docker for an image when a daemon answers and the image's locked ID
+is present on it. Otherwise it picks local, with one line saying why. `--build-missing` builds a
+missing locked image instead. An explicit `docker` never falls back: a missing image stops the
+command.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ if TYPE_CHECKING:  # docker-py takes a third of a second to import: only when do
 
 
 class BackendChoice:
-    """`images`: which image a check runs in, and `--build-missing`'s build; without it
-    there is no docker backend."""
+    """`images`: which image a check runs in, and `--build-missing`'s build.
+
+    Without it there is no docker backend.
+    """
 
     def __init__(
         self,

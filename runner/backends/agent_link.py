@@ -1,8 +1,8 @@
 """The host half of the sandbox agent: request and reply frames over a container's attach stream.
 
 The stream is Docker's multiplexed (non-tty) attach: 8-byte headers saying stdout or stderr, then
-the bytes. The agent's frames travel on stdout; its stderr (a traceback, if it ever dies) is kept
-for the error message. One request at a time: a sandbox belongs to one check.
+the bytes. The agent's frames travel on stdout. Its stderr (a traceback, if it ever dies) is kept
+for the error message. There is one request at a time: a sandbox belongs to one check.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Where checks execute. A backend hands out sandboxes; a sandbox runs commands in a private work dir.
+"""Where checks execute: a backend hands out sandboxes, and a sandbox runs commands in a work dir.
 
-Adapters only see `Sandbox` and `Channel`, so the same adapter code runs as a local process or
-inside a hardened container.
+The work dir is private. Adapters only see `Sandbox` and `Channel`, so the same adapter code runs as
+a local process or inside a hardened container.
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ class Channel(Protocol):
     def alive(self) -> bool: ...
 
     def oom_kills(self) -> int | None:
-        """The kit's own reading, from outside the sandbox, of how many of the server's
-        processes the kernel killed for memory; None where the kit cannot read it."""
+        """How many of the server's processes the kernel killed for memory.
+
+        The kit reads this itself, from outside the sandbox. None where the kit cannot read it.
+        """
         ...
 
     def close(self) -> None: ...
@@ -93,8 +95,11 @@ class Sandbox(Protocol):
     def spawn(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Channel: ...
 
     def limit_cpus(self, cpus: int) -> None:
-        """At most `cpus` CPUs from now on, for everything in the sandbox: a server booted with
-        more (`ServerSpec.boot_cpus`) is held to the checks' limit before it serves one."""
+        """At most `cpus` CPUs from now on, for everything in the sandbox.
+
+        A server booted with more (`ServerSpec.boot_cpus`) is held to the checks' limit before it
+        serves one.
+        """
 
 
 class SnapshotFailed(BackendUnavailable):
@@ -119,7 +124,9 @@ class DumpingSandbox(Sandbox, Protocol):
 
 class Snapshots(Protocol):
     """A backend's way to keep a booted server and start later ones from it (docker: CRIU).
-    `spawn` in a restoring sandbox brings back the snapshot's server, whatever argv it gets."""
+
+    `spawn` in a restoring sandbox brings back the snapshot's server, whatever argv it gets.
+    """
 
     def key(self, image: str, server: str) -> str | None:
         """The key of `server` (a digest of its spec) booted in `image`; None: no snapshots."""

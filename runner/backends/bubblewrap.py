@@ -1,18 +1,22 @@
 """The local backend's sandbox: each command under bubblewrap (`bwrap`), like a tiny container.
 
-Read-only inside: the system (/usr, /etc, /opt, /var/lib, /var/cache and the top-level links to
-them), the dirs the kit's PATH and Python need (a pyenv root, say), and the kernel's
-transparent-huge-page settings. Of a system dir holding mounts or private dirs, only its other
-children show. Read-write: the work dir at /work (also HOME), a private /tmp and /dev/shm. Also
-a fresh /proc, a minimal /dev, and the command's cgroup OOM-kill count where a container has it.
-Nothing else of the host shows: no /home, /root, /tmp, /run, /srv or /mnt, nor the kit's home and
-cache dirs (an empty read-only tmpfs covers them inside a visible dir). New pid, network
-(loopback only), ipc, uts and cgroup namespaces; a new session; all dies with the kit.
+Read-only inside:
+- the system: /usr, /etc, /opt, /var/lib, /var/cache and the top-level links to them;
+- the dirs the kit's PATH and Python need (a pyenv root, say);
+- the kernel's transparent-huge-page settings. Of a system dir holding mounts or private dirs, only
+  its other children show.
 
-Who runs it: a normal user gets a user namespace (uid 1000 inside, no capabilities, no nested
-user namespaces). Root drops to nobody (65534) through util-linux `setpriv`, with no
-capabilities and no_new_privs, so root-only host files stay unreadable. The work dir is then
-owned by nobody.
+Read-write: the work dir at /work (also HOME), a private /tmp and /dev/shm. There is also a fresh
+/proc, a minimal /dev, and the command's cgroup OOM-kill count where a container has it.
+
+Nothing else of the host shows: no /home, /root, /tmp, /run, /srv or /mnt. The kit's home and cache
+dirs are hidden too: an empty read-only tmpfs covers them inside a visible dir. The command gets new
+pid, network (loopback only), ipc, uts and cgroup namespaces, and a new session. All of it dies with
+the kit.
+
+Who runs it: a normal user gets a user namespace (uid 1000 inside, no capabilities, no nested user
+namespaces). Root drops to nobody (65534) through util-linux `setpriv`, with no capabilities and
+no_new_privs, so root-only host files stay unreadable. The work dir is then owned by nobody.
 """
 
 from __future__ import annotations
@@ -132,8 +136,11 @@ class Bubblewrap:
 
 
 def locate(hidden: Iterable[Path]) -> tuple[Bubblewrap | None, str]:
-    """The wrapper for this machine, or None and why there is none. `hidden`: host paths that
-    must not be visible inside even when they lie in a directory that is (the kit's home, cache)."""
+    """The wrapper for this machine, or None and why there is none.
+
+    `hidden`: host paths that must not be visible inside, even in a visible directory (the kit's
+    home, cache).
+    """
     executable = shutil.which("bwrap")
     if executable is None:
         return None, "bubblewrap (bwrap) is not installed"
@@ -240,7 +247,7 @@ def _made_dirs(path: Path) -> list[str]:
 
 
 def _mount_points() -> list[Path]:
-    """Where this machine has mounts now (empty when /proc cannot tell)."""
+    """Where this machine has mounts at this moment (empty when /proc cannot tell)."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
@@ -256,10 +263,11 @@ def _mount_points() -> list[Path]:
 def _shown_children(directory: Path, mounted: list[Path]) -> list[Path] | None:
     """None when `directory` can be bound whole; else the children to bind one by one.
 
-    A whole bind takes every mount beneath along and remounts each read-only, so a mount that a
-    container runtime adds or drops meanwhile (docker's overlays under /var/lib/docker) makes the
-    sandbox fail to start. Children holding mounts, and children only their owner (or group) may
-    enter, are left out: the sandbox's user could not enter them anyway."""
+    A whole bind takes every mount beneath along and remounts each read-only. A mount that a
+    container runtime adds or drops meanwhile then makes the sandbox fail to start (docker's
+    overlays under /var/lib/docker). So children holding mounts are left out. So are children only
+    their owner (or group) may enter: the sandbox's user could not enter them anyway.
+    """
     try:
         children = sorted(directory.iterdir())
     except OSError:
@@ -280,8 +288,10 @@ def _shown_children(directory: Path, mounted: list[Path]) -> list[Path] | None:
 
 
 def _children_holding(directory: Path, mounted: list[Path]) -> set[str]:
-    """Names of the children of `directory` that are, or lie above, a mount point (by string:
-    a machine running containers has thousands of mounts, each once)."""
+    """Names of the children of `directory` that are, or lie above, a mount point.
+
+    Matched by string: a machine running containers has thousands of mounts, each read once.
+    """
     inside = str(directory).rstrip("/") + "/"
     return {
         str(point)[len(inside) :].split("/", 1)[0]
@@ -291,8 +301,11 @@ def _children_holding(directory: Path, mounted: list[Path]) -> set[str]:
 
 
 def _tool_roots(system: list[Path], hidden: list[Path]) -> list[Path]:
-    """Directories outside the system ones that PATH and Python need: PATH entries, the whole
-    of a venv or pyenv root on PATH, and the kit's Python (prefix, base prefix, user site)."""
+    """Directories outside the system ones that PATH and Python need.
+
+    They are the PATH entries, the whole of a venv or pyenv root on PATH, and the kit's Python
+    (prefix, base prefix, user site).
+    """
     entries = [Path(p) for p in os.environ.get("PATH", "").split(":") if p.startswith("/")]
     found = [
         *entries,

@@ -1,10 +1,12 @@
 """Memory cgroups for local commands: the kernel enforces the limit and says when it OOM-killed.
 
-Each command (and each long-lived server) gets its own cgroup below the kit's own one: the v1
-memory controller (as root), or a delegated v2 subtree. It has the request's memory limit and no
-swap, and whether it ran out of memory is read from the cgroup's OOM-kill counter, never from what
-the program printed. Cgroups are named `prooflock-<kit pid>-<n>`, so ones left by a kit that
-crashed are recognised (their pid is gone) and removed when the next kit starts.
+Each command (and each long-lived server) gets its own cgroup below the kit's own one. It uses the
+v1 memory controller (as root), or a delegated v2 subtree. The cgroup has the request's memory limit
+and no swap. Whether it ran out of memory is read from the cgroup's OOM-kill counter, never from
+what the program printed.
+
+Cgroups are named `prooflock-<kit pid>-<n>`. So ones left by a kit that crashed are recognised
+(their pid is gone), and the next kit removes them when it starts.
 """
 
 from __future__ import annotations
@@ -60,8 +62,11 @@ class MemoryCgroup:
         return int(match[1]) if match else None
 
     def out_of_memory(self, *, killed: bool) -> bool:
-        """Whether the kernel OOM-killed a process here. `killed`: the command died of SIGKILL
-        (used only on old v1 kernels without an oom_kill count, with the limit's hit count)."""
+        """Whether the kernel OOM-killed a process here.
+
+        `killed`: the command died of SIGKILL. It is used only on old v1 kernels without an oom_kill
+        count, together with the limit's hit count.
+        """
         kills = self.oom_kills()
         if kills is not None:
             return kills > 0
@@ -131,7 +136,7 @@ class Hierarchy:
         return group
 
     def remove_stale(self) -> None:
-        """Remove cgroups left by kits that no longer run (killed before they could clean up)."""
+        """Remove cgroups left by kits whose process is gone (killed before they could clean up)."""
         with contextlib.suppress(OSError):
             for entry in self.base.iterdir():
                 match = OURS.match(entry.name)
@@ -190,8 +195,8 @@ def _usable(hierarchy: Hierarchy) -> tuple[Hierarchy | None, str]:
 def _delegated_v2(base: Path) -> tuple[Hierarchy | None, str]:
     """`base` with the memory controller enabled for its children.
 
-    v2 lets a cgroup hand controllers to its children only while it holds no processes itself:
-    when this kit is alone in its (delegated) cgroup, it moves itself into a leaf first.
+    v2 lets a cgroup hand controllers to its children only while it holds no processes itself. So
+    when this kit is alone in its (delegated) cgroup, it first moves itself into a leaf.
     """
     control = base / "cgroup.subtree_control"
     if "memory" in _read(control).split():

@@ -1,7 +1,7 @@
 """One-off hardened containers for image self-tests and package lists.
 
-They run under the same policy as checks (runner.backends.policy): the self-test of an
-image proves that it can check artifacts exactly as the checks will run them.
+They run under the same policy as checks (runner.backends.policy). So an image's self-test proves
+that it can check artifacts exactly as the checks will run them.
 """
 
 from __future__ import annotations

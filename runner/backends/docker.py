@@ -1,17 +1,17 @@
 """Docker backend: every command runs in a hardened container from the prover's pinned image.
 
-The hardening is runner.backends.policy's. Which image a check runs in is the ImageResolver's
-answer (the Checker builds it from the images lock).
+The hardening is runner.backends.policy's. Which image a check runs in is the ImageResolver's answer
+(the Checker builds it from the images lock).
 
 Where the image has python3, the sandbox agent (`sandbox_agent.py`) is the container's PID 1.
-Writes, reads, runs and resets are then frames over the attach stream, about a millisecond
-each. Elsewhere (HOL Light's image) the container idles under `sleep infinity`, and each
-operation is one `docker exec`. `spawn` is always its own exec, so a server's stdin and stdout
-are its own stream, untouched by the agent.
+Writes, reads, runs and resets are then frames over the attach stream, about a millisecond each.
+Elsewhere (HOL Light's image) the container idles under `sleep infinity`, and each operation is one
+`docker exec`. `spawn` is always its own exec, so a server's stdin and stdout are its own stream,
+untouched by the agent.
 
-Isolation `strict` makes a fresh container per sandbox (per check). In a batch it starts the
-next one while the current check runs. `warm` reuses containers: between checks it kills every
-process the check left and wipes its writable dirs. Containers are removed in the background.
+Isolation `strict` makes a fresh container per sandbox (per check). In a batch it starts the next
+one while the current check runs. `warm` reuses containers. Between checks it kills every process
+the check left and wipes its writable dirs. Containers are removed in the background.
 """
 
 from __future__ import annotations
@@ -170,8 +170,10 @@ class DockerSandbox:
         cap: int = OUTPUT_CAP_BYTES,
         user: str = CHECK_USER,
     ) -> tuple[int | None, bytes, bytes, bool]:
-        """(exit code, stdout, stderr, missed deadline) of one exec as `user`; stdout past
-        `cap` is dropped (a prover's chatter), unless the caller asks for more."""
+        """(exit code, stdout, stderr, missed deadline) of one exec as `user`.
+
+        Stdout past `cap` is dropped (a prover's chatter), unless the caller asks for more.
+        """
         try:
             exec_id = self.api.exec_create(
                 self.container_id,
@@ -450,8 +452,11 @@ class DockerBackend:
         return self.images.locked(image)
 
     def usable(self, image: str) -> RunnableImage:
-        """The image `image`'s checks run in, as the resolver says: the locked one, or a
-        drifted rebuild of it recorded on this machine. A drifted one is said once per process."""
+        """The image `image`'s checks run in, as the resolver says.
+
+        It is the locked one, or a drifted rebuild of it recorded on this machine. A drifted one is
+        said once per process.
+        """
         found = self._usable.get(image)
         if found is not None:
             return found
@@ -510,8 +515,9 @@ class DockerBackend:
     def _create_with_agent(self, image_id: str, limits: Limits) -> AgentSandbox | None:
         """A container whose PID 1 is the agent, attached before it starts.
 
-        None when the image cannot run the agent (no python3, or one too old): the caller then
-        falls back to exec."""
+        None when the image cannot run the agent (no python3, or one too old). The caller then falls
+        back to exec.
+        """
         config = hardened(
             image_id,
             limits,
@@ -633,8 +639,9 @@ class DockerBackend:
     def _make_spare(self, pool: Pool, image: str, limits: Limits) -> None:
         """Strict isolation: start the next container while this one is in use.
 
-        From a pool's second sandbox on (a batch, not one check), a check then does not wait
-        for create and start. The spare is as fresh as one made on demand: no check touched it."""
+        This starts from a pool's second sandbox (a batch, not one check). A check then does not
+        wait for create and start. The spare is as fresh as one made on demand: no check touched it.
+        """
         with self._lock:
             if pool not in self._opened:
                 self._opened.add(pool)
@@ -650,7 +657,7 @@ class DockerBackend:
             return None
 
     def _remove_orphans(self) -> None:
-        """Remove sandboxes left by a prooflock process on this host that no longer runs."""
+        """Remove sandboxes left by a prooflock process on this host whose process is gone."""
         host = socket.gethostname()
         try:
             containers = self.api.containers(all=True, filters={"label": LABEL})

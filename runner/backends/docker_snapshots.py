@@ -1,25 +1,28 @@
 """Booted servers kept as CRIU snapshots, restored into fresh containers (docker backend).
 
-Making one: a container with CRIU's capabilities boots the server as the check user, under the
-guard (snapshot/guard.c: no new privileges, its own seccomp filter). The kit waits for the ready
-line, then CRIU dumps the server, before any request, into a staging directory. The container is
-removed and the snapshot committed (snapshot/store.py).
+Making one: a container with CRIU's capabilities boots the server as the check user, under the guard
+(snapshot/guard.c: no new privileges, its own seccomp filter). The kit waits for the ready line.
+Then CRIU dumps the server into a staging directory, before any request. The container is removed
+and the snapshot committed (snapshot/store.py).
 
 Starting from one: a fresh container of the same image ID gets the server's work and /tmp files
 back. `criu restore` brings the process tree back, its stdin and stdout bound to the new exec's
-pipes. The kit reads the boot's ready line, kept with the snapshot, and talks to the server as to
-a booted one.
+pipes. The kit reads the boot's ready line, kept with the snapshot, and talks to the server as to a
+booted one.
 
-What such a container allows: CRIU needs CAP_SYS_ADMIN, CAP_SYS_PTRACE and a few file and id
-capabilities (RESTORE_CAPS, each measured); the rest of the kit's hardening stays. A restoring
-container, where checked files run, keeps Docker's default seccomp allow-list. Only the dumping
-one has none: no checked file runs there, and the kernel suspends a tracee's filter only for an
-unfiltered tracer. CRIU runs as root with the server's real uid: prlimit on another uid's
-process needs CAP_SYS_RESOURCE, which not every host grants. Root's scripts run only the image's
-own binaries. The server, and all a checked file starts, run as the check user without
-capabilities, under the guard's allow-list: no namespaces, mounts or ptrace. The dump keeps that
-filter; the restore puts it back. Restoring containers get the snapshot read-only, root's only.
-Only the dumping container may write it, and it is removed before any request.
+What such a container allows:
+- CRIU needs CAP_SYS_ADMIN, CAP_SYS_PTRACE and a few file and id capabilities (RESTORE_CAPS,
+  each measured). The rest of the kit's hardening stays.
+- A restoring container, where checked files run, keeps Docker's default seccomp allow-list.
+  Only the dumping one has none. No checked file runs there, and the kernel suspends a tracee's
+  filter only for an unfiltered tracer.
+- CRIU runs as root with the server's real uid. prlimit on another uid's process needs
+  CAP_SYS_RESOURCE, which not every host grants. Root's scripts run only the image's own binaries.
+- The server, and all a checked file starts, run as the check user without capabilities. They
+  run under the guard's allow-list: no namespaces, mounts or ptrace. The dump keeps that filter;
+  the restore puts it back.
+- Restoring containers get the snapshot read-only, root's only. Only the dumping container may
+  write it, and it is removed before any request.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the docker backend asks of images: which one a check runs in, and how to build it.
 
-The backend never reads the images lock; the Checker hands it a resolver built from the lock
+The backend never reads the images lock. The Checker hands it a resolver built from the lock
 (runner.images.resolver). Tests and embedders may hand in their own.
 """
 

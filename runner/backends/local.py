@@ -1,18 +1,20 @@
 """Local backend: each command is a fresh process on this machine, in the sandbox's work dir.
 
-With bubblewrap (bubblewrap.py) every command and every long-lived server runs in its own small
-sandbox: read-only system, the work dir at /work, private /tmp, no network, no host home, its own
-pid namespace (isolation `bubblewrap`). Without it (bwrap missing, user namespaces forbidden, or
-PROOFLOCK_LOCAL_SANDBOX=off) commands are plain host processes in their own session, which is no
-security boundary: isolation `unsandboxed`, said once on stderr. PROOFLOCK_LOCAL_SANDBOX=require
-refuses to check unsandboxed.
+With bubblewrap (bubblewrap.py), every command and every long-lived server runs in its own small
+sandbox (isolation `bubblewrap`). It has a read-only system, the work dir at /work, a private /tmp,
+no network, no host home, and its own pid namespace.
 
-Memory: with a memory cgroup (cgroups.py) the limit is the cgroup's, with no swap. The kit reads
-the cgroup's OOM-kill count from outside and reports such a death as `out_of_memory`. Inside, a
-warm server reads the same count read-only where a container has it, as in docker. Without a
-cgroup the limit is RLIMIT_AS: a failed allocation is the program's own error. The stack's soft
-limit is its hard limit either way: memory bounds a deep recursion, not the shell's `ulimit -s`.
-The time limit kills everything a command started.
+Without it, commands are plain host processes in their own session. That happens when bwrap is
+missing, user namespaces are forbidden, or PROOFLOCK_LOCAL_SANDBOX=off. It is no security boundary:
+isolation `unsandboxed`, said once on stderr. PROOFLOCK_LOCAL_SANDBOX=require refuses to check
+unsandboxed.
+
+Memory: with a memory cgroup (cgroups.py) the limit is the cgroup's, with no swap. The kit reads the
+cgroup's OOM-kill count from outside and reports such a death as `out_of_memory`. Inside, a warm
+server reads the same count read-only where a container has it, as in docker. Without a cgroup the
+limit is RLIMIT_AS, and a failed allocation is the program's own error. The stack's soft limit is
+its hard limit either way. So memory bounds a deep recursion, not the shell's `ulimit -s`. The time
+limit kills everything a command started.
 """
 
 from __future__ import annotations
@@ -87,8 +89,10 @@ class Confinement:
 
 
 def sandbox_mode(settings: Settings | None = None) -> str:
-    """The environment variable when set (also read after settings were made), else the setting
-    (which a daemon receives from its client)."""
+    """The environment variable when set, else the setting (which a daemon receives from its client).
+
+    The variable is also read after the settings were made.
+    """
     default = settings.local_sandbox if settings is not None else "auto"
     mode = os.environ.get(SANDBOX_SETTING, default).strip().lower() or "auto"
     if mode not in SANDBOX_MODES:
@@ -117,7 +121,10 @@ def confine(settings: Settings, notify: Notify) -> Confinement:
 
 @functools.lru_cache(maxsize=8)
 def _detect(mode: str, hidden: tuple[Path, ...], path: str) -> tuple[Confinement, str]:
-    """Probed once per process (per setting, hidden paths and PATH): it starts a sandbox."""
+    """The confinement and why, probed by starting a sandbox.
+
+    It is probed once per process (per setting, hidden paths and PATH).
+    """
     cgroups, _ = find_hierarchy()
     if mode == "off":
         return Confinement(None, cgroups), f"{SANDBOX_SETTING}=off"
@@ -228,7 +235,10 @@ def start(
 
 
 def _installed(program: str, work: Path, path: str | None) -> bool:
-    """Checked here, since inside the sandbox a missing program looks like a failing one."""
+    """Whether `program` is installed.
+
+    Checked here, since inside the sandbox a missing program looks like a failing one.
+    """
     if "/" in program:
         return os.access(work / program, os.X_OK)  # (an absolute `program` replaces `work`)
     return shutil.which(program, path=path) is not None
@@ -356,8 +366,10 @@ class LocalChannel:
         return self._proc.poll() is None
 
     def oom_kills(self) -> int | None:
-        """The kit's own reading of the server cgroup's OOM-kill count, taken from outside the
-        sandbox (a forked check's death counts too); None without a cgroup."""
+        """The server cgroup's OOM-kill count, read by the kit from outside the sandbox.
+
+        A forked check's death counts too. None without a cgroup.
+        """
         cgroup = self._started.cgroup
         return cgroup.oom_kills() if cgroup is not None else None
 
@@ -382,7 +394,7 @@ class LocalSandbox:
         self.env = {**BASE_ENV, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
 
     def write_file(self, relpath: str, data: bytes) -> None:
-        """Written by the kit, never through a link the sandboxed commands left in the work dir."""
+        """Write a file as the kit, never through a link the sandboxed commands left in the work dir."""
         *parents, name = checked_relpath(relpath).parts
         try:
             directory = _open_beneath(self.root, parents, create=True, owner=self._owner)
@@ -478,8 +490,11 @@ _live_roots: dict[Path, int] = {}  # open sandboxes' work dirs, with the pid tha
 
 @atexit.register
 def _remove_leftovers() -> None:
-    """At exit, what sandboxes nobody closed (an unclosed server's) left: its processes and
-    cgroup, then its work dir. (After a kill -9 the next kit removes the cgroups.)"""
+    """At exit, remove what sandboxes nobody closed left behind (an unclosed server's).
+
+    That is their processes and cgroup, then their work dir. After a kill -9, the next kit removes
+    the cgroups.
+    """
     cgroups.remove_leftovers()
     for root, pid in list(_live_roots.items()):
         if pid == os.getpid():
@@ -487,8 +502,10 @@ def _remove_leftovers() -> None:
 
 
 def _remove_tree(root: Path) -> None:
-    """Remove a work dir, also one whose commands left directories without write permission.
-    Nothing outside `root` is ever touched (not even its parent, the shared temp dir)."""
+    """Remove a work dir, even one whose commands left directories without write permission.
+
+    Nothing outside `root` is ever touched, not even its parent (the shared temp dir).
+    """
 
     def unlock(_func: object, path: str, _error: object) -> None:
         target = Path(path)

@@ -1,19 +1,21 @@
 """The in-container agent: serves one sandbox's file, run and reset operations as frames.
 
-Standard library only: it is shipped as `python3 -I -S -c <this source>` and runs as the
-container's main process (PID 1), as the check user, so a check costs a few frames over the
-attach stream instead of a `docker exec` per operation.
+It uses the standard library only. It is shipped as `python3 -I -S -c <this source>` and runs as the
+container's main process (PID 1), as the check user. So a check costs a few frames over the attach
+stream, not a `docker exec` per operation.
 
-Frame: a 4-byte big-endian length, then a 4-byte header length, a JSON header, and the blobs
-(file data, stdin, stdout, stderr) whose sizes the header lists. The host sends requests; the
-agent answers each with one reply carrying the request's `seq`.
+Frame: a 4-byte big-endian length, then a 4-byte header length, a JSON header, and the blobs (file
+data, stdin, stdout, stderr) whose sizes the header lists. The host sends requests. The agent
+answers each with one reply carrying the request's `seq`.
 
-Soundness: checked programs run as the same uid as the agent, so the agent makes itself
-non-dumpable (no ptrace, no /proc/1/fd, /proc/1/mem) and hands children fresh pipes with every
-other fd closed: only the agent can write to its stdout. As PID 1 it receives no signal from
-inside the container that it has no handler for (SIGKILL and SIGSTOP included); it handles only
-SIGCHLD. Paths are opened component by component without following symlinks, so a planted link
-cannot turn a file write into a write to the agent's own stdout.
+Soundness:
+- checked programs run as the same uid as the agent. So the agent makes itself non-dumpable (no
+  ptrace, no /proc/1/fd, /proc/1/mem). It hands children fresh pipes with every other fd closed,
+  so only the agent can write to its stdout.
+- as PID 1 it receives no signal from inside the container that it has no handler for (SIGKILL
+  and SIGSTOP included). It handles only SIGCHLD.
+- paths are opened component by component without following symlinks. So a planted link cannot
+  turn a file write into a write to the agent's own stdout.
 """
 
 from __future__ import annotations
@@ -106,15 +108,21 @@ def reap() -> dict[int, tuple[int, Any]]:
 
 
 def reap_one(pid: int) -> tuple[int, Any] | None:
-    """(status, rusage) of child `pid` once it has exited. Orphans handed to PID 1 meanwhile stay
-    zombies until the command ends: they hold their pids, so a fork bomb runs out of them."""
+    """(status, rusage) of child `pid` once it has exited.
+
+    Orphans handed to PID 1 meanwhile stay zombies until the command ends. They hold their pids, so
+    a fork bomb runs out of them.
+    """
     found, status, usage = os.wait4(pid, os.WNOHANG)
     return (status, usage) if found == pid else None
 
 
 def bury_group(pgid: int) -> None:
-    """Kill what the command left in its group and reap it: SIGKILL lands asynchronously, and a
-    member that dies a moment after a plain reap stays a zombie the next command would see."""
+    """Kill what the command left in its group, and reap it.
+
+    SIGKILL lands asynchronously. A member that dies a moment after a plain reap would stay a zombie
+    the next command could see.
+    """
     deadline = time.monotonic() + DRAIN_S
     while True:
         try:
@@ -128,8 +136,11 @@ def bury_group(pgid: int) -> None:
 
 
 def others() -> list[int]:
-    """Processes of our uid other than ourselves, zombies included: a process killed a moment
-    ago is a zombie until we reap it, and must not be left for the next check to see."""
+    """Processes of our uid other than ourselves, zombies included.
+
+    A process killed a moment ago is a zombie until we reap it. It must not be left for the next
+    check to see.
+    """
     me, uid, found = os.getpid(), os.getuid(), []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == me:
@@ -226,8 +237,10 @@ def _sysv_ids(kind: str) -> list[int]:
 
 
 def _remove_ipc() -> list[str]:
-    """Remove SysV shared memory, queues and semaphores (they outlive their processes, and
-    shared memory stays charged to the container); the kinds some object of is left."""
+    """Remove SysV shared memory, queues and semaphores; return the kinds some object of is left.
+
+    They outlive their processes, and shared memory stays charged to the container.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     removers = {"shm": libc.shmctl, "msg": libc.msgctl, "sem": libc.semctl}
     for kind in SYSV_KINDS:

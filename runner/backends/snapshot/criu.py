@@ -1,11 +1,13 @@
 """The CRIU snapshot containers run, made once per machine under the snapshot dir.
 
-Debian bookworm's CRIU (3.17) stops at its feature check on current kernels; trixie's (4.x)
-works. Its package and the libraries it needs (trixie's glibc included) are downloaded with
-this machine's apt, unpacked, and the binary's loader and library path pointed at the bundle's
-own directory (patchelf), so it runs unchanged in a bookworm image, a trixie one or any other,
-mounted read-only at `MOUNT`. The guard (guard.c, compiled static here with libseccomp) goes
-with it, one file per version of its source, so a changed guard makes new snapshots.
+Debian bookworm's CRIU (3.17) stops at its feature check on current kernels; trixie's (4.x) works.
+This machine's apt downloads its package and the libraries it needs, trixie's glibc included. They
+are unpacked, and patchelf points the binary's loader and library path at the bundle's own
+directory. So it runs unchanged in a bookworm image, a trixie one or any other, mounted read-only at
+`MOUNT`.
+
+The guard (guard.c, compiled static here with libseccomp) goes with it. There is one file per
+version of its source, so a changed guard makes new snapshots.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ class Bundle:
 def bundle(root: Path, mirror: str | None = None) -> Bundle:
     """The bundle under `root`, made first if there is none; raises CriuUnavailable.
 
-    `mirror`: the Debian archive to fetch CRIU from (`PROOFLOCK_APT_MIRROR`); else this
-    machine's own.
+    `mirror`: the Debian archive to fetch CRIU from (`PROOFLOCK_APT_MIRROR`); else this machine's
+    own.
     """
     done = root / "criu"
     if not (done / "VERSION").is_file():

@@ -1,7 +1,8 @@
-"""Where snapshots live: one directory per key under the snapshot dir, complete once its
-`meta.json` exists (written last, then the directory renamed into place), so a dump cut short
-by a crash or a full disk is never restored. One snapshot per family (image and server) is
-kept: a newer one replaces the rest.
+"""Where snapshots live: one directory per key under the snapshot dir.
+
+A snapshot is complete once its `meta.json` exists. That file is written last, then the directory is
+renamed into place. So a dump cut short by a crash or a full disk is never restored. One snapshot
+per family (image and server) is kept: a newer one replaces the rest.
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ class Store:
         return Snapshot(path, meta) if isinstance(meta, dict) and meta.get("key") == key else None
 
     def staging(self, key: str) -> Path:
-        """A fresh private directory a dump writes into (those a killed process left a day ago
-        or more are removed: a dump takes seconds)."""
+        """A fresh private directory a dump writes into.
+
+        Staging dirs a killed process left a day ago or more are removed: a dump takes seconds.
+        """
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for stale in self.root.glob(f"{STAGING}*"):
             with contextlib.suppress(OSError):
