@@ -16,7 +16,7 @@ What such a container allows:
 - A restoring container, where checked files run, keeps Docker's default seccomp allow-list.
   Only the dumping one has none. No checked file runs there, and the kernel suspends a tracee's
   filter only for an unfiltered tracer.
-- CRIU runs as root with the server's real uid. prlimit on another uid's process needs
+- CRIU runs as root with the server's real uid. Running prlimit on another uid's process needs
   CAP_SYS_RESOURCE, which not every host grants. Root's scripts run only the image's own binaries.
 - The server, and all a checked file starts, run as the check user without capabilities. They
   run under the guard's allow-list: no namespaces, mounts or ptrace. The dump keeps that filter;

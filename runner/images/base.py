@@ -1,9 +1,9 @@
 """The offline base image: Debian by debootstrap, normalized, loaded with a fixed config.
 
-It serves machines that cannot pull from a registry. debootstrap installs a fixed package set: the
-`minbase` variant plus the lock's `include`. The fixups below remove what records the build host or
-moment, as Debian's own debuerreotype does. So two runs against the same mirror state give the same
-image ID.
+It serves machines that cannot pull from a registry. The package set debootstrap installs is fixed:
+the `minbase` variant plus the lock's `include`. The fixups below remove what records the build host
+or moment, as Debian's own debuerreotype does. So two runs against the same mirror state give the
+same image ID.
 """
 
 from __future__ import annotations

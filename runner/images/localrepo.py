@@ -1,7 +1,7 @@
 """A local apt repository holding exactly one closure.
 
 For an image, it holds the closure less what the locked base has at the same version
-(runner.images.reproduce.beyond_base). apt keeps those, and installs nothing else.
+(runner.images.reproduce.beyond_base). The base keeps those, and apt installs nothing else.
 
 Layout, as apt and debootstrap read it:
 - `dists/<suite>/Release`, unsigned. The build's sources line says `[trusted=yes]` and

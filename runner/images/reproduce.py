@@ -144,8 +144,8 @@ def reproduce_base(
 def beyond_base(closure: Closure, lock: ImagesLock) -> Closure:
     """What a build on the locked base installs: the closure less what the base has.
 
-    Packages the base has at the same version are left out. apt keeps those, so the repository need
-    not hold them.
+    Packages the base has at the same version are left out. The base keeps those, so the repository
+    need not hold them.
     """
     return {name: deb for name, deb in closure.items() if lock.base.closure.get(name) != deb}
 

@@ -1,8 +1,8 @@
 """The wheel's copy of the kit: `images/`, the images lock and the advisories, as package data.
 
-They go into `runner/kit/`. pyproject.toml names `BuildPyWithKit` as setuptools' `build_py`.
-setuptools loads this file on its own while it builds, so it uses the standard library and
-setuptools only, no `runner` imports. An installed prooflock finds the copy through
+They go into `runner/kit/`. The `build_py` step of setuptools is `BuildPyWithKit`, as pyproject.toml
+names it. Setuptools loads this file on its own while it builds. So the file uses the standard
+library and setuptools only, no `runner` imports. An installed prooflock finds the copy through
 `runner.core.home.PACKAGED`; a checkout keeps the files where they are.
 """
 

@@ -1,6 +1,6 @@
 """Published bundles in S3-compatible storage: upload, download, fetch for audit or replay.
 
-The names below load on first use (PEP 562). boto3 takes about a second to import, and most commands
+The names below load on first use (PEP 562). Importing boto3 takes about a second, and most commands
 never touch S3. So importing `runner.storage.s3_url` alone must not pull it in.
 """
 

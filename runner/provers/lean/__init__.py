@@ -23,13 +23,13 @@ Verdicts:
 - with a target, the named theorem's elaborated type must be alpha-equivalent to the target
   statement elaborated under the same header (`wrong_statement` otherwise).
 
-A file the REPL passed is checked again, independently (recheck.py). comparator builds it in a fresh
+A file the REPL passed is checked again, independently (recheck.py). Comparator builds it in a fresh
 sandbox and replays its export into fresh kernels. It compares the theorems with a challenge
 elaborated apart: a comparator challenge in `options.challenge`, the target on its own `requires`,
 or the file's own theorems. That verdict is recorded, `replayed`. Other verdicts rest on Lean's
 kernel in the REPL (`kernel`). A protocol double that says so (`double`: tests/doubles/) makes every
-verdict it took part in the double's. comparator.py reads a comparator project (challenge and
-solution) as one request, and back.
+verdict it took part in the double's. The module comparator.py reads a comparator project (challenge
+and solution) as one request, and back.
 """
 
 from __future__ import annotations

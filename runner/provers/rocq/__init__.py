@@ -19,9 +19,9 @@ Every check, warm or cold:
 
 The cold path runs Debian's coqc and coqchk and two drivers (cold.py). The warm path runs the same
 steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,
-sandbox/server.ml). The audit memo is kept across runs (memo.py). report.py reads what the tools
-print. Both paths hand their evidence to judging.outcome (judging.py). A worker may die or garble
-its reply once the file ran. A control check on a fresh worker then follows (control.py).
+sandbox/server.ml). The audit memo is kept across runs (memo.py). The tools' output is read by
+report.py. Both paths hand their evidence to judging.outcome (judging.py). A worker may die or
+garble its reply once the file ran. A control check on a fresh worker then follows (control.py).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ it checked with every kernel check on, whatever the library set. (Each constant 
 was checked under.)
 
 The warm worker computes the same evidence in-process, never loading the library's settings
-(worker.py). judging.py reads either.
+(worker.py). Either is read by judging.py.
 """
 
 from __future__ import annotations

@@ -196,8 +196,8 @@ def read_assumptions(text: str, report: CheckerReport) -> set[str]:
 
     The driver prints names as short as its (artifact-free) namespace allows. Each must match an
     axiom coqchk found in the same library closure: its full name, or the dotted suffix of exactly
-    one. Flag lines name declarations accepted under a flag. coqchk lists those of positivity, guard
-    and universes itself, but not definitional UIP, which is kept here.
+    one. Flag lines name declarations accepted under a flag. Those of positivity, guard and
+    universes coqchk lists itself. Those of definitional UIP it does not, so they are kept here.
     """
     found: set[str] = set()
     section = None

@@ -10,7 +10,7 @@ tests/test_alphageometry_parity.py checks each case against ag4masses:
 - rename: an argument that is a number stays a number. Any other unknown name is a KeyError
   (newclid renames what it knows and keeps the rest).
 - a point defined again: AlphaGeometry's graph gives it a new node that takes over the name.
-  newclid cannot hold two points of one name, so the new one gets a name of its own.
+  But newclid cannot hold two points of one name, so the new one gets a name of its own.
 - the goal's numerical check: a predicate AlphaGeometry's `numericals.check` does not know is
   never true there. So the diagram is redrawn forever (a logic error), where newclid raises.
 

@@ -11,8 +11,8 @@ its bare name and hands it two functions:
   prover whose state is unknown.
 
 The channel is private. Before `boot` runs, the requests (fd 0) and the replies (fd 1) move to
-descriptors of their own that no child process inherits. fd 0 becomes /dev/null, and fds 1 and 2
-append to worker.log. So whatever the prover, the engine or the artifact prints lands in the log.
+descriptors of their own that no child process inherits. Then fd 0 becomes /dev/null, and fds 1 and
+2 append to worker.log. So whatever the prover, the engine or the artifact prints lands in the log.
 Only this module writes to the kit.
 
 Frames are one per line, ASCII-only JSON. A newline inside a string is `\\n`, so no text can end a
