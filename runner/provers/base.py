@@ -189,42 +189,42 @@ class ProverAdapter:
     probe: Callable[[str], dict[str, list[str]]]  # image → commands identifying a local install
     check: Callable[[ResolvedRequest, Sandboxes], Outcome]
     options: type[AdapterOptions] = NoOptions
-    # Other pinned versions of the prover (images too), picked per request (`line`): they run
-    # only in their image, never on the host, whose install is the default line's.
+    # Other pinned versions of the prover (images too), picked per request (`line`). They run only
+    # in their image, never on the host, whose install is the default line's.
     lines: tuple[str, ...] = ()
-    # The line a run asks by default (`run --second-opinion auto`) about each pass that rests on
-    # a known bug fixed there: the newest line that fixes bugs the default line has.
+    # The line a run asks by default (`run --second-opinion auto`) about each pass that rests on a
+    # known bug fixed there. It is the newest line that fixes bugs the default line has.
     second_opinion: str | None = None
     split: Callable[[str, str], list[tuple[str, str]]] = whole_file  # artifacts inside a file
     summary: Callable[[list[CheckResult]], Table | None] = no_summary  # a batch in its own terms
     # Refuse a request before any check (raise BadRequest: exit 2), e.g. a target that does not
-    # parse; cheap and deterministic, it runs when the request is resolved.
+    # parse. It is cheap and deterministic, and runs when the request is resolved.
     validate: Callable[[ResolvedRequest], None] | None = None
-    # Many requests (same image and limits) in one worker call, where the prover allows it: one
-    # Outcome per request, or None for those the batch could not decide (the core then checks
-    # them again in halves, down to one at a time). Verdicts must equal one-at-a-time checks.
+    # Many requests (same image and limits) in one worker call, where the prover allows it. It gives
+    # one Outcome per request, or None for those the batch could not decide. The core then checks
+    # those again in halves, down to one at a time. Verdicts must equal one-at-a-time checks.
     check_batch: Callable[[list[ResolvedRequest], Sandboxes], list[Outcome | None]] | None = None
     # Requests with the same key share what a warm worker loads for them (Rocq: the `Require`
-    # header); with several checks at once, each thread prefers the key it served last.
+    # header). With several checks at once, each thread prefers the key it served last.
     affinity: Callable[[ResolvedRequest], str | None] | None = None
-    # Start, through the Sandboxes' servers, what the first checks like `request` will ask for,
-    # while the kit still probes the install: it must not need the install's identity
+    # Start what the first checks like `request` will ask for, while the kit still probes the
+    # install. It goes through the Sandboxes' servers. It must not need the install's identity
     # (`Sandboxes.install_dir`), nor hold anything a check's result depends on.
     start_ahead: Callable[[ResolvedRequest, Sandboxes], None] | None = None
     targets: bool = False  # whether requests may name a target statement
     description: str = ""  # one line for `--help`
-    # A fix to the kit's judgement that the bundled examples' records do not exercise, made
-    # before they are re-recorded under a new `version`: the result cache keys by it, so a
-    # verdict judged by the older rules is never served again.
+    # A fix to the kit's judgement that the bundled examples' records do not exercise. It is made
+    # before they are re-recorded under a new `version`. The result cache keys by it, so a verdict
+    # judged by the older rules is never served again.
     rules: str = ""
-    # A file that passes on any working install, checked right after `prooflock images build`
-    # or `images load` leaves one of its images here: its servers boot then, and are kept as
-    # snapshots where they allow it (ServerSpec.snapshot), so a machine's first check starts
-    # from them.
+    # A file that passes on any working install. It is checked right after `prooflock images build`
+    # or `images load` leaves one of its images here. Its servers boot then, and are kept as
+    # snapshots where they allow it (ServerSpec.snapshot). So a machine's first check starts from
+    # them.
     warm_up: str | None = None
-    # What the local backend needs on the host to run this prover: Debian packages, and a file
-    # no package holds with the script in the checkout that makes it. Nox installs them on a
-    # fresh machine (reading them here); `corpus_packages` hold only the suite's test corpora.
+    # What the local backend needs on the host to run this prover: Debian packages, and a file no
+    # package holds with the checkout's script that makes it. Nox reads them here and installs them
+    # on a fresh machine. `corpus_packages` hold only the suite's test corpora.
     host_packages: tuple[str, ...] = ()
     host_setup: HostSetup | None = None
     corpus_packages: tuple[str, ...] = ()

@@ -52,8 +52,8 @@ INSTALL_HINTS = {
     "newclid": "pip install newclid==2.0.2, or use the newclid image",
     "ag4masses": "use the alphageometry image, or point AG4MASSES_DIR at ag4masses' alphageometry/",
 }
-# Outcomes decided after every diagram was drawn: where AlphaGeometry's may differ (a timeout
-# stopped the drawing, so the driver's account of AlphaGeometry's would be partial).
+# Outcomes decided after every diagram was drawn: where AlphaGeometry's outcome may differ. After a
+# timeout stopped the drawing, the driver's account of AlphaGeometry's would be partial.
 SAMPLED = ("solved", "unsolved", "logic_error")
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 PATH = re.compile(r"(?<![\w.])/(?:[\w.-]+/)+([\w.-]+)")
@@ -81,8 +81,8 @@ def outcome(details: dict[str, JsonValue], message: str | None, **extra) -> Outc
         context = clause["text"] if isinstance(clause, dict) else None
         severity = "info" if verdict is Verdict.PASS else "error"
         diagnostics.append(Diagnostic(severity=severity, message=message, context=context))
-    # What it rests on: the engine's DD+AR (or the kit's reading of AlphaGeometry's front end),
-    # in the process that read the problem; no independent re-check.
+    # What it rests on: the engine's DD+AR (or the kit's reading of AlphaGeometry's front end). That
+    # runs in the process that read the problem; there is no independent re-check.
     return Outcome(
         verdict=verdict, trust=Trust.KERNEL, diagnostics=diagnostics, details=details, **extra
     )

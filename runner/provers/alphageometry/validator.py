@@ -246,8 +246,8 @@ def _setup_clause(clause: _Clause, defs: dict[str, Definition]) -> None:
             raise _fault(
                 "KeyError", "setup", clause.index, clause.text, _unknown_construction(name, defs)
             )
-        # A written argument that is a number stays a number when AlphaGeometry renames the
-        # points, so it is never the clause's (renamed) point; points put first by the setup are.
+        # A written argument that is a number stays a number when AlphaGeometry renames the points.
+        # So it is never the clause's (renamed) point; points put first by the setup are.
         named = [not _is_int(a) for a in args]
         if len(args) != len(definition.args):
             if len(args) + len(clause.points) != len(definition.args):

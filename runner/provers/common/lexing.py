@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-# 'c', '\n', '\'', '\123', '\xff', '\o377'; a quote after an identifier character is part of
-# the identifier (x', f'x'), and a quote not closing a char literal starts a type variable ('a).
+# 'c', '\n', '\'', '\123', '\xff', '\o377'. A quote after an identifier character is part of the
+# identifier (x', f'x'). A quote not closing a char literal starts a type variable ('a).
 _OCAML_CHAR = re.compile(r"'(?:[^\\']|\\(?:[\\'\"ntbr ]|[0-9]{3}|x[0-9a-fA-F]{2}|o[0-3][0-7]{2}))'")
 _OCAML_QUOTED_STRING = re.compile(r"\{([a-z_]*)\|")
 _IDENTIFIER_CHAR = re.compile(r"[A-Za-z0-9_']")
@@ -23,14 +23,14 @@ def position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1)
 
 
-# Where something other than plain code may start; the text between two is copied (or blanked
-# inside a comment) in one piece, so a 10 MB file is read in C, not a character at a time.
+# Where something other than plain code may start. The text between two is copied (or blanked inside
+# a comment) in one piece, so a 10 MB file is read in C, not a character at a time.
 _COQ_TOKEN = re.compile(r'\(\*|\*\)|"')
 _C_LIKE_TOKEN = re.compile(r"//|/\*|[\"']")
 _OCAML_TOKEN = re.compile(r"\(\*|\*\)|[\"'`]|\{[a-z_]*\|")
-# A string literal from its opening quote, closed or running to the end of the text: Coq escapes
-# a quote by doubling it (`""`), OCaml and C-like languages with a backslash (a backslash takes
-# the next character whatever it is).
+# A string literal from its opening quote, closed or running to the end of the text. Coq escapes a
+# quote by doubling it (`""`). OCaml and C-like languages use a backslash, which takes the next
+# character whatever it is.
 _COQ_STRING = re.compile(r'"((?:""|[^"])*)("?)')
 _BACKSLASHED_STRING = {
     quote: re.compile(rf"{quote}((?:\\[\s\S]?|[^{quote}\\])*)({quote}?)") for quote in "\"'"

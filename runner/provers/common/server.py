@@ -60,16 +60,16 @@ class ServerSpec:
     max_servers: int | None = None
     # Why it did not start, read from its sandbox before that is closed (e.g. from a boot log).
     explain_failure: Callable[[Sandbox], str | None] | None = None
-    # CPUs its boot may use when the checks' limit is fewer (a boot that works in parallel, and
-    # runs no artifact code): held to the checks' limit once it is ready.
+    # CPUs its boot may use when the checks' limit is fewer. This suits a boot that works in
+    # parallel and runs no artifact code. It is held to the checks' limit once it is ready.
     boot_cpus: int | None = None
-    # Whether its boot may be kept as a snapshot that later sandboxes start from, where the
-    # backend keeps them: given the booted sandbox and the ready line, True when the boot is
-    # one to keep (a failed boot never is). None: it always boots.
+    # Whether its boot may be kept as a snapshot that later sandboxes start from, where the backend
+    # keeps them. Given the booted sandbox and the ready line, it says True when the boot is one to
+    # keep (a failed boot never is). None: it always boots.
     snapshot: Callable[[Sandbox, bytes], bool] | None = None
-    # Whether each check also re-checks, in a process the artifact never ran in, what the
-    # prover produced, giving that its own timeout (Rocq's worker: coqchk's code): the check's
-    # budget then has the timeout again for it (CheckSandboxes.RECHECK).
+    # Whether each check also re-checks what the prover produced, in a process the artifact never
+    # ran in (Rocq's worker: coqchk's code). That re-check gets its own timeout: the check's budget
+    # then holds the timeout again for it (CheckSandboxes.RECHECK).
     rechecks: bool = False
 
 

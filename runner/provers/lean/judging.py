@@ -21,12 +21,12 @@ from runner.provers.lean.source import Header
 # Lean's own axioms: every classical proof in Mathlib uses them.
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY = "sorryAx"
-# Trust in compiled code is an axiom. Before Lean 4.29 every such proof rests on one of these;
-# allowing `Lean.ofReduceBool` still means "trust the compiler", on every line.
+# Trust in compiled code is an axiom. Before Lean 4.29 every such proof rests on one of these.
+# Allowing `Lean.ofReduceBool` still means "trust the compiler", on every line.
 LEGACY_NATIVE = ("Lean.ofReduceBool", "Lean.ofReduceNat")
 # Since Lean 4.29 each proof gets an axiom of its own, `<proof>._native.<tactic>.ax_<i>_<j>`
-# (`t._native.native_decide.ax_1_1`): recognised by its `_native` component (which the source
-# policy refuses in a file, so no user axiom can take such a name).
+# (`t._native.native_decide.ax_1_1`). It is recognised by its `_native` component. The source policy
+# refuses that component in a file, so no user axiom can take such a name.
 NATIVE_COMPONENT = "_native"
 MAX_DIAGNOSTICS = 20
 MODULE_IN_ERROR = re.compile(r"of module (\S+) does not exist|unknown module prefix '([^']+)'")

@@ -77,8 +77,8 @@ def _ident_rest(c: str) -> bool:
     return _ident_start(c) or c.isdigit() or c in "'!?" or _subscript(c)
 
 
-# Matched where they start (`pattern.match(source, i)`), never on a copy of the rest of the
-# source: a copy per token made a 10 MB file take minutes.
+# Matched where they start (`pattern.match(source, i)`), never on a copy of the rest of the source.
+# A copy per token would make a 10 MB file take minutes.
 RAW_STRING_START = re.compile(r'r(#*)"')
 NUMBER = re.compile(
     r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9_]+(\.[0-9]+)?([eE][-+]?[0-9]+)?"
@@ -353,10 +353,11 @@ ALLOWED_ATTRIBUTES = {
     "parity_simps",
     "integral_simps",
 }
-# Tactics that trust compiled code, each adding an axiom the kernel cannot check, by the tier a
-# request allows them under (`allowed_axioms`): `native_decide` (also `decide +native` and the
-# axioms' own names) compiles and runs the file's own decision procedure; `bv_decide` runs Lean's
-# compiled LRAT checker on the file's goal.
+# Tactics that trust compiled code, by the tier a request allows them under (`allowed_axioms`). Each
+# adds an axiom the kernel cannot check.
+# - `native_decide` (also `decide +native` and the axioms' own names) compiles and runs the file's
+#   own decision procedure.
+# - `bv_decide` runs Lean's compiled LRAT checker on the file's goal.
 NATIVE_WORDS = {
     "native_decide": "native_decide",
     "ofReduceBool": "native_decide",

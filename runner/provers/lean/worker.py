@@ -21,8 +21,8 @@ HEADER_FILE = "header.lean"
 BOOT_TIMEOUT_S = 900
 HEADER_TIMEOUT_S = 600  # a recycled REPL elaborates the header again inside a check
 REPLY_SLACK_S = 30
-# The REPL keeps every environment it made: start a fresh one after this many checks, or once
-# its resident memory passes this share of the limit.
+# The REPL keeps every environment it made. So start a fresh one after this many checks, or once its
+# resident memory passes this share of the limit.
 RECYCLE_AFTER = 50
 RECYCLE_RSS_SHARE = 0.6
 # The server itself and the kernel's page tables need some of the limit.

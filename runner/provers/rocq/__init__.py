@@ -51,8 +51,8 @@ VERSION = "5"
 RULES = "2"
 # Below this the worker (the parent and a forked child) may not fit: check cold.
 WARM_MEMORY_MB = 1024
-# The warm worker is written against Coq 8.16's OCaml API (the default line's): the other
-# lines (Debian trixie's 8.20.1, forky's Rocq 9.2.0) check cold, with their own coqc and coqchk.
+# The warm worker is written against Coq 8.16's OCaml API (the default line's). The other lines
+# (Debian trixie's 8.20.1, forky's Rocq 9.2.0) check cold, with their own coqc and coqchk.
 WORKER_IMAGES = ("rocq",)
 
 

@@ -35,12 +35,12 @@ from runner.provers.rocq import report, source
 from runner.provers.rocq.judging import ANOMALY_EXIT, Evidence, as_exit, target_valid
 from runner.provers.rocq.report import LIBRARY, MODULE, SOURCE, CheckerReport, Inconsistent
 
-# No -noglob: Coq hands its arguments to the helpers it starts (`par:`'s tactic workers), which
-# refuse that one; the .glob it writes stays in the sandbox.
+# No -noglob: Coq hands its arguments to the helpers it starts (`par:`'s tactic workers), and they
+# refuse that one. The .glob it writes stays in the sandbox.
 COQC = ("coqc", "-q", "-Q", ".", "")
-# A compile that prints each sentence's byte range as Coq read it: the second wall's input.
-# Only for a file whose text holds a refused command's word (no file without one can hold the
-# command): `-time` wraps every command in `Time`, which some warnings print.
+# A compile that prints each sentence's byte range as Coq read it: the second wall's input. It runs
+# only for a file whose text holds a refused command's word (no file without one can hold the
+# command). `-time` wraps every command in `Time`, which some warnings print.
 TIMED = (*COQC, "-time")
 COQCHK = ("coqchk", "-o", "-Q", ".", "", "-norec", MODULE)
 AUDIT_DRIVER = "ProoflockAudit.v"
@@ -49,10 +49,10 @@ TARGET_LIBRARY = TARGET_DRIVER.removesuffix(".v")
 TARGET_CHECK = ("coqchk", "-o", "-Q", ".", "", "-norec", TARGET_LIBRARY)
 # The constant that exists only if the target compared equal (see target_driver).
 SAME = "__prooflock_same"
-# After `Require`ing the library: its `Global` settings undone where a driver could feel them
-# (the kernel's checks, which constr_eq's universe test obeys; printing, which Print Assumptions
-# obeys). What is missed here is caught for the target by coqchk, and for Print Assumptions
-# only makes its report unreadable (every axiom coqchk found then counts).
+# After `Require`ing the library, undo its `Global` settings where a driver could feel them. These
+# are the kernel's checks, which constr_eq's universe test obeys, and printing, which Print
+# Assumptions obeys. For the target, coqchk catches what is missed here. For Print Assumptions, a
+# miss only makes its report unreadable (every axiom coqchk found then counts).
 RESET = (
     "Set Universe Checking.\nSet Guard Checking.\nSet Positivity Checking.\n"
     "Unset Printing All.\nSet Printing Width 1000.\n"
@@ -96,8 +96,8 @@ def run(request: ResolvedRequest, sandboxes: Sandboxes) -> Evidence:
     return evidence
 
 
-# Rocq 9's libraries of the kernel's primitives: Corelib's, beside Coq 8's (report.py), in the
-# same `theories/` below `coqc -where`; 9 renames PArray and adds primitive strings.
+# Rocq 9's libraries of the kernel's primitives: Corelib's, beside Coq 8's (report.py), in the same
+# `theories/` below `coqc -where`. Rocq 9 renames PArray and adds primitive strings.
 ROCQ9_PRIMITIVE_LIBRARIES = (
     "Corelib.Numbers.Cyclic.Int63.PrimInt63",
     "Corelib.Floats.PrimFloat",

@@ -65,8 +65,8 @@ class Evidence:
     # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT, UNSAFE (cold.py)
     target: str | None = None
     cpu_ms: int = 0  # beyond the compile
-    # The cold path's second wall (the worker refuses on Coq's parse as the file runs): the
-    # kit's refusals on each sentence as coqc read it, and whether that reading was cut short.
+    # The cold path's second wall (the worker refuses on Coq's parse as the file runs). These are
+    # the kit's refusals on each sentence as coqc read it, and whether that reading was cut short.
     refused: list[Refusal] = dataclasses.field(default_factory=list)
     reading_cut: bool = False
     # The re-check's own failure (coqchk's anomaly): it could not judge a file coqc accepted.
@@ -166,8 +166,8 @@ def _judged(request: ResolvedRequest, evidence: Evidence) -> Outcome:
     except Inconsistent as exc:
         return _rejected(diagnostics, f"the independent checker's report is unusable: {exc}", cpu)
     own = [a for a in assumptions if a.startswith(MODULE + ".")]
-    # An unfinished proof leaves an axiom of the file's own (`Admitted`) or no theorem (`Abort`):
-    # the words in the text only name it, the library decides whether there is one.
+    # An unfinished proof leaves an axiom of the file's own (`Admitted`) or no theorem (`Abort`).
+    # The words in the text only name it; the library decides whether there is one.
     placeholders = [
         p for p in source.placeholders(content) if own or p in ("`Abort`", "`Admit Obligations`")
     ]

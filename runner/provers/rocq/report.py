@@ -22,9 +22,9 @@ MODULE = "Artifact"
 SOURCE = f"{MODULE}.v"
 LIBRARY = f"{MODULE}.vo"
 # The standard library's kernel primitives (`Primitive add := #int63_add.`) are declared in these
-# libraries alone; coqchk lists them as axioms, as it lists every constant without a body. A
-# primitive the standard library binds is the kernel's own operation, so not an assumption; one
-# the file binds itself stays an assumption (its types are the file's to choose).
+# libraries alone. coqchk lists them as axioms, as it lists every constant without a body. A
+# primitive the standard library binds is the kernel's own operation, so not an assumption. One the
+# file binds itself stays an assumption: its types are the file's to choose.
 PRIMITIVE_LIBRARIES = (
     "Coq.Numbers.Cyclic.Int63.PrimInt63",
     "Coq.Floats.PrimFloat",
@@ -269,10 +269,10 @@ def assumptions(audit: Audit) -> list[str]:
     if used is None or not used <= checker.axioms:
         used = set(checker.axioms)
     else:
-        # coqchk 8.16 lists a field of a sealed module or functor application (`Module N :=
-        # F M` with `F (X : T) : T`) as an axiom: it has no body of its own. The traversal looks
-        # into the implementation; a field it resolves there is not an axiom. A top-level
-        # declaration is never sealed: coqchk's word stands for it.
+        # coqchk 8.16 lists a field of a sealed module or functor application as an axiom, as it has
+        # no body of its own. An example is `Module N := F M` with `F (X : T) : T`. The traversal
+        # looks into the implementation; a field it resolves there is not an axiom. A top-level
+        # declaration is never sealed, so coqchk's word stands for it.
         own -= {a for a in own if a.count(".") >= 2 and a in audit.roots and a not in used}
     return sorted((used - checker.primitives) | own) + checker.flagged()
 

@@ -19,18 +19,18 @@ from runner.core import deadline
 from runner.provers.common.lexing import coq_code
 from runner.provers.common.verdicts import Refusal
 
-# Letters beyond Latin-1's symbols as a negated byte range: the same set as \u00C0-\uFFFF plus the
-# astral planes (Coq's letters reach them too), compiled in microseconds where a \uFFFF range
-# took milliseconds per class (tens of ms of every CLI call).
+# Letters beyond Latin-1's symbols as a negated byte range. It is the same set as \u00C0-\uFFFF plus
+# the astral planes, which Coq's letters reach too. It compiles in microseconds; a \uFFFF range took
+# milliseconds per class (tens of ms of every CLI call).
 IDENT = r"(?:[A-Za-z_]|[^\x00-\xbf])(?:[A-Za-z0-9_']|[^\x00-\xbf])*"
 QUALID = rf"{IDENT}(?:\.{IDENT})*"
 # `From Coq Require Import Arith Lia.`, `Require Export List.`: what a prefix may hold.
 REQUIRE = re.compile(rf"(?:From\s+{QUALID}\s+)?Require(?:\s+(?:Import|Export))?(?:\s+{QUALID})+")
-# Tactics and commands that leave a proof unfinished (each leaves an axiom of the file's own),
-# and commands that drop an unfinished theorem entirely (they leave no trace in the library, so
-# they count only where they are a sentence's command: `Definition Abort := 0.` is not one).
+# Tactics and commands that leave a proof unfinished; each leaves an axiom of the file's own. Then
+# commands that drop an unfinished theorem entirely. Those leave no trace in the library, so they
+# count only as a sentence's command (`Definition Abort := 0.` is not one).
 PLACEHOLDER = re.compile(r"(?<![\w'])(Admitted|admit|give_up)(?![\w'])")
-# A sentence that is such a command, whatever comes before it (`Timeout 3Abort.`): the word
+# A sentence that is such a command, whatever comes before it (`Timeout 3Abort.`). It is the word
 # and at most two more (`Abort All`, `Admit Obligations of f`), then the sentence's end.
 ABANDONED = re.compile(
     r"(Abort|Admit[ \t\r\n]+Obligations)"
@@ -49,27 +49,30 @@ _LOCALITY = re.compile(
     r"(Local|Global|Export|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
     r"Private|Program)\s+"
 )
-# What is still refused, and why containment cannot replace it: both backends confine a check
-# to its own sandbox (read-only system, private /work and /tmp, no network), and coqchk re-checks
-# the compiled library in a fresh process, so file writes (`Redirect`, `Extraction "f"`,
-# `Print Universes "f"`), plugins and load paths (`Declare ML Module`, `Add LoadPath`), `Cd`,
-# rewinding (`Reset`, `Back`) and every harmless option (`Global Set Implicit Arguments`,
-# printing) are accepted. Left: what changes the theory the kernel checks against in a way
-# coqchk takes on trust and does not report, so no re-check and no sandbox can see it.
-# - `Register ... as kernel.*`: tells the kernel which inductives its primitive operations
-#   compute with; coqchk installs a library's registrations as they are (Modops.
-#   add_retroknowledge), unchecked, so a flipped `bool` would make primitives lie to it too.
-# - `Definitional UIP`, `Cumulative StrictProp`: extend the theory per declaration; coqchk
-#   re-checks under the declaration's own flag and lists neither in its summary.
-# - `Load`: runs sentences read from another file, which neither this reading nor the worker's
-#   second wall sees, so it would carry the two above past both.
-# - `Primitive`: declares one of the kernel's primitives, which only Rocq's own library needs;
-#   on 8.16 module subtyping accepts any definition for a primitive a module type declares, and
-#   coqchk shares the flaw (coq/coq#18503, advisory PL-ROCQ-18503: a clean proof of False).
+# What is still refused, and why containment cannot replace it.
 #
-# Each is found anywhere in a sentence, not only as its command: the words that may come before
-# a command (control words such as `Timeout 0x1_0` or 8.20's `Instructions`, attributes,
-# bullets, selectors) are Coq's to extend, and none of these patterns is ordinary proof text.
+# Both backends confine a check to its own sandbox (read-only system, private /work and /tmp, no
+# network). And coqchk re-checks the compiled library in a fresh process. So these are accepted:
+# file writes (`Redirect`, `Extraction "f"`, `Print Universes "f"`), plugins and load paths
+# (`Declare ML Module`, `Add LoadPath`), `Cd`, rewinding (`Reset`, `Back`), and every harmless
+# option (`Global Set Implicit Arguments`, printing).
+#
+# Left is what changes the theory the kernel checks against in a way coqchk takes on trust and does
+# not report. No re-check and no sandbox can see it.
+# - `Register ... as kernel.*` tells the kernel which inductives its primitive operations compute
+#   with. coqchk installs a library's registrations as they are, unchecked
+#   (Modops.add_retroknowledge). So a flipped `bool` would make primitives lie to it too.
+# - `Definitional UIP`, `Cumulative StrictProp` extend the theory per declaration. coqchk re-checks
+#   under the declaration's own flag and lists neither in its summary.
+# - `Load` runs sentences read from another file. Neither this reading nor the worker's second wall
+#   sees them, so it would carry the two above past both.
+# - `Primitive` declares one of the kernel's primitives, which only Rocq's own library needs. On
+#   8.16, module subtyping accepts any definition for a primitive a module type declares. coqchk
+#   shares the flaw (coq/coq#18503, advisory PL-ROCQ-18503: a clean proof of False).
+#
+# Each is found anywhere in a sentence, not only as its command. The words that may come before a
+# command are Coq's to extend: control words such as `Timeout 0x1_0` or 8.20's `Instructions`,
+# attributes, bullets, selectors. And none of these patterns is ordinary proof text.
 _REFUSED_WORDS = ("Register", "Set", "Load", "Primitive")  # what each pattern below starts with
 # Coq's blanks are space, tab, CR and LF only (a no-break space is part of an identifier).
 _B = r"[ \t\r\n]"
@@ -86,8 +89,8 @@ _REFUSALS = (
     (_LOAD, "load"),
     (_PRIMITIVE, "primitive"),
 )
-# An identifier or a number running on to the left, read on the reversed text (Coq: letters,
-# digits, `_`, `'`, and a no-break space), up to _LOOKBACK characters.
+# An identifier or a number running on to the left, read on the reversed text, up to _LOOKBACK
+# characters. Coq's identifiers hold letters, digits, `_`, `'`, and a no-break space.
 _LOOKBACK = 256
 _IDENT_RUN_LEFT = re.compile(rf"[\w'\xa0]{{0,{_LOOKBACK + 1}}}")
 # Coq ends a sentence at `.` or `...` (the end of `tac...` under `Proof with`) before a blank or

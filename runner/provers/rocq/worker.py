@@ -43,14 +43,14 @@ START = "start.sh"
 BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
 BOOT_TIMEOUT_S = 900
-# Beyond the check's own limits (the compile and the audit each get the timeout, and a
-# sub-parent may first load the file's prefix): the reply's way back.
+# The reply's way back, beyond the check's own limits. The compile and the audit each get the
+# timeout, and a sub-parent may first load the file's prefix.
 REPLY_SLACK_S = 90
 
 _unavailable: dict[str, str] = {}  # image → why no worker starts there (this process stops trying)
-# Built workers (binary, build id) by build id, read from and kept in the user's cache dir, so a
-# new process never builds again what another built (start.sh picks the one built for its
-# sandbox: the host's coq-core for the local backend, the image's in Docker).
+# Built workers (binary, build id) by build id, read from and kept in the user's cache dir. So a new
+# process never builds again what another built. start.sh picks the one built for its sandbox: the
+# host's coq-core for the local backend, the image's in Docker.
 _built: dict[Path, dict[str, tuple[bytes, bytes]]] = {}  # per builds dir
 KEEP_BUILDS = 2
 _asked: set[str] = set()  # servers whose build was already looked at
@@ -329,10 +329,10 @@ def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
     except ValueError as exc:
         raise Garbled(f"the Rocq worker's report could not be read: {exc}") from None
     if compiled.ok and checked is not None and (checked.out_of_memory or checked.signal):
-        # The worker's re-check (coqchk's code and the audit, in one process) needs far more
-        # memory than coqchk alone (Coq's Nia.v: killed at 4 GB, bare coqchk peaks at 745 MB):
-        # a re-check it could not finish is the kit's failure, never the file's verdict. The
-        # cold path checks the file again with bare coqc and coqchk, each in a fresh sandbox.
+        # The worker's re-check (coqchk's code and the audit, in one process) needs far more memory
+        # than coqchk alone. Coq's Nia.v is killed at 4 GB; bare coqchk peaks at 745 MB. A re-check
+        # it could not finish is the kit's failure, never the file's verdict. The cold path checks
+        # the file again with bare coqc and coqchk, each in a fresh sandbox.
         raise CannotServe(f"the worker's re-check did not finish ({reply.text('CHECK')})")
     found = Evidence(compiled, library="NOLIBRARY" not in reply.fields)
     if request.target is not None and not target_valid(request):

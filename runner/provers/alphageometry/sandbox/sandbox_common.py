@@ -15,8 +15,8 @@ import time
 from collections import Counter
 
 REPORT_MARK = "PROOFLOCK-AG-REPORT "
-# The exception classes the engine's resampling loop swallows (the class names are the same in
-# AlphaGeometry and newclid): a diagram that failed is drawn again, so they are never syntax errors.
+# The exception classes the engine's resampling loop swallows (the same names in AlphaGeometry and
+# newclid). A diagram that failed is drawn again, so they are never syntax errors.
 RESAMPLED = (
     "InvalidLineIntersectError",
     "InvalidQuadSolveError",

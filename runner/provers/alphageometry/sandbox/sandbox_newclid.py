@@ -49,10 +49,10 @@ AG_GOAL_CHECKS = frozenset((
 
 
 FIXED = ("fixl", "fixc", "fixb", "fixt", "fixp")
-# Goals AlphaGeometry checks numerically but then fails on, where newclid reads them otherwise:
-# what newclid checks numerically in their place (None: nothing, as AlphaGeometry's check is
-# always true), and the exception AlphaGeometry raises once a diagram passes that check, in its
-# DD (Graph.check, or hashing the goal) or in numericals.check itself.
+# Goals AlphaGeometry checks numerically but then fails on, where newclid reads them otherwise. Each
+# maps to what newclid checks numerically in their place (None: nothing, as AlphaGeometry's check is
+# always true). It also gives the exception AlphaGeometry raises once a diagram passes that check.
+# That is raised in its DD (Graph.check, or hashing the goal) or in numericals.check itself.
 AG_GOAL_FAILURES = {
     "on_line": ("coll", "solve", ValueError("Not recognize on_line")),
     "para_or_coll": ("para", "solve", ValueError("Not recognize para_or_coll")),
