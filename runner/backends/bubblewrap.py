@@ -36,8 +36,8 @@ WORKDIR = "/work"
 INSIDE_UID = 1000  # as a normal user: the uid commands see (mapped to the user's own)
 NOBODY = 65534  # as root: the uid commands run as, on the host too
 SYSTEM_DIRS = ("/usr", "/etc", "/opt", "/var/lib", "/var/cache", "/nix", "/gnu")
-# Read-only, as a container sees it: glibc's malloc reads it to use transparent huge pages when
-# a program asks (a warm worker forking per check faults half as often with them).
+# Read-only, as a container sees it. glibc's malloc reads it to use transparent huge pages when a
+# program asks. A warm worker forking per check faults half as often with them.
 HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage"
 TOP_LEVEL = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # links into /usr (merged)
 NAMESPACES = (

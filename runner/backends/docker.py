@@ -225,8 +225,8 @@ class DockerSandbox:
 
     def read_file(self, relpath: str) -> bytes:
         path = f"{WORKDIR}/{checked_relpath(relpath)}"
-        # A file is read whole (a HOL Light library export is tens of MB), never cut at the cap
-        # that bounds a prover's output: a file larger than the work dir's tmpfs cannot exist.
+        # A file is read whole (a HOL Light library export is tens of MB). It is never cut at the
+        # cap that bounds a prover's output. A file larger than the work dir's tmpfs cannot exist.
         code, out, _, _ = self._exec(["cat", path], deadline_s=120, cap=READ_CAP_BYTES)
         if code != 0:
             raise FileNotFoundError(relpath)
@@ -598,8 +598,8 @@ class DockerBackend:
 
     def _remove_discarded(self) -> None:
         while (container_id := self._discarded.get()) is not None:
-            # Best effort, whatever the client raises (gone already, the daemon slow to kill a
-            # fork bomb, the client closed meanwhile): _remove_orphans removes what is left.
+            # Best effort, whatever the client raises: gone already, the daemon slow to kill a fork
+            # bomb, the client closed meanwhile. _remove_orphans removes what is left.
             with contextlib.suppress(Exception):
                 self.api.remove_container(container_id, force=True)
 
@@ -620,8 +620,8 @@ class DockerBackend:
                     self._warm.setdefault(pool, []).append(box)
             else:
                 self._remove(box)
-                # A failed reset is mostly a dead container, and what killed it (the OOM killer,
-                # a restarted daemon) hits its idle peers too: new ones cost only a start.
+                # A failed reset is mostly a dead container. What killed it (the OOM killer, a
+                # restarted daemon) hits its idle peers too, and new ones cost only a start.
                 if warm:
                     self._drop_idle(pool)
 

@@ -49,14 +49,15 @@ if TYPE_CHECKING:
 FORMAT = "1"  # of the scripts below and what a snapshot holds: part of every key
 MOUNT = "/snapshot"
 ROOT = "0:0"
-# Measured one by one (Docker 20.10, kernel 6.18, CRIU 4.1): a restore fails without any of
-# these (CAP_KILL and CAP_NET_ADMIN it does not need). CRIU would take CAP_CHECKPOINT_RESTORE for CAP_SYS_ADMIN, but Docker 20.10 refuses to
-# grant it ("unknown capability"). A restore works under Docker's default seccomp profile.
+# Measured one by one (Docker 20.10, kernel 6.18, CRIU 4.1): a restore fails without any of these.
+# It does not need CAP_KILL and CAP_NET_ADMIN. CRIU would take CAP_CHECKPOINT_RESTORE for
+# CAP_SYS_ADMIN, but Docker 20.10 refuses to grant it ("unknown capability"). A restore works under
+# Docker's default seccomp profile.
 RESTORE_CAPS = ["SYS_ADMIN", "SYS_PTRACE", "SETUID", "SETGID", "DAC_OVERRIDE", "FOWNER"]
 RESTORE_CAPS += ["SETPCAP", "CHOWN"]
 RESTORE_SECCOMP: list[str] = []
-# A dump must suspend the server's own filter, which the kernel allows only to an unfiltered
-# tracer; its container runs no checked file (it is removed before any request).
+# A dump must suspend the server's own filter. The kernel allows that only to an unfiltered tracer.
+# This container runs no checked file: it is removed before any request.
 DUMP_CAPS = RESTORE_CAPS
 DUMP_SECCOMP = ["seccomp=unconfined"]
 STATE = "/dev/shm/prooflock-server"  # the spawned server's pid and pipes (not in the snapshot)
@@ -85,7 +86,7 @@ tar -C / -cpf {MOUNT}/files.tar work tmp
 {AS_SERVER_OWNER} "$0" dump --unprivileged -t "$pid" -D {MOUNT}/images -W {CRIU_WORK} \\
     -o dump.log --network-lock skip || {{ grep -h Error {CRIU_WORK}/dump.log | tail -3; exit 1; }}
 """
-# $0: CRIU. Restores the server detached (its stdio bound to this exec's pipes), then prints the
+# $0: CRIU. Restores the server detached, its stdio bound to this exec's pipes. Then prints the
 # boot's ready line, and stays until the server exits: the exec's streams are the server's.
 RESTORE = f"""
 set -e

@@ -52,12 +52,12 @@ from runner.core.settings import Settings
 BASE_ENV = {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC"}
 SANDBOX_SETTING = "PROOFLOCK_LOCAL_SANDBOX"
 SANDBOX_MODES = ("auto", "off", "require")
-# bwrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG): servers are
-# started from this one long-lived thread, so they outlive the request thread that asked for them.
+# bwrap's --die-with-parent follows the *thread* that started it (PR_SET_PDEATHSIG). So servers
+# start from this one long-lived thread, and outlive the request thread that asked for them.
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prooflock-spawn")
 _warned: set[str] = set()
-# A mount that appears or vanishes while bwrap sets up its view (another runtime's container
-# starting or stopping) fails that start only; the command never ran, so it starts again.
+# A mount may appear or vanish while bwrap sets up its view (another runtime's container starting or
+# stopping). That fails this start only. The command never ran, so it starts again.
 MOUNT_FAILED = "Can't bind mount"
 MOUNT_ATTEMPTS = 3
 
@@ -204,8 +204,8 @@ def start(
         else:
             limit = limits.memory_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        # A bare tool may take its hard limit (`ulimit -s unlimited`); under a shell's 8 MB soft
-        # one, coqc calls a deep but legal proof a "Stack overflow.".
+        # A bare tool may take its hard limit (`ulimit -s unlimited`). Under a shell's 8 MB soft
+        # limit, coqc calls a deep but legal proof a "Stack overflow.".
         hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
         resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
