@@ -9,8 +9,8 @@ from runner.core.errors import UserError
 
 INDEX_NAME = "bundle-index.json"
 # A bundle's image archive (`images/sha256-<image ID>.tar.gz`) is stored under its own name, not
-# under its bytes' sha256: its name already says what it holds, and so the bundle's prefix is an
-# image store (`runner.images.archives.fetch_image`).
+# under its bytes' sha256. Its name already says what it holds. So the bundle's prefix is an image
+# store (`runner.images.archives.fetch_image`).
 IMAGE_ARCHIVE = re.compile(r"images/sha256-[0-9a-f]{64}\.tar\.gz")
 
 # S3's rules for new buckets: 3-63 lowercase letters, digits, dots and hyphens, alphanumeric ends.
