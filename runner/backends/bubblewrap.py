@@ -303,8 +303,8 @@ def _children_holding(directory: Path, mounted: list[Path]) -> set[str]:
 def _tool_roots(system: list[Path], hidden: list[Path]) -> list[Path]:
     """Directories outside the system ones that PATH and Python need.
 
-    They are the PATH entries, the whole of a venv or pyenv root on PATH, and the kit's Python
-    (prefix, base prefix, user site).
+    They are the PATH entries and the whole of a venv or pyenv root on PATH. Add the kit's Python:
+    prefix, base prefix, user site.
     """
     entries = [Path(p) for p in os.environ.get("PATH", "").split(":") if p.startswith("/")]
     found = [

@@ -5,8 +5,8 @@ v1 memory controller (as root), or a delegated v2 subtree. The cgroup has the re
 and no swap. Whether it ran out of memory is read from the cgroup's OOM-kill counter, never from
 what the program printed.
 
-Cgroups are named `prooflock-<kit pid>-<n>`. So ones left by a kit that crashed are recognised
-(their pid is gone), and the next kit removes them when it starts.
+Cgroups are named `prooflock-<kit pid>-<n>`. So ones left by a kit that crashed are recognised:
+their pid is gone. The next kit removes them when it starts.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Booted servers kept as CRIU snapshots, restored into fresh containers (docker backend).
 
-Making one: a container with CRIU's capabilities boots the server as the check user, under the guard
-(snapshot/guard.c: no new privileges, its own seccomp filter). The kit waits for the ready line.
-Then CRIU dumps the server into a staging directory, before any request. The container is removed
-and the snapshot committed (snapshot/store.py).
+Making one: a container with CRIU's capabilities boots the server as the check user. The server runs
+under the guard (snapshot/guard.c: no new privileges, its own seccomp filter). The kit waits for the
+ready line. Then CRIU dumps the server into a staging directory, before any request. The container
+is removed and the snapshot committed (snapshot/store.py).
 
 Starting from one: a fresh container of the same image ID gets the server's work and /tmp files
 back. `criu restore` brings the process tree back, its stdin and stdout bound to the new exec's

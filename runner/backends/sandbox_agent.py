@@ -4,9 +4,9 @@ It uses the standard library only. It is shipped as `python3 -I -S -c <this sour
 container's main process (PID 1), as the check user. So a check costs a few frames over the attach
 stream, not a `docker exec` per operation.
 
-Frame: a 4-byte big-endian length, then a 4-byte header length, a JSON header, and the blobs (file
-data, stdin, stdout, stderr) whose sizes the header lists. The host sends requests. The agent
-answers each with one reply carrying the request's `seq`.
+Frame: a 4-byte big-endian length, then a 4-byte header length, a JSON header, and the blobs. The
+blobs are file data, stdin, stdout, stderr; the header lists their sizes. The host sends requests.
+The agent answers each with one reply carrying the request's `seq`.
 
 Soundness:
 - checked programs run as the same uid as the agent. So the agent makes itself non-dumpable (no

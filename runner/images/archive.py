@@ -1,7 +1,7 @@
 """Images as `docker save` archives: save, read, write with a chosen config, load.
 
-Docker's image ID is the sha256 of the config JSON. Normalize the layers and write the config
-canonically (sorted keys, fixed times, no build-host fields): the ID then depends on the content
+Docker's image ID is the sha256 of the config JSON. So normalize the layers and write the config
+canonically: sorted keys, fixed times, no build-host fields. The ID then depends on the content
 only.
 """
 

@@ -1,8 +1,8 @@
 """Image archives: an image as one content-addressed file, saved, checked, loaded, fetched.
 
 `sha256-<hex>.tar.gz` holds the image whose ID is `sha256:<hex>`. It is a docker-archive as
-runner.images.archive writes it: each layer tar under its diff_id, the config under its digest, one
-manifest, no tags. It is gzipped with mtime 0, so the same image gives the same bytes.
+runner.images.archive writes it. Each layer tar is under its diff_id, the config under its digest;
+one manifest, no tags. It is gzipped with mtime 0, so the same image gives the same bytes.
 
 Loading reads the whole archive first. The config's sha256 must be the ID in the name, and every
 layer must hash to its diff_id in the config. A damaged, truncated or misnamed archive loads

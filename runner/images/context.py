@@ -78,8 +78,9 @@ def build_context(
 ) -> IO[bytes]:
     """The context as a tar in a temporary file, read from its start.
 
-    It holds the definitions, `extra` files in `build/`, and `stored` files from the store (a
-    closure's `.deb`s, downloads) at their path in `build/`. Close it when the build has read it.
+    It holds the definitions and the `extra` files in `build/`. It also holds `stored` files from
+    the store (a closure's `.deb`s, downloads), at their path in `build/`. Close it when the build
+    has read it.
     """
     entries: dict[str, tuple[bytes, int]] = {
         "Dockerfile": ((images_root / name / "Dockerfile").read_bytes(), 0o644)

@@ -1,7 +1,7 @@
 """The images lock (`manifests/images.lock.json`): every pin, and what each build produced.
 
 Pins (`inputs`) are the Dockerfiles' `ARG` defaults. The lock repeats them so one file says what an
-image is made of; `prooflock images build` passes them as build arguments. Beside them is what a
+image is made of. `prooflock images build` passes them as build arguments. Beside them is what a
 locked build produced: image ID, layer diff_ids, the installed Debian packages. Its exact closure is
 there too: every `.deb` by pool path, sha256 and size.
 

@@ -1,18 +1,18 @@
 """The input store: every build input by sha256, gathered from wherever it still is.
 
-One store holds every kind of input a build takes: the `.deb`s of closures, wheels, source tarballs,
-git bundles, single files and toolchain archives (runner.images.lock's `Download`).
+One store holds every kind of input a build takes (runner.images.lock's `Download`). These are the
+`.deb`s of closures, wheels, source tarballs, git bundles, single files and toolchain archives.
 
 The local store is `<cache>/debs/sha256/<hex>`. A remote one keeps objects at
 `prefix/debs/sha256/<hex>`; it is set by `PROOFLOCK_STORE=s3://bucket/prefix`, or by its first name
 `PROOFLOCK_DEB_STORE`. The directory keeps its first name, so stores filled before every kind was
 kept still serve.
 
-A file missing here is fetched from the sources a caller lists, in order: a Debian mirror, the
-lock's snapshot, the remote store, the host's pip (runner.images.exact, runner.images.downloads). It
-is kept only when its sha256 and size are the lock's. A mirror that does not answer is asked nothing
-more in that run. A remote store that does not answer stops the run (StorageUnavailable, exit 3: run
-it again to resume).
+A file missing here is fetched from the sources a caller lists (runner.images.exact,
+runner.images.downloads). In order: a Debian mirror, the lock's snapshot, the remote store, the
+host's pip. It is kept only when its sha256 and size are the lock's. A mirror that does not answer
+is asked nothing more in that run. A remote store that does not answer stops the run
+(StorageUnavailable, exit 3: run it again to resume).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ Lines are AlphaGeometry's, as `Problem.from_txt_file` reads them. The file is re
 mode, so `\r\n` and `\r` end a line as `\n` does. Then it is split on `'\n'`, and empty lines are
 dropped. `str.splitlines()` is never used: it also breaks at U+2028, U+0085, `\x0c`, `\x1c`-`\x1e`
 and `\x0b`, which AlphaGeometry keeps inside a line. A line of blanks is a line, as there. The kit
-takes one liberty: a problem line and a title lose the spaces and tabs at their ends (AlphaGeometry
-would raise KeyError on a trailing space). No other character is stripped.
+takes one liberty: a problem line and a title lose the spaces and tabs at their ends. (AlphaGeometry
+would raise KeyError on a trailing space.) No other character is stripped.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Lean 4 + Mathlib adapter: files checked on a warm Lean REPL that has their imports loaded.
 
-A target that cannot be sent to Lean as one term makes a bad request, refused when it is resolved
-(`validate`: exit 2). Such a target does not lex, leaves a bracket open, names a word the source
-policy refuses, or has a name that is not a Lean name.
+A target that cannot be sent to Lean as one term is a bad request. It is refused when it is resolved
+(`validate`: exit 2). Such a target does not lex or leaves a bracket open. Or it names a word the
+source policy refuses, or its name is not a Lean name.
 
 A check is refused before anything runs in two cases:
 - the file uses what could bypass the kernel or run its own code at elaboration time
@@ -25,11 +25,11 @@ Verdicts:
 
 A file the REPL passed is checked again, independently (recheck.py). Comparator builds it in a fresh
 sandbox and replays its export into fresh kernels. It compares the theorems with a challenge
-elaborated apart: a comparator challenge in `options.challenge`, the target on its own `requires`,
-or the file's own theorems. That verdict is recorded, `replayed`. Other verdicts rest on Lean's
-kernel in the REPL (`kernel`). A protocol double that says so (`double`: tests/doubles/) makes every
-verdict it took part in the double's. The module comparator.py reads a comparator project (challenge
-and solution) as one request, and back.
+elaborated apart. That is a comparator challenge in `options.challenge`, the target on its own
+`requires`, or the file's own theorems. That verdict is recorded, `replayed`. Other verdicts rest on
+Lean's kernel in the REPL (`kernel`). A protocol double that says so (`double`: tests/doubles/)
+makes every verdict it took part in the double's. The module comparator.py reads a comparator
+project (challenge and solution) as one request, and back.
 """
 
 from __future__ import annotations

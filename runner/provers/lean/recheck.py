@@ -14,8 +14,8 @@ with lake, exports them with lean4export and runs comparator. Comparator:
 The challenge, by request:
 - comparator mode (`options.challenge`): the challenge as given, with its theorem and definition
   names;
-- a target: the target's `requires` as imports (the file's own imports when it has none) and
-  `theorem NAME : STATEMENT := sorry`, so the statement is elaborated apart from the file;
+- a target: the target's `requires` as imports (else the file's own imports), and
+  `theorem NAME : STATEMENT := sorry`. So the statement is elaborated apart from the file.
 - neither: the file itself, naming every theorem the REPL listed (kernel acceptance and axioms).
 """
 
@@ -88,8 +88,8 @@ def permitted_axioms(
 ) -> tuple[str, ...]:
     """Comparator's exact names for the permitted axioms.
 
-    They are what the request allows by name, and what the REPL reported that the request allows (a
-    native proof's own axiom, allowed by its tactic). Lean's own three are added unless `exact`. In
+    They are what the request allows by name. Add what the REPL reported that the request allows: a
+    native proof's own axiom, allowed by its tactic. Lean's own three are added unless `exact`. In
     comparator mode its `permitted_axioms` are all there is.
     """
     names = set(allowed_axioms) | {a for a in assumptions if judging.allowed(a, allowed_axioms)}

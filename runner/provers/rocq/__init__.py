@@ -14,8 +14,7 @@ Every check, warm or cold:
 4. With a target, its statement is elaborated after the target's own `requires` alone, before
    anything of the file is loaded. It is compared with the named theorem's type, read from the
    compiled library, as Ltac's `constr_eq` does. That is syntactic, up to alpha-conversion and a
-   consistent renaming of universe levels. It is never by conversion: that would accept a
-   theorem that only computes to the target, and let a file spend the check's time reducing.
+   consistent renaming of universe levels. It is never by conversion. That would accept a theorem that only computes to the target. It would also let a file spend the check's time reducing.
 
 The cold path runs Debian's coqc and coqchk and two drivers (cold.py). The warm path runs the same
 steps in a worker that has the file's `Require`s loaded and forks per check (worker.py,

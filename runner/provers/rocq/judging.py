@@ -6,11 +6,10 @@ verdict, diagnostics and assumptions, whichever path gathered it.
 
 What a verdict rests on:
 - the compile: coqc's exit status and located messages;
-- then coqchk's re-check of the compiled library, in a fresh process that never ran the file
-  (trust `replayed`): coqchk's verdict on the library, its list of what the library declared,
-  and what it assumes.
-A check that never reached coqchk (statement mode, a failed compile) rests on coqc's own kernel, in
-the file's process (trust `kernel`).
+- then coqchk's re-check of the compiled library, in a fresh process that never ran the file (trust
+  `replayed`). That gives coqchk's verdict on the library, what the library declared, and what it
+  assumes. A check that never reached coqchk (statement mode, a failed compile) rests on coqc's own
+  kernel, in the file's process (trust `kernel`).
 
 Everything the file could influence only ever makes the verdict stricter. An unreadable Print
 Assumptions counts every axiom coqchk found as used. A rejected or unreadable re-check is a `fail`.

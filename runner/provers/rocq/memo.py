@@ -11,7 +11,7 @@ hands them to the workers it starts (srv/memo). Within a run it hands them to th
 
 Only `Coq.*` objects are kept on disk. The install key (package versions, or the image ID) fixes
 their contents, while a user's own libraries can change under the same key. Each line on disk
-carries its digest, so a line a crash tore is dropped (an entry cut short would have lost axioms). A
+carries its digest, so a line a crash tore is dropped. An entry cut short would have lost axioms. A
 canary's fresh worker gets none of this: cold checks use no state of earlier checks.
 """
 

@@ -137,8 +137,8 @@ def sample_diagrams(job, draw_once, goal_index):
     Fast policy: job["max_samples"] diagrams, however long they take. The request's own time limit
     still ends an undecided run. No clock decides the outcome, since that would make it depend on
     the machine's speed. The sampler draws the same diagrams in the same order (seeded). A late
-    degenerate one can decide `goal_false` or `construction_impossible`. job["logic_budget_s"] stays
-    in the policy's key, so recorded results keep their key; it decides nothing.
+    degenerate one can decide `goal_false` or `construction_impossible`. The policy's key keeps
+    job["logic_budget_s"], so recorded results keep their key. It decides nothing.
 
     Paper policy (NL2AGBench): unbounded samples. The engine prints nothing while it resamples, so a
     problem with no output for job["logic_window_s"] seconds is a logic error. That rule is in time

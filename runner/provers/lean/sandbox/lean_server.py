@@ -26,9 +26,9 @@ The queries call functions directly (no `toString`, `++`, `==` or `for`). So an 
 artifact declared for a common type cannot change what they report.
 
 The REPL has no timeout, so this server keeps the deadline. Past it, or past the memory cap (from
-/proc/<pid>/status VmRSS), it kills the REPL and starts a fresh one for the next check. It also
-recycles the REPL after --recycle-after checks or past --recycle-rss-mb, since the REPL keeps every
-environment it ever made.
+/proc/<pid>/status VmRSS), it kills the REPL. The next check gets a fresh one. It also recycles the
+REPL after --recycle-after checks or past --recycle-rss-mb, since the REPL keeps every environment
+it ever made.
 
 A REPL that is a protocol double (tests/doubles/) says so in its reply to the header: a top-level
 `double` field the real REPL never sends. The server passes that on at boot and in every reply, so
