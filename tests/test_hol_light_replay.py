@@ -1,9 +1,9 @@
 """The HOL Light replayer alone: HOL Light's own kernel re-derives what an export claims, or fails.
 
-The replayer (runner/provers/hol_light/replay.ml) is built here from Debian's HOL Light sources, as
-the kit builds it in its sandbox, and fed proof exports written by hand: the same format the
-worker writes (export.ml), so each case says exactly which inference an attacker sends. Nothing
-boots HOL Light, so this runs in seconds.
+The replayer (runner/provers/hol_light/sandbox/replay.ml) is built here from Debian's HOL Light
+sources, as the kit builds it in its sandbox, and fed proof exports written by hand: the same
+format the worker writes (export.ml), so each case says exactly which inference an attacker
+sends. Nothing boots HOL Light, so this runs in seconds.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -125,8 +124,8 @@ def library_export() -> bytes:
 
 
 def start_replayer(work: Path, library: bytes):
-    for name in hol_worker.REPLAYER_FILES:
-        (work / name).write_bytes(files("runner.provers.hol_light").joinpath(name).read_bytes())
+    for name, data in hol_worker.sandbox_files(hol_worker.REPLAYER_FILES).items():
+        (work / name).write_bytes(data)
     build = subprocess.run(
         ["sh", "build_replay.sh"], cwd=work, capture_output=True, text=True, timeout=600
     )

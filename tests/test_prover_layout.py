@@ -2,8 +2,8 @@
 
 The roles (README, "Adding a prover"): `source.py` reads the artifact, `judging.py` turns the
 prover's output into a verdict and its assumptions, `worker.py` runs the warm server, and
-`sandbox/` holds files copied into the container. Any other module is the prover's own, and its
-package docstring introduces it by file name.
+`sandbox/` holds files copied into the container (every file that is not a Python module). Any
+other module is the prover's own, and its package docstring introduces it by file name.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ SPEC_BUILDERS = {
     "runner.provers.common.jsonlines": "server_spec",
 }
 
+# What Python itself leaves beside a module.
+PYTHON_FILES = {".py", ".pyc"}
+
 
 def prover_packages() -> list[ModuleType]:
     """The package of every prover the registry finds (a one-module prover has no layout)."""
@@ -60,6 +63,18 @@ def modules(package: ModuleType) -> list[str]:
     """The package's modules, `__init__` among them."""
     found = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.ispkg}
     return sorted({"__init__", *found})
+
+
+def beside_the_modules(package: ModuleType) -> list[str]:
+    """Files the package ships outside sandbox/ that are not Python (none should be)."""
+    root = folder(package)
+    return sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file()
+        and path.suffix not in PYTHON_FILES
+        and not {"sandbox", "__pycache__"} & set(path.relative_to(root).parts)
+    )
 
 
 def builds_a_server_spec(path: Path) -> bool:
@@ -130,4 +145,13 @@ def test_every_other_module_is_introduced_by_its_package_docstring(package):
         f"{package.__name__}'s docstring does not say what {', '.join(missing)} "
         f"{'is' if len(missing) == 1 else 'are'} for (a module that plays no role is the "
         "prover's own: say what it does)"
+    )
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_files_copied_into_a_sandbox_live_in_sandbox_dir(package):
+    stray = beside_the_modules(package)
+    assert not stray, (
+        f"{package.__name__} ships {', '.join(stray)} beside its modules: a file that is not a "
+        "Python module is one the prover copies into its sandbox, and lives in sandbox/"
     )

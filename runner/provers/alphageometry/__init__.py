@@ -8,7 +8,7 @@ AlphaGeometry repeats forever on a false goal is bounded, so a logic error takes
 
 Engines (`--engine`): `newclid` (PyPI newclid==2.0.2, image `newclid`) and `ag4masses`
 (AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`). Both read AlphaGeometry's
-own defs.txt and rules.txt, shipped beside this module. ag4masses is the reference: where newclid
+own defs.txt and rules.txt, shipped in sandbox/. ag4masses is the reference: where newclid
 would read a problem otherwise, its driver does it AlphaGeometry's way; where newclid's sampler
 alone decides otherwise, the record says AlphaGeometry's outcome beside newclid's; and
 tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on malformed problems.
@@ -16,7 +16,8 @@ tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on 
 Modules: source.py reads the input formats; definitions.py and validator.py are the kit's DSL
 check; engines.py holds the in-sandbox drivers and their jobs; worker.py is the server that
 imports the engine once; judging.py maps NL2AGBench's categories to verdicts; categories.py
-makes the batch tables. sandbox/ holds the scripts that run inside the sandbox.
+makes the batch tables. sandbox/ holds the scripts that run inside the sandbox, and the data
+they read there.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-PACKAGE = files(__package__)
+# In sandbox/: the engine reads the same bytes in the sandbox that the validator reads here.
+DATA = files(__package__).joinpath("sandbox")
 DEFS_FILE = "defs.txt"
 RULES_FILE = "rules.txt"
 # The files are AlphaGeometry's own, copied unchanged (see DATA_LICENSE.txt beside them).
@@ -48,7 +49,7 @@ class Definition:
 
 
 def data_bytes(name: str) -> bytes:
-    data = PACKAGE.joinpath(name).read_bytes()
+    data = DATA.joinpath(name).read_bytes()
     if hashlib.sha256(data).hexdigest() != SHA256[name]:
         raise RuntimeError(
             f"{name} in the prooflock package is not AlphaGeometry's (sha256 differs)"

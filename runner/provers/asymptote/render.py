@@ -150,9 +150,9 @@ def kept_path(directory: str, fmt: str) -> str:
 
 def install_kit(sandbox: Sandbox) -> None:
     """The kit's module and converters, written before any code of a diagram runs."""
-    package = resources.files(__package__)
-    sandbox.write_file(f"{KIT}/converters.sh", package.joinpath("converters.sh").read_bytes())
-    module = package.joinpath(f"{KIT_MODULE}.asy").read_bytes()
+    kit = resources.files(__package__).joinpath("sandbox")
+    sandbox.write_file(f"{KIT}/converters.sh", kit.joinpath("converters.sh").read_bytes())
+    module = kit.joinpath(f"{KIT_MODULE}.asy").read_bytes()
     sandbox.write_file(f"{KIT}/asy/{KIT_MODULE}.asy", module)
 
 

@@ -56,8 +56,9 @@ PRELOAD_LIMIT_S = 900
 BOOT_ERROR = re.compile(r"^(Error|Exception:).*$", re.MULTILINE)
 
 
-def _files(names: tuple[str, ...]) -> dict[str, bytes]:
-    return {name: files(__package__).joinpath(name).read_bytes() for name in names}
+def sandbox_files(names: tuple[str, ...]) -> dict[str, bytes]:
+    """The named files of sandbox/, keyed by their names in the server's work dir."""
+    return {name: files(__package__).joinpath("sandbox", name).read_bytes() for name in names}
 
 
 def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
@@ -67,7 +68,7 @@ def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
         argv=[*toplevel, SERVER_FILE],
         ready=BOOT_MARKER,
         boot_timeout_s=BOOT_TIMEOUT_S,
-        files=_files(WORKER_FILES),
+        files=sandbox_files(WORKER_FILES),
         env={"HOLLIGHT_DIR": hol_dir},
         boot_note="loading HOL Light takes about 3 min",
         max_servers=1,  # minutes and GBs per boot: checks running at once share one
@@ -119,7 +120,7 @@ def replayer_spec(hol_dir: str, boot: Boot, worker: SandboxServer) -> ServerSpec
             argv=["sh", "-c", command],
             ready=REPLAYER_READY,
             boot_timeout_s=REPLAYER_BOOT_TIMEOUT_S,
-            files={**_files(REPLAYER_FILES), LIBRARY_FILE: library},
+            files={**sandbox_files(REPLAYER_FILES), LIBRARY_FILE: library},
             env={"HOLLIGHT_DIR": hol_dir},
             key=boot.library_digest,
             boot_note="building HOL Light's kernel alone and re-deriving its library",
