@@ -367,6 +367,12 @@ def coq_speed(backend: str = "local") -> dict[str, object] | str:
         "same_verdicts": all(
             a.verdict is b.verdict for a, b in zip(results, kit[WORKERS[-1]][1], strict=True)
         ),
+        # Where the runs differ (a timeout under load, say): each run's verdict and wall time.
+        "differing": {
+            a.artifact: [f"{r.verdict.value} {r.provenance.wall_ms / 1000:.1f}s" for r in (a, b)]
+            for a, b in zip(results, kit[WORKERS[-1]][1], strict=True)
+            if a.verdict is not b.verdict
+        },
     }
 
 
