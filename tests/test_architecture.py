@@ -98,3 +98,25 @@ def test_settings_are_built_at_the_entry_points_and_passed_down():
             if name in builders and builders[name] != path:
                 built_below.add(f"{path}:{line} {name}()")
     assert not built_below, "built below the entry points: " + ", ".join(sorted(built_below))
+
+
+def imported_modules(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/support/; a test module imported by another would run
+    its tests twice and tie two stories together."""
+    tests = ROOT.parent / "tests"
+    offenders = [
+        f"{path.relative_to(tests)} imports {name}"
+        for path in sorted(tests.rglob("*.py"))
+        for name in imported_modules(ast.parse(path.read_text()))
+        if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+    ]
+    assert not offenders, offenders
