@@ -1,23 +1,28 @@
 """AlphaGeometry adapter: problems in AlphaGeometry's DSL checked by running an engine's DD+AR.
 
 Each artifact is one problem (`title`, then `clauses ? goal`). The kit's validator replays
-AlphaGeometry's front end on defs.txt and explains any syntax error; the engine driver then runs
-the problem in the sandbox in AlphaGeometry's own order (parse, rename, setup string, diagram,
-DD+AR), so its exception class is the one NL2AGBench counts. The diagram sampling that
-AlphaGeometry repeats forever on a false goal is bounded, so a logic error takes seconds.
+AlphaGeometry's front end on defs.txt and explains any syntax error. The engine driver then runs
+the problem in the sandbox in AlphaGeometry's own order: parse, rename, setup string, diagram,
+DD+AR. So its exception class is the one NL2AGBench counts. AlphaGeometry samples diagrams
+forever on a false goal; here the sampling is bounded, so a logic error takes seconds.
 
-Engines (`--engine`): `newclid` (PyPI newclid==2.0.2, image `newclid`) and `ag4masses`
-(AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`). Both read AlphaGeometry's
-own defs.txt and rules.txt, shipped in sandbox/. ag4masses is the reference: where newclid
-would read a problem otherwise, its driver does it AlphaGeometry's way; where newclid's sampler
-alone decides otherwise, the record says AlphaGeometry's outcome beside newclid's; and
-tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on malformed problems.
+Engines (`--engine`):
+- `newclid`: PyPI newclid==2.0.2, image `newclid`;
+- `ag4masses`: AlphaGeometry's DD+AR from the ag4masses fork, image `alphageometry`.
+Both read AlphaGeometry's own defs.txt and rules.txt, shipped in sandbox/. ag4masses is the
+reference. Where newclid would read a problem otherwise, its driver does it AlphaGeometry's way.
+Where newclid's sampler alone decides otherwise, the record gives AlphaGeometry's outcome beside
+newclid's. tests/test_alphageometry_parity.py holds the two to AlphaGeometry's outcomes on
+malformed problems.
 
-Modules: source.py reads the input formats; definitions.py and validator.py are the kit's DSL
-check; engines.py holds the in-sandbox drivers and their jobs; worker.py is the server that
-imports the engine once; judging.py maps NL2AGBench's categories to verdicts; categories.py
-makes the batch tables. sandbox/ holds the scripts that run inside the sandbox, and the data
-they read there.
+Modules:
+- source.py reads the input formats;
+- definitions.py and validator.py are the kit's DSL check;
+- engines.py holds the in-sandbox drivers and their jobs;
+- worker.py is the server that imports the engine once;
+- judging.py maps NL2AGBench's categories to verdicts;
+- categories.py makes the batch tables.
+sandbox/ holds the scripts that run inside the sandbox, and the data they read there.
 """
 
 from __future__ import annotations

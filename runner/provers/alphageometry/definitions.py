@@ -1,8 +1,13 @@
 """AlphaGeometry's construction definitions (defs.txt), read for the kit's own DSL validator.
 
-defs.txt holds one definition per six lines: the construction with its argument names, the
-points each new point relies on, the preconditions, the basic facts it adds (grouped by the
-points they define), the numeric sketch, and a blank line. Only what the validator needs is kept.
+defs.txt holds one definition per six lines:
+1. the construction with its argument names;
+2. the points each new point relies on;
+3. the preconditions;
+4. the basic facts it adds, grouped by the points they define;
+5. the numeric sketch;
+6. a blank line.
+Only what the validator needs is kept.
 """
 
 from __future__ import annotations
