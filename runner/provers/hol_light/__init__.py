@@ -1,27 +1,38 @@
-"""HOL Light adapter: a verdict rests on a replay of the file's proofs by HOL Light's own kernel.
+"""HOL Light adapter: HOL Light's own kernel replays each file's proofs.
 
-Two servers, each in a sandbox of its own (worker.py):
-- the worker (server.ml) loads HOL Light once, with its kernel swapped for one that records,
-  in every theorem, the primitive inference that made it (recording_fusion.ml: HOL Light's
-  fusion.ml with proofs attached), and checks each file in a forked child. When a file ran to
-  its end, the child writes the proofs of every theorem it bound and every axiom it made
-  (export.ml); the worker also parses the target, before the file runs, in its pristine state;
-- the replayer (replay.ml, replay_server.ml) is HOL Light's unmodified lib.ml and fusion.ml
-  compiled with a reader of those exports, and nothing else. It re-derives the library once
-  (from the three axioms, every declaration and definition, in order) and each check's export
-  in a forked child, and says what it derived: each named theorem's statement, the axioms and
-  definitions under it, whether it states the target (read while only the library exists, so
-  that a constant the file defines cannot stand for one of its names).
-A theorem the replay cannot derive is not a pass, whatever the file's process said
-(`Trust.REPLAYED`). The file's code runs only in the worker's child, contained by the sandbox:
-nothing in the language is refused; everything a check started is killed after it; a file
-that breaks its worker is judged by a control check on a fresh one. protocol.py frames a request
-and parses the worker's reply; judging.py turns the reply and the replay into the verdict.
+Two servers run, each in a sandbox of its own (worker.py).
 
-Options: `placeholder` (names, default CHEAT_TAC: allowed in statement mode, a `placeholder`
-verdict in proof mode) and `preload` (libraries such as Library/prime.ml a warm parent loads
-first; used only for a file whose first phrases `needs` them in that order, see
-source.effective_preload, so a preloaded library never changes a result), read by options.py.
+- The worker (server.ml) loads HOL Light once, with a kernel that records proofs.
+  That kernel is recording_fusion.ml: HOL Light's fusion.ml with proofs attached.
+  Each file runs in a forked child.
+  The worker parses the target first, while HOL Light is still pristine.
+  A child that reaches the file's end exports its proofs (export.ml).
+  The export holds every theorem the file bound and every axiom it made.
+- The replayer (replay.ml, replay_server.ml) is HOL Light's unmodified lib.ml and fusion.ml.
+  Its only addition is a reader for those exports.
+  It re-derives the library once: the three axioms, then each declaration and definition.
+  It replays each check's export in a forked child.
+  It reports each named theorem's statement, with the axioms and definitions under it.
+  It also says whether a theorem states the target.
+  It reads the target while only the library exists.
+  So a constant the file defines cannot stand for one of the target's names.
+
+A theorem the replay cannot derive is never a pass (`Trust.REPLAYED`).
+What the file's process said does not change that.
+The file's code runs only in the worker's child, held by the sandbox.
+Nothing in the language is refused.
+Everything a check started is killed after it.
+A file that breaks its worker is judged by a control check on a fresh one.
+protocol.py frames a request and parses the worker's reply.
+judging.py turns the reply and the replay into the verdict.
+
+options.py reads two options.
+
+- `placeholder`: names, by default CHEAT_TAC.
+  Statement mode allows them; proof mode gives a `placeholder` verdict.
+- `preload`: libraries, such as Library/prime.ml, that a warm parent loads first.
+  A file gets them only when its first phrases `needs` them in that order.
+  So a preloaded library never changes a result (see source.effective_preload).
 """
 
 from __future__ import annotations
@@ -63,7 +74,7 @@ def probe(image: str) -> dict[str, list[str]]:
 
 
 def validate(request: ResolvedRequest) -> None:
-    """A target HOL Light cannot even be asked about is bad input (exit 2), before any check."""
+    """A target HOL Light cannot parse is bad input (exit 2), found before any check."""
     target = request.target
     problem = source.target_problem(target.name, target.statement) if target else None
     if problem is not None:
@@ -75,15 +86,21 @@ def check(request: ResolvedRequest, sandboxes: Sandboxes) -> Outcome:
 
 
 def check_batch(requests: list[ResolvedRequest], sandboxes: Sandboxes) -> list[Outcome | None]:
-    """One after the other on one worker (a check's export must be read before the next runs):
-    the worker and replayer the first check took serve the rest, until one breaks."""
+    """Check the files one after the other on one worker.
+
+    Each check's export is read before the next file runs.
+    The first check's worker and replayer serve the rest, until one breaks.
+    """
     held = _Held(sandboxes)
     return [_check(request, held) for request in requests]
 
 
 class _Held:
-    """The servers one call holds: each `sandboxes.server` takes another from the pool, and so
-    would boot another HOL Light for every file of a batch."""
+    """The servers one call holds.
+
+    Each `sandboxes.server` call takes another server from the pool.
+    Without this, every file of a batch would boot another HOL Light.
+    """
 
     def __init__(self, sandboxes: Sandboxes):
         self._sandboxes = sandboxes

@@ -1,17 +1,19 @@
-"""The verdict on one HOL Light check: from the worker's reply and the replayer's answer.
+"""The verdict on one HOL Light check, from the worker's reply and the replayer's answer.
 
-The verdict of a file that ran to its end rests on the replay: the export re-derived by HOL
-Light's unmodified kernel in a process that never ran the file (one JSON line back: the
-theorems with the axioms and definitions under each, and whether the target is stated). What
-the child said can only make a check fail; memory and time come from the worker's own
-observation of the child (its clock, the child's exit, the cgroup's kill count, the child's
-peak address space read from /proc), never from a frame.
+A file that ran to its end is judged on the replay.
+HOL Light's unmodified kernel re-derives the export, in a process that never ran the file.
+It sends back one JSON line.
+The line lists the theorems, the axioms and definitions under each, and the target's status.
+What the child said can only make a check fail.
+Memory and time come from the worker's own view of the child, never from a frame.
+That view is the worker's clock, the child's exit and the cgroup's kill count.
+It also holds the child's peak address space, read from /proc.
 
-The child writes the export and says that the file ran to its end, and nothing outside its
-process can check either: which theorems the file bound, that it ran every phrase, which of its
-axioms a placeholder made. A record says which of its claims rest on that word
-(`details.self_reported`). With a target, the verdict rests on the replay of the target's
-statement alone.
+Some claims rest on the child's word alone; nothing outside its process can check them.
+They are: the export itself, that the file ran every phrase, and which theorems it bound.
+Which of its axioms a placeholder made is another.
+A record lists these claims in `details.self_reported`.
+With a target, the verdict rests only on the replay of the target's statement.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ MESSAGE_START = re.compile(r"^(Error|Exception|Parse error|Error in included fil
 
 
 def refused(request: ResolvedRequest) -> Outcome | None:
-    """A FAIL for a target the server could not even be asked about, before anything boots.
+    """A FAIL for a target the server cannot be asked about, before anything boots.
 
     Everything about the file itself is decided on HOL Light's own parse, in the server.
     """
@@ -51,8 +53,10 @@ def refused(request: ResolvedRequest) -> Outcome | None:
 
 
 def stopped_outcome(reply: Reply, request: ResolvedRequest, work_dir: str) -> Outcome | None:
-    """The verdict of a file that did not run to its end (or left nothing to replay); None when it
-    did, and its proofs wait in the export."""
+    """The verdict of a file that stopped early or left nothing to replay.
+
+    None when the file ran to its end: its proofs then wait in the export.
+    """
     content = request.content
     clean = _Normalizer(reply.check_dir, work_dir)
     phrase = _last_phrase(reply)
@@ -293,7 +297,7 @@ def _last_phrase(reply: Reply) -> tuple[int, int, int, int] | None:
 
 
 def _phrase_count(reply: Reply) -> int:
-    """Phrases run (the server keeps only the last PHRASE frame: its index counts them)."""
+    """Phrases run: the server keeps only the last PHRASE frame, whose index counts them."""
     phrases = reply.payloads("PHRASE")
     return int(phrases[-1].split()[0]) + 1 if phrases else 0
 

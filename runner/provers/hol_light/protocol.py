@@ -1,13 +1,21 @@
-"""The worker's wire format (see server.ml): a request framed, a reply parsed. judging.py says
-what a reply and the replayer's answer mean: an Outcome.
+"""The worker's wire format (see server.ml): a request framed, a reply parsed.
 
-A request is a header line, the file, then the target statement (if any). A reply is
-`\\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <target_length>
-<export_length> <swept> <dir>\\n`, the report, the target, then `\\n@@<nonce> DONE\\n`. The
-report is the checking child's account, frames `<TAG> <length>\\n<payload>`: where it stopped and
-why. The target is the target statement as HOL Light parsed it in the pristine worker before the
-child started (a proof-export term, or `!` and why there is none). The child's proofs wait in the
-worker's `proof.export`.
+judging.py says what a reply and the replayer's answer mean, as an Outcome.
+
+A request is a header line, the file, then the target statement, if any.
+A reply has a header line, the report, the target, and a closing line.
+The header line is:
+
+    \\n@@<nonce> REPLY <status> <code> <cpu_ms> <parent> <oom> <report_length> <target_length>
+    <export_length> <swept> <dir>\\n
+
+The closing line is `\\n@@<nonce> DONE\\n`.
+The report is the checking child's account: where it stopped and why.
+Its frames read `<TAG> <length>\\n<payload>`.
+The target is the target statement as HOL Light parsed it.
+The pristine worker parsed it before the child started.
+It is a proof-export term, or `!` and the reason there is none.
+The child's proofs wait in the worker's `proof.export`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What an artifact's text says before it runs: leading `needs`, placeholder uses, options.
 
-These read the text only to pick a parent and to word messages. What a file may do is decided
-by the server on HOL Light's own parse of it (server.ml, Prooflock_fence), never here.
+These functions read the text only to pick a parent and to word messages.
+The server decides what a file may do, on HOL Light's own parse of it.
+That is server.ml's Prooflock_fence, never this module.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _NEEDS = re.compile(r'\s*needs\s+"([^"\n]*)"\s*;;')
 
 
 def leading_needs(content: str) -> list[str]:
-    """Library paths the file `needs` before anything else, in order (`needs "a.ml";;` phrases)."""
+    """Library paths the file `needs` first, in order (`needs "a.ml";;` phrases)."""
     code = code_only(content)
     found, at = [], 0
     while match := _NEEDS.match(code, at):
@@ -38,10 +39,11 @@ def leading_needs(content: str) -> list[str]:
 def effective_preload(declared: list[str], content: str) -> list[str]:
     """The part of the declared preload set a preloaded parent may serve this file from.
 
-    A preloaded parent is the plain one after running `needs` on each declared library, so it is
-    indistinguishable from the plain parent only for a file whose first phrases are those same
-    `needs`, in the same order: the longest common prefix of the two lists. A file that uses a
-    library without saying so first is checked on the plain parent and fails just as alone.
+    A preloaded parent is the plain one after `needs` on each declared library.
+    It matches the plain parent only for a file that starts with those same `needs`, in order.
+    So the part is the longest common prefix of the two lists.
+    A file that uses a library without saying so first runs on the plain parent.
+    There it fails just as it would alone.
     """
     common = []
     for wanted, said in zip(declared, leading_needs(content), strict=False):
@@ -52,7 +54,7 @@ def effective_preload(declared: list[str], content: str) -> list[str]:
 
 
 def target_problem(name: str, statement: str) -> str | None:
-    """Why a target cannot be sent to HOL Light at all (its statement is parsed by HOL Light)."""
+    """Why a target cannot be sent to HOL Light at all; HOL Light parses its statement."""
     if not IDENTIFIER.match(name):
         return f"the target name {name!r} is not a HOL Light theorem name (an OCaml identifier)"
     if not statement.strip():
@@ -73,7 +75,7 @@ def parse_placeholders(value: JsonValue) -> tuple[str, ...]:
 
 
 def parse_preload(value: JsonValue) -> tuple[str, ...]:
-    """The `preload` option: library paths such as Library/prime.ml (comma-separated or a list)."""
+    """The `preload` option: library paths such as Library/prime.ml, comma-separated or a list."""
     paths = _as_list(value, ())
     bad = [p for p in paths if not LIBRARY_PATH.match(p)]
     if bad:
@@ -85,7 +87,7 @@ def parse_preload(value: JsonValue) -> tuple[str, ...]:
 
 
 def placeholder_uses(content: str, names: Iterable[str]) -> list[str]:
-    """Placeholder names that occur in the code (not in comments or strings), in source order."""
+    """Placeholder names in the code, outside comments and strings, in source order."""
     code = code_only(content)
     hits = []
     for name in names:

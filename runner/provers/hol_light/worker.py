@@ -1,14 +1,19 @@
-"""Two servers: the worker (HOL Light loaded once with a proof-recording kernel, each check in a
-forked child: server.ml) and the replayer (HOL Light's unmodified kernel and nothing else, in a
-sandbox of its own, which re-derives what a check exported: replay.ml). A verdict on a file that
-ran to its end is what the replayer derived.
+"""The two servers: the worker and the replayer.
 
-The kit side is the shared SandboxServer: this module frames requests, says how each server starts,
-reads their boot lines, hands each reply to judging.py, and decides what a worker that died during
-a check means (a control check on a fresh worker: the artifact's doing if the control passes). A
-cold check is the same servers booted for that one request. On docker both servers are kept as
-snapshots of their boots (`snapshot=`), so a fresh one is restored in about a second instead of
-booted.
+The worker (server.ml) loads HOL Light once, with a proof-recording kernel.
+It runs each check in a forked child.
+The replayer (replay.ml) is HOL Light's unmodified kernel and nothing else.
+It runs in a sandbox of its own and re-derives what a check exported.
+A verdict on a file that ran to its end is what the replayer derived.
+
+The kit side is the shared SandboxServer.
+This module frames requests and says how each server starts.
+It reads their boot lines and hands each reply to judging.py.
+It also decides what a worker that died during a check means.
+A control check on a fresh worker decides: if the control passes, the artifact broke it.
+A cold check boots the same servers for that one request.
+On docker both servers are kept as snapshots of their boots (`snapshot=`).
+A fresh server is then restored in about a second instead of booted.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ def sandbox_files(names: tuple[str, ...]) -> dict[str, bytes]:
 
 
 def server_spec(hol_dir: str, toplevel: list[str]) -> ServerSpec:
-    """The worker: `toplevel` (HOL Light's OCaml toplevel and its arguments) runs server.ml."""
+    """The worker: `toplevel`, HOL Light's OCaml toplevel with its arguments, runs server.ml."""
     return ServerSpec(
         name="HOL Light worker",
         argv=[*toplevel, SERVER_FILE],
@@ -142,8 +147,10 @@ def _replayer_failure(sandbox: Sandbox) -> str:
 
 
 def read_replayer(server: SandboxServer) -> None:
-    """The replayer's `READY <records> <theorems> <axioms> <ms>`: its library must rest on HOL
-    Light's three axioms and no other."""
+    """Read the replayer's `READY <records> <theorems> <axioms> <ms>` line.
+
+    Its library must rest on HOL Light's three axioms and no other.
+    """
     fields = server.ready_line.decode("utf-8", errors="replace").split()
     if len(fields) != 4 or not all(f.isdigit() for f in fields) or int(fields[2]) != LIBRARY_AXIOMS:
         server.retire()
@@ -172,8 +179,10 @@ _boots: weakref.WeakKeyDictionary[SandboxServer, Boot] = weakref.WeakKeyDictiona
 
 
 def read_boot(server: SandboxServer) -> Boot:
-    """The worker's `@@BOOT ok|failed <ms> <version> <library_length> <library_digest> <dir>`
-    line and its boot log, read once; raises BackendUnavailable."""
+    """Read the worker's boot line and its boot log, once; raise BackendUnavailable.
+
+    The line is `@@BOOT ok|failed <ms> <version> <library_length> <library_digest> <dir>`.
+    """
     if server in _boots:
         return _boots[server]
     if server.served:  # a file ran on it already: its boot log is no longer evidence
@@ -195,7 +204,10 @@ def read_boot(server: SandboxServer) -> Boot:
 
 
 def boot_failure(log: str) -> str:
-    """Why HOL Light did not load, in a sentence (it prints errors and exits 0 when it fails)."""
+    """Why HOL Light did not load, in a sentence.
+
+    HOL Light prints its errors and still exits 0 when loading fails.
+    """
     errors = [match[0] for match in BOOT_ERROR.finditer(log)]
     first = errors[0] if errors else (log.strip().splitlines() or ["(no output)"])[-1]
     message = f"HOL Light did not load: {first[:300]}"
@@ -247,7 +259,10 @@ def judge_reply(
     replayer: Replayer,
     spent_s: float = 0.0,
 ) -> Outcome:
-    """The outcome of one reply; `spent_s`: the check's time so far (the replay gets the rest)."""
+    """The outcome of one reply.
+
+    `spent_s` is the check's time so far; the replay gets the rest.
+    """
     try:
         reply = protocol.parse_reply(raw, framed.nonce)
     except protocol.MalformedReply as exc:
@@ -280,8 +295,11 @@ def replay(
     request: ResolvedRequest,
     spent_s: float = 0.0,
 ) -> dict[str, object]:
-    """The replayer's account of one export (a JSON object, see replay.ml), within what is left
-    of the check's timeout: a replay that outlives it is the file's timeout."""
+    """The replayer's account of one export, a JSON object (see replay.ml).
+
+    The replay gets what is left of the check's timeout.
+    A replay that outlives it is the file's timeout.
+    """
     read_replayer(server)
     target = b"" if reply.target.startswith(b"!") else reply.target
     timeout_ms = max(REPLAY_MIN_MS, int((request.timeout_s - spent_s) * 1000))
@@ -302,7 +320,7 @@ def replay(
 
 
 def check_on(server: SandboxServer, request: ResolvedRequest, replayer: Replayer) -> Outcome:
-    """Check one file on a started worker: send the framed request, read the reply, replay."""
+    """Check one file on a started worker: send the request, read the reply, replay."""
     boot = read_boot(server)
     framed = frame(request)
     clock = time.monotonic()
@@ -319,10 +337,14 @@ def control_request(request: ResolvedRequest) -> ResolvedRequest:
 def after_failure(
     failure: ServerFailed, control: Callable[[], Outcome], again: Callable[[], Outcome]
 ) -> Outcome:
-    """A server died or hung during this artifact's check. A known-good control check on fresh
-    servers decides whose fault that was: if the control does not pass, the machine's (infra);
-    if it passes, the artifact is checked once more on those fresh servers, and when it breaks
-    them too the verdict is its own (timeout when the worker stopped answering, else crash)."""
+    """Judge a check during which a server died or hung.
+
+    A known-good control check on fresh servers decides whose fault that was.
+    If the control does not pass, the machine is at fault (infra).
+    If it passes, the artifact is checked once more on those fresh servers.
+    If it breaks them too, the verdict is the artifact's own.
+    That is timeout when the worker stopped answering, else crash.
+    """
     try:
         verdict = control().verdict
     except BackendUnavailable as exc:
