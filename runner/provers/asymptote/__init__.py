@@ -1,36 +1,56 @@
-"""Asymptote adapter: render a `.asy` diagram reproducibly in asy's safe mode, and compare it
-with a reference diagram when the request carries one.
+"""Asymptote adapter: render a `.asy` diagram reproducibly in asy's safe mode.
 
-What a verdict rests on (trust `kernel`): asy itself, run in the sandbox on the diagram's code.
-There is no independent re-check of a render: `pass` means asy, in safe mode, with pdfTeX under
-kpathsea's limits and the kit's converters, exited 0 and made the render the kit took from
-outside the diagram's reach (render.py); a render that code of the diagram wrote is `fail`.
+When the request carries a reference diagram, the render is compared with it.
 
-Before asy runs, the guard (guard.py, on asy's tokens read by source.py) refuses, located, the few
-things containment cannot hold: writing settings that choose the programs asy runs (or their
-options, or the TeX engine beyond pdfTeX, or where modules load from), `settings` other than as
-`settings.NAME`, asy's raw evaluator, modules by path. Reading settings, `eval` (its text is
-checked where it runs, by prooflock.asy), any TeX and any module by name are asy's to decide. Then
-asy runs (render.py) under a frozen clock, writing only into `out/` below the source.
+A verdict rests on asy itself, run in the sandbox on the diagram's code (trust `kernel`).
+Nothing re-checks a render independently.
+So `pass` means asy exited 0 and made the render (render.py).
+It ran in safe mode, with pdfTeX under kpathsea's limits and the kit's converters.
+The kit took the render from outside the diagram's reach.
+A render that the diagram's own code wrote is `fail`.
 
-Sandbox layout (fixed names, so no output byte or message holds a temp path or a user's file name):
+Before asy runs, the guard refuses, located, the few things containment cannot hold.
+The guard is guard.py; it reads asy's tokens from source.py.
+It refuses:
+
+- writing settings that choose the programs asy runs, or their options;
+- writing a TeX engine beyond pdfTeX, or where modules load from;
+- `settings` other than as `settings.NAME`;
+- asy's raw evaluator;
+- modules by path.
+
+Reading settings, any TeX and any module by name are asy's to decide.
+So is `eval`: prooflock.asy checks its text where it runs.
+Then asy runs (render.py) under a frozen clock.
+It writes only into `out/` below the source.
+
+The sandbox uses fixed names.
+So no output byte or message holds a temp path or a user's file name.
+The layout:
 
     artifact/diagram.asy        the artifact; asy -cd artifact -o out/diagram (read-only dir)
     artifact/out/...            what asy, TeX and the converters write, and the diagram's files
     .kit/                       the kit's module, converters and clock probe; the render taken
 
-asy runs once per diagram. With a reference, SSIM compares the render the record keeps
-(reference.py, with compare.py's keyword F1 and SSIM): the reference is rendered in the same format
-in a second sandbox, opened after the artifact's last run (the artifact's sandbox never holds it),
-and both kept renders are rasterized there (a PDF, before the reference runs) or in the kit (a
-PNG).
+asy runs once per diagram.
+With a reference, SSIM compares the render the record keeps (reference.py).
+The keyword F1 and the SSIM come from compare.py.
+A second sandbox renders the reference in the same format.
+It opens after the artifact's last run; the artifact's sandbox never holds the reference.
+Both kept renders are rasterized there when they are PDFs, before the reference runs.
+PNGs are rasterized in the kit.
 
-Verdicts (judging.py): pass (the guard allowed the source, asy exited 0 and made the render), fail
-(a refusal, a located asy error, a LaTeX error summary, a missing module, nothing drawn, a render
-the diagram wrote itself), timeout, memory, crash (asy killed by a signal without saying why).
-`Outcome.outputs` names the render (role `render`) by the sha256 of its normalized bytes
-(outputs.py), which Outcome.files carries; with a reference, also `reference`, `raster-artifact`
-and `raster-reference`.
+Verdicts (judging.py):
+
+- pass: the guard allowed the source, asy exited 0 and made the render.
+- fail: a refusal, a located asy error, a LaTeX error summary, or a missing module.
+  Also nothing drawn, or a render the diagram wrote itself.
+- timeout and memory.
+- crash: asy killed by a signal without saying why.
+
+`Outcome.outputs` names the render (role `render`) by the sha256 of its normalized bytes.
+Those bytes come from outputs.py, and Outcome.files carries them.
+With a reference, it also names `reference`, `raster-artifact` and `raster-reference`.
 """
 
 from __future__ import annotations

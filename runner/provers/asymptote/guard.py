@@ -1,38 +1,52 @@
 """The few things a diagram may not write, decided on asy's own tokens before asy runs.
 
-The boundary is the sandbox (no network, a private work dir and /tmp), asy's safe mode (no
-`system()`; asy itself refuses writes to `settings.safe`, `globalwrite`, `globalread` and
-`outname`), TeX as pdfTeX with shell escape off and kpathsea's openin_any/openout_any=p, and the
-render read from where no code of the diagram can write (render.py). Everything else is asy's:
-reading any setting, `eval`, TeX in labels, any TeX package, any module by name.
+Four things form the boundary.
 
-What remains refused, each because containment alone cannot hold it (asy 2.85 measured):
+- The sandbox: no network, a private work dir and /tmp.
+- asy's safe mode: no `system()`.
+  It refuses writes to `settings.safe`, `globalwrite`, `globalread` and `outname`.
+- TeX as pdfTeX, with shell escape off and kpathsea's openin_any/openout_any=p.
+- The render, read from where no code of the diagram can write (render.py).
 
-- writing a setting that names a program asy runs, or that program's options (`gs`,
-  `gsOptions`, `texcommand`, `dvisvgm`, ...; PROGRAM_SETTINGS): asy runs whatever they say, in
-  safe mode too, and `gsOptions="-dNOSAFER -c ..."` alone runs a shell. With a shell the diagram
-  could write anything its sandbox can, the render included.
-- writing `settings.tex` other than as a pdfTeX engine literal: asy runs the value as the TeX
-  program (`settings.tex = "/usr/bin/luatex"` runs LuaTeX, whose Lua I/O ignores kpathsea).
-- writing a viewer setting (`batchView`, ...) other than `= false;`: true starts a viewer program.
-- writing where modules come from (`dir`, `sysdir`) or `user` (text `usersetting()` runs as code).
-- `settings` other than `settings.NAME` and a plain `access settings;` (an alias, `import`,
-  `unravel`, `from settings`): writes through an alias cannot be seen.
-- `_eval`: asy's evaluator past the kit's run-time check of text run as code (prooflock.asy,
-  imported before the diagram: `eval`, `type` and `mapArray` check their text there, so `eval`
-  itself is accepted).
-- module `plain` by name (`import plain`, `plain.eval`) in a source that also names `eval`,
-  `type`, `mapArray`, `asy` or `cputime`: naming plain brings back its own, unchecked ones
-  (tvgen.asy's `import plain;` alone is accepted).
-- modules `map` and `slide`: they hand text to that evaluator themselves (`mapTemplate`,
-  `asyinclude`).
-- modules by path or URL: a path can name a file the diagram wrote while it ran (`out/x.asy`),
-  code no check has read.
+Everything else is asy's to decide.
+That covers reading any setting, `eval`, TeX in labels, any TeX package and any module by name.
 
-Source the guard cannot read as asy does (source.Unreadable) is refused too. Refused where they
-run, since no source shows them: text run as code that uses these words, and `asy()`, which
-imports files by path (prooflock.asy); SVG made from a DVI file, whose PostScript specials
-dvisvgm would run outside ghostscript's SAFER (converters.sh: SVG comes through pdfTeX).
+What stays refused is what containment alone cannot hold (measured on asy 2.85).
+
+- Writing a setting that names a program asy runs, or its options (PROGRAM_SETTINGS).
+  Examples are `gs`, `gsOptions`, `texcommand` and `dvisvgm`.
+  The programs they name run, in safe mode too.
+  `gsOptions="-dNOSAFER -c ..."` alone runs a shell.
+  With a shell the diagram could write anything its sandbox can, the render included.
+- Writing `settings.tex` other than as a pdfTeX engine literal.
+  The value runs as the TeX program.
+  `settings.tex = "/usr/bin/luatex"` runs LuaTeX, whose Lua I/O ignores kpathsea.
+- Writing a viewer setting (`batchView`, ...) other than `= false;`.
+  True starts a viewer program.
+- Writing where modules come from (`dir`, `sysdir`), or `user`.
+  The text of `usersetting()` runs as code.
+- `settings` other than `settings.NAME` and a plain `access settings;`.
+  That covers an alias, `import`, `unravel` and `from settings`.
+  Writes through an alias cannot be seen.
+- `_eval`: asy's evaluator, past the kit's run-time check of text run as code.
+  That check lives in prooflock.asy, imported before the diagram.
+  There `eval`, `type` and `mapArray` check their text, so `eval` itself is accepted.
+- Module `plain` by name (`import plain`, `plain.eval`), in some sources.
+  Those sources also name `eval`, `type`, `mapArray`, `asy` or `cputime`.
+  Naming plain brings back its own, unchecked versions of those.
+  The `import plain;` of tvgen.asy alone is accepted.
+- Modules `map` and `slide`.
+  They hand text to that evaluator themselves (`mapTemplate`, `asyinclude`).
+- Modules by path or URL.
+  A path can name a file the diagram wrote while it ran (`out/x.asy`).
+  No check has read that code.
+
+Source the guard cannot read as asy does (source.Unreadable) is refused too.
+Some things are refused where they run, since no source shows them.
+The kit's prooflock.asy refuses text run as code that uses these words.
+It also refuses `asy()`, which imports files by path.
+The kit never makes SVG from a DVI file: SVG comes through pdfTeX (converters.sh).
+dvisvgm would run a DVI file's PostScript specials outside ghostscript's SAFER.
 """
 
 from __future__ import annotations
@@ -169,8 +183,10 @@ def _settings(tokens: list[Token], index: int) -> Iterator[tuple[int, str]]:
 
 
 def _literal(tokens: list[Token], index: int, kind: str, values: tuple[str, ...]) -> bool:
-    """`settings.NAME = VALUE;` with VALUE one of `values` (tokens of `kind`), the literal alone:
-    `settings.tex = "pdflatex";`, `settings.batchView = false;`."""
+    """`settings.NAME = VALUE;`, the literal alone, with VALUE one of `values` (tokens of `kind`).
+
+    Examples: `settings.tex = "pdflatex";`, `settings.batchView = false;`.
+    """
     shape = tokens[index + 3 : index + 6]
     return (
         len(shape) == 3
@@ -182,7 +198,7 @@ def _literal(tokens: list[Token], index: int, kind: str, values: tuple[str, ...]
 
 
 def _names_a_module(tokens: list[Token], index: int) -> bool:
-    """Whether `plain` at `index` is the module: qualified (`plain.x`) or after a module keyword."""
+    """Whether `plain` at `index` is the module: `plain.x`, or after a module keyword."""
     before = tokens[index - 1] if index else None
     after = tokens[index + 1] if index + 1 < len(tokens) else None
     keyword = before is not None and before.kind == "keyword" and before.text in MODULE_KEYWORDS

@@ -1,10 +1,14 @@
 """asy's run judged: its messages as diagnostics, then the verdict (`artifact_outcome`).
 
-Diagnostics read `file: line.col: message`; module errors and LaTeX errors are normalized too.
-asy locates its own errors as `diagram.asy: 3.1: syntax error` (line and column 1-based); errors
-inside a library module keep that module's base name and position in the message (no install
-paths). LaTeX runs on the labels at shipout; its `! ...` errors are summarized in one diagnostic
-whose context is the offending label, found back in the artifact when it appears there verbatim.
+Diagnostics read `file: line.col: message`.
+Module errors and LaTeX errors are normalized to that form too.
+The kit keeps asy's own error places, such as `diagram.asy: 3.1: syntax error` (1-based).
+An error inside a library module keeps that module's base name and position.
+No install path appears in a message.
+LaTeX runs on the labels at shipout.
+Its `! ...` errors are summed up in one diagnostic.
+That diagnostic's context is the offending label.
+It is located in the artifact when it appears there verbatim.
 """
 
 from __future__ import annotations
@@ -81,10 +85,11 @@ def artifact_outcome(artifact: Render, fmt: str, timeout: float) -> Outcome:
 
 
 def parse(output: str, source: str, source_name: str) -> list[Diagnostic]:
-    """Diagnostics from asy's combined output, for the artifact `source` compiled as `source_name`.
+    """Diagnostics from asy's combined output, for `source` compiled as `source_name`.
 
-    Lines are matched in order; LaTeX's `! message` errors are gathered into one summary placed
-    where the first of them appeared.
+    Lines are matched in order.
+    LaTeX's `! message` errors are gathered into one summary.
+    The summary is placed where the first of them appeared.
     """
     lines = asy_source.lines(source)
     diagnostics: list[Diagnostic] = []
@@ -171,7 +176,7 @@ def _latex_summary(errors: list[tuple[str, str | None]], source: str) -> Diagnos
 
 
 def _find(pattern: re.Pattern[str], source: str) -> tuple[int | None, int | None, str | None]:
-    """1-based line and column of the first match of `pattern` in `source`, and that line."""
+    """The 1-based line and column of `pattern`'s first match in `source`, and that line."""
     for number, text in enumerate(asy_source.lines(source), start=1):
         if found := pattern.search(text):
             return number, found.start() + 1, text.strip()

@@ -1,11 +1,17 @@
-"""Deterministic diagram bytes: what asy's toolchain still stamps into a file, and its removal.
+"""Deterministic diagram bytes: the stamps asy's toolchain still writes, and their removal.
 
-asy is run so that nothing varies: a clock frozen at SOURCE_DATE_EPOCH (libfaketime, see
-render.py), SOURCE_DATE_EPOCH itself (honoured by pdfTeX with FORCE_SOURCE_DATE and by Debian's
-ghostscript), ghostscript's -dOmit* flags, fixed file names. These functions are
-the backstop for stamps that still reach an uncompressed place (info dictionary, XMP, PNG chunks),
-e.g. from a PDF that asy embeds as it is. Every edit keeps the byte length, so a PDF's
-xref offsets stay valid.
+asy runs so that nothing varies:
+
+- a clock frozen at SOURCE_DATE_EPOCH (libfaketime, see render.py);
+- SOURCE_DATE_EPOCH itself, honoured by Debian's ghostscript and by pdfTeX;
+  pdfTeX honours it with FORCE_SOURCE_DATE;
+- ghostscript's -dOmit* flags;
+- fixed file names.
+
+These functions are the backstop for stamps that still reach an uncompressed place.
+Such places are the info dictionary, XMP and PNG chunks.
+A PDF that asy embeds as it is can bring such stamps, for example.
+Every edit keeps the byte length, so a PDF's xref offsets stay valid.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ PNG_TIME_KEYS = {
 
 
 def looks_like(fmt: str, data: bytes) -> bool:
-    """Whether `data` is plausibly a `fmt` file (asy wrote it, rather than nothing or junk)."""
+    """Whether `data` is plausibly a `fmt` file that asy wrote, not nothing or junk."""
     if fmt == "svg":
         return b"<svg" in data[:4096]
     return data.startswith(MAGIC[fmt])
@@ -63,7 +69,7 @@ def _rewrite_groups(match: re.Match[bytes], rewrite) -> bytes:
 
 
 def _fixed_date(stamp: bytes) -> bytes:
-    """Every digit replaced by the fixed date's digits in order (then 0); other bytes kept."""
+    """Each digit replaced by the fixed date's digits in order, then 0; other bytes kept."""
     digits = iter(FIXED_DATE_DIGITS.encode())
     return bytes(next(digits, ord("0")) if 48 <= c <= 57 else c for c in stamp)
 

@@ -1,20 +1,27 @@
-"""Comparing a render with a reference diagram: compile success of both, keyword F1, SSIM.
+"""Compare a render with a reference diagram: both compile, keyword F1, SSIM.
 
-SSIM compares the render the record keeps, byte for byte: asy runs once per diagram, so no
-diagram can show the comparison something other than what is kept (a second render, to another
-format or file name, could be told apart by `settings.outformat` and drawn otherwise). The
-reference is rendered in the artifact's format and both renders are rasterized the same way
-(compare.py): a PDF by ghostscript in the reference's sandbox, before any reference code runs
-there; a PNG in the kit. An SVG has no rasterizer here: no SSIM, saying why.
+SSIM compares the render the record keeps, byte for byte.
+Since asy runs once per diagram, the comparison sees only what is kept.
+A second render, to another format or file name, could be told apart.
+The diagram could read `settings.outformat` and draw otherwise.
+The reference is rendered in the artifact's format.
+Both renders are rasterized the same way (compare.py).
+Ghostscript rasterizes a PDF in the reference's sandbox, before any reference code runs there.
+The kit rasterizes a PNG.
+An SVG has no rasterizer here, so it gets no SSIM, and the details say why.
 
-The reference never enters the artifact's sandbox: a second sandbox
-(`sandboxes.sandbox("reference")`) opens only after the artifact's last command ran. On the local
-backend the reference's bytes are thus nowhere on disk while artifact code runs; on docker they
-are in another container. The SSIM is computed here, on the two rasters' bytes.
+The reference never enters the artifact's sandbox.
+A second sandbox (`sandboxes.sandbox("reference")`) opens after the artifact's last command.
+On the local backend, the reference's bytes are nowhere on disk while artifact code runs.
+On docker they are in another container.
+The SSIM is computed here, on the two rasters' bytes.
 
-Kept for a report, by sha256 in `Outcome.files` and typed in `Outcome.outputs`: the reference's
-render (role `reference`) and the two same-size gray rasters SSIM compared (roles
-`raster-artifact`, `raster-reference`). The numbers stay in `details["comparison"]`.
+For a report, these are kept by sha256 in `Outcome.files` and typed in `Outcome.outputs`:
+
+- the reference's render (role `reference`);
+- the two same-size gray rasters SSIM compared (roles `raster-artifact`, `raster-reference`).
+
+The numbers stay in `details["comparison"]`.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def compare_with_reference(
     timeout: float,
     timings: Timings,
 ) -> Comparison:
-    """Compile success of both, keyword F1 of the sources, SSIM of the renders (see asy_compare)."""
+    """Both compile, keyword F1 of the sources, SSIM of the renders (see asy_compare)."""
     name, reference_source = reference
     artifact_compiles = outcome.verdict is Verdict.PASS
     comparison = Comparison(
@@ -105,7 +112,10 @@ def compare_with_reference(
 def _render_reference(
     sandbox: Sandbox, source: str, fmt: str, timeout: float, timings: Timings
 ) -> tuple[str | None, Render | None]:
-    """(why it did not compile, its render in `fmt`): it passes the artifact's guard too."""
+    """The reference rendered in `fmt`: (why it did not compile, its render).
+
+    The reference passes the artifact's guard too.
+    """
     started = time.monotonic()
     refused = guard.refusals(source)
     timings.steps["reference_guard"] = int((time.monotonic() - started) * 1000)

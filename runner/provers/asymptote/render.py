@@ -1,30 +1,43 @@
 """One asy run in a sandbox: the render, taken from where the diagram cannot write.
 
-Layout, with fixed names so that no output byte or message holds a temp path or a user's file name:
-the source is `<dir>/diagram.asy`, compiled by `asy -cd <dir> -o out/diagram`. In safe mode, with
--noglobalwrite, asy writes only into the directory of its output name (`outname` is a setting
-asy itself guards), so `output()` and `shipout()` write into `<dir>/out/`; so do ghostscript,
-dvisvgm and TeX (asy starts it with -output-directory=out, which web2c puts before every relative
-`\\openout`, and openout_any=p refuses `..`, absolute and dot names). `<dir>` holds the source
-alone and is read-only while asy runs: asy imports modules from there first.
+The layout uses fixed names.
+So no output byte or message holds a temp path or a user's file name.
+The source is `<dir>/diagram.asy`, compiled by `asy -cd <dir> -o out/diagram`.
+In safe mode, with -noglobalwrite, asy writes only into its output name's directory.
+The `outname` setting is one that asy itself guards.
+So `output()` and `shipout()` write into `<dir>/out/`.
+Ghostscript, dvisvgm and TeX write there too.
+The kit's asy starts TeX with -output-directory=out.
+The web2c library puts that directory before every relative `\\openout`.
+Its openout_any=p refuses `..`, absolute and dot names.
+`<dir>` holds the source alone and is read-only while asy runs.
+That matters because asy imports modules from there first.
 
-The render is not `out/diagram.<fmt>`, which the diagram's own code can write (`output()`, TeX's
-`\\openout`) at any time, before or after asy's shipout. The programs that write asy's output
-(gs, dvisvgm, pdfTeX) are reached through the kit's converters.sh, which keeps a copy of the
-render as the program wrote it in `~/.kit/renders/`, outside everything the diagram can write.
-The kit takes that copy; an `out/diagram.<fmt>` that differs from it, or exists without it, was
-written by the diagram: `fail`, saying so.
+The render is not `out/diagram.<fmt>`.
+The diagram's own code can write that file at any time (`output()`, TeX's `\\openout`).
+It can do so before or after asy's shipout.
+The programs that write asy's output are gs, dvisvgm and pdfTeX.
+They are reached through the kit's converters.sh.
+It keeps a copy of each render as the program wrote it, in `~/.kit/renders/`.
+That is outside everything the diagram can write.
+The kit takes that copy.
+An `out/diagram.<fmt>` that differs from it, or exists without it, is the diagram's.
+The verdict is then `fail`, saying so.
 
-Fixed clock: asy and everything it starts run under libfaketime frozen at SOURCE_DATE_EPOCH (also
-the monotonic clock; CPU time reads as zero through prooflock.asy), so `seconds()`, `time()`,
-`srand(seconds())`, TeX's `\\time` and `\\pdfrandomseed`, and ghostscript's `realtime` give the
-same value on every run. Before asy starts, the run probes that clock with `date` into
-`~/.kit/clock`; a clock that is not frozen is the machine's failure (libfaketime missing), read
-from that file, never from what the run printed.
+Fixed clock: asy and all it starts run under libfaketime, frozen at SOURCE_DATE_EPOCH.
+The monotonic clock is frozen too.
+CPU time reads as zero through prooflock.asy.
+So `seconds()`, `time()` and `srand(seconds())` give the same value on every run.
+So do TeX's `\\time` and `\\pdfrandomseed`, and ghostscript's `realtime`.
+Before asy starts, the run probes that clock with `date` into `~/.kit/clock`.
+A clock that is not frozen is the machine's failure (libfaketime missing).
+The kit reads it from that file, never from what the run printed.
 
-Engines: only pdfTeX runs (guard.py refuses other `settings.tex`); as a second line, LuaTeX,
-XeTeX and ConTeXt are shadowed on PATH by `false` (the image has none at all). SVG is made from
-pdfTeX's PDF (`-tex pdflatex`): dvisvgm would run a DVI file's PostScript specials unconfined.
+Engines: only pdfTeX runs; guard.py refuses any other `settings.tex`.
+As a second line, `false` shadows LuaTeX, XeTeX and ConTeXt on PATH.
+The image has none of them at all.
+SVG is made from pdfTeX's PDF (`-tex pdflatex`).
+Through DVI, dvisvgm would run a DVI file's PostScript specials unconfined.
 """
 
 from __future__ import annotations
@@ -157,7 +170,7 @@ def install_kit(sandbox: Sandbox) -> None:
 
 
 def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: float) -> Render:
-    """Compile `directory/diagram.asy` to a render of format `fmt` (asy's cwd: `directory`).
+    """Compile `directory/diagram.asy` to a render in format `fmt`, in `directory`.
 
     The source must have passed guard.refusals: this runs it.
     """
@@ -176,10 +189,13 @@ def render(sandbox: Sandbox, directory: str, source: str, fmt: str, timeout: flo
 
 
 def _require_fixed_clock(sandbox: Sandbox, done: Completed) -> bool:
-    """Whether asy started: the probe PREPARE runs before it found the clock frozen. A probe
-    that did not run, or found the clock moving, is the machine's failure, never the diagram's,
-    unless the check's time ran out first (the kit's reading of a large file counts against it):
-    a timeout, which artifact_outcome reports."""
+    """Whether the probe that PREPARE runs before asy found the clock frozen.
+
+    A probe that did not run, or found the clock moving, is the machine's failure.
+    It is never the diagram's, unless the check's time ran out first.
+    The kit's reading of a large file counts against that time.
+    That case is a timeout, which artifact_outcome reports.
+    """
     try:
         said = sandbox.read_file(f"{KIT}/clock").decode(errors="replace").strip()
     except FileNotFoundError:

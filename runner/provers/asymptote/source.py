@@ -1,17 +1,22 @@
-"""Asymptote source read as asy's own lexer reads it (camp.l of asy 2.85): tokens, their places,
-and the value of each string literal.
+"""Asymptote source read as asy's own lexer reads it: tokens, places and string values.
 
-asy has no AST dump, so the guard (guard.py) decides on these tokens. The lexer follows camp.l
-rule by rule where it matters for a decision: comments (`//`, non-nesting `/* */`), the two kinds
-of string (`"..."` keeps backslashes, only `\\"` and `\\\\` are escapes; `'...'` takes C escapes,
-so `'\\134'` is a backslash), adjacent literals joined into one string (`"a" 'b'`, across
-newlines), backslash-newline as white space, and the `operator` state that *skips* characters
-it does not expect (so `operator "` opens no string there). Numbers and operators are read by
-longest match, as flex does.
+The lexer is camp.l of asy 2.85.
+There is no AST dump, so the guard (guard.py) decides on these tokens.
+This lexer follows camp.l rule by rule where a decision depends on it:
 
-A second reading by the generic C-like scanner (common/lexing.py) must agree on every character
-that is comment or string; where the two disagree the source is `Unreadable` and the guard
-refuses it rather than guess which reading asy takes.
+- comments: `//`, and `/* */`, which does not nest;
+- `"..."` strings keep backslashes; only `\\"` and `\\\\` are escapes;
+- `'...'` strings take C escapes, so `'\\134'` is a backslash;
+- adjacent literals are joined into one string (`"a" 'b'`), across newlines too;
+- backslash-newline is white space;
+- the `operator` state *skips* characters it does not expect (`operator "` opens no string).
+
+Numbers and operators are read by longest match, as flex does.
+
+The generic C-like scanner (common/lexing.py) gives a second reading.
+Both must agree on every character that is comment or string.
+Where they disagree, the source is `Unreadable`.
+The guard then refuses it rather than guess which reading asy takes.
 """
 
 from __future__ import annotations
@@ -203,8 +208,11 @@ class Token:
 
 
 def tokenize(source: str) -> list[Token]:
-    """asy's tokens of `source`; raises Unreadable where the C-like scan reads it otherwise (and
-    deadline.OutOfTime when the check's time runs out first)."""
+    """The asy tokens of `source`.
+
+    Raises Unreadable where the C-like scan reads the source otherwise.
+    Raises deadline.OutOfTime when the check's time runs out first.
+    """
     reader = _Reader(source)
     tokens = reader.read()
     _agree_with_c_like_scan(source, reader.quiet)
@@ -334,8 +342,10 @@ class _Reader:
 
 
 def _escape(source: str, i: int, quote: str) -> tuple[str, int]:
-    """(value, length) of the backslash sequence at `i` in a `quote` string; a backslash asy
-    does not take as an escape stands for itself (length 1)."""
+    """(value, length) of the backslash sequence at `i` in a `quote` string.
+
+    A backslash asy does not take as an escape stands for itself (length 1).
+    """
     following = source[i + 1]
     if quote == '"':
         return ("\\\\", 2) if following == "\\" else ('"', 2) if following == '"' else ("\\", 1)
@@ -353,8 +363,10 @@ def _escape(source: str, i: int, quote: str) -> tuple[str, int]:
 
 def _agree_with_c_like_scan(source: str, quiet: bytearray) -> None:
     """Every character but white space is comment or string to both readings, or to neither.
-    The C-like scan blanks exactly its comments and strings to spaces; both marks are compared
-    as byte strings, run by run, never a character at a time."""
+
+    The C-like scan blanks exactly its comments and strings to spaces.
+    Both marks are compared as byte strings, run by run, never a character at a time.
+    """
     blanked = c_like_code(source)
     scanned = bytearray(len(source))  # 1: the C-like scan blanked this character
     for run in SPACE_RUN.finditer(blanked):
