@@ -140,8 +140,8 @@ def _check(request: ResolvedRequest, held: _Held) -> Outcome:
             control=lambda: on_fresh(worker.control_request(request)),
             again=lambda: on_fresh(request),
         )
-        # The machine's part, in the provenance (never hashed): what broke the worker the check
-        # started on, before a control check on a fresh one passed and the file ran again there.
+        # The machine's part goes in the provenance, never hashed. It says what broke the first
+        # worker. A control check then passed on a fresh one, and the file ran again there.
         outcome.worker = {**outcome.worker, "infra": f"{failure}; a control check then passed"}
         return outcome
 

@@ -171,8 +171,8 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
         "self_reported": _self_reported(request),
     }
     assumptions = axioms + [f"placeholder: {a}" for a in placeholder_axioms]
-    # An axiom is allowed by its typed key only: its printing hides types and names (`|- ?x y.
-    # ~(x = y)` reads the same at :bool, where it holds, and at :A, where it proves F).
+    # An axiom is allowed by its typed key only, since its printing hides types and names.
+    # `|- ?x y. ~(x = y)` prints the same at :bool, where it holds, and at :A, where it proves F.
     keys = [str(a.get("typed", "")) for a in made if not a.get("placeholder")]
     forbidden = [a for a, key in zip(axioms, keys, strict=True) if not _allowed(key, request)]
     if request.allowed_axioms:  # the keys to name them by (a request allowing none shows none)

@@ -53,8 +53,9 @@ class Reply:
     code: int
     cpu_ms: int
     parent: str  # plain or preloaded
-    # The worker's observation of memory: oom (the cgroup killed something during the check),
-    # peak (the child grew to 3/4 of its address-space limit), none, unknown.
+    # The worker's view of memory: oom, peak, none or unknown.
+    # oom: the cgroup killed something during the check.
+    # peak: the child grew to 3/4 of its address-space limit.
     oom: str
     check_dir: str
     target: bytes = b""  # the target's export, or b"!" and why the statement is none

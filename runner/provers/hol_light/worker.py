@@ -98,8 +98,8 @@ def _replayer_booted(sandbox: Sandbox, ready_line: bytes) -> bool:
     )
 
 
-# The replayer each worker's library needs, read from the worker before any file ran on it (a
-# check could rewrite the file afterwards): one per worker, shared by digest.
+# The replayer each worker's library needs: one per worker, shared by digest.
+# It is read before any file ran on the worker, since a check could rewrite the file.
 _specs_by_worker: weakref.WeakKeyDictionary[SandboxServer, ServerSpec] = weakref.WeakKeyDictionary()
 _specs_by_digest: dict[tuple[str, str], ServerSpec] = {}
 
@@ -173,8 +173,9 @@ class Boot:
     work_dir: str
 
 
-# Each worker's boot, read once before any file ran on it: a check can write boot.log (and the
-# worker removes its boot files once the first check comes), so it is never read again.
+# Each worker's boot, read once, before any file ran on it.
+# A check can write boot.log, and the first check makes the worker remove its boot files.
+# So the boot is never read again.
 _boots: weakref.WeakKeyDictionary[SandboxServer, Boot] = weakref.WeakKeyDictionary()
 
 
