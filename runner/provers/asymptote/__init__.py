@@ -75,12 +75,14 @@ from runner.provers.base import (
 )
 from runner.provers.common.verdicts import refused
 
-# 4: the render is taken where the diagram cannot write, and one it wrote is `fail`; the guard
-#    refuses only what containment cannot hold (reading settings, eval, any TeX and module by
-#    name are accepted); text run as code checked at run time; ghostscript never reads init files
-#    from out/; SVG through pdfTeX; the clock probed before asy runs; outputs typed.
-# 5: SSIM compares the render the record keeps (one asy run; the reference in the same format),
-#    never a second render the diagram could tell apart.
+# 4: the render is taken where the diagram cannot write; one it wrote is `fail`.
+#    The guard refuses only what containment cannot hold.
+#    Reading settings, eval, any TeX and any module by name are accepted.
+#    Text run as code is checked at run time.
+#    Ghostscript never reads init files from out/. SVG comes through pdfTeX.
+#    The clock is probed before asy runs. Outputs are typed.
+# 5: SSIM compares the render the record keeps: one asy run, the reference in the same format.
+#    It never compares a second render the diagram could tell apart.
 VERSION = "5"
 FORMATS = asy_outputs.FORMATS
 
@@ -156,8 +158,8 @@ ADAPTER = ProverAdapter(
     probe=probe,
     check=check,
     options=AsymptoteOptions,
-    # asy, and what it renders with: dvisvgm and ghostscript for SVG and PDF, LaTeX for labels;
-    # faketime for the fixed clock. Debian's asymptote-doc holds the gallery the suite renders.
+    # asy and what it renders with: dvisvgm and ghostscript for SVG and PDF, LaTeX for labels.
+    # The fixed clock comes from faketime. Debian's asymptote-doc holds the gallery the suite renders.
     host_packages=("asymptote", "dvisvgm", "ghostscript", "texlive-latex-base", "faketime"),
     corpus_packages=("asymptote-doc",),
     description="Asymptote .asy diagrams, rendered reproducibly in asy's safe mode",
