@@ -159,7 +159,8 @@ ADAPTER = ProverAdapter(
     check=check,
     options=AsymptoteOptions,
     # asy and what it renders with: dvisvgm and ghostscript for SVG and PDF, LaTeX for labels.
-    # The fixed clock comes from faketime. Debian's asymptote-doc holds the gallery the suite renders.
+    # The fixed clock comes from faketime.
+    # Debian's asymptote-doc holds the gallery the suite renders.
     host_packages=("asymptote", "dvisvgm", "ghostscript", "texlive-latex-base", "faketime"),
     corpus_packages=("asymptote-doc",),
     description="Asymptote .asy diagrams, rendered reproducibly in asy's safe mode",
