@@ -97,7 +97,15 @@ class Compared:
         result = self.kit[name]
         said = result.diagnostics[0].message.splitlines()[0] if result.diagnostics else ""
         bare = self.bare[name]
-        label = "times out" if bare.timed_out else "accepts" if bare.accepted else "rejects"
+        label = (
+            "times out"
+            if bare.timed_out
+            else "crashes"
+            if bare.crashed
+            else "accepts"
+            if bare.accepted
+            else "rejects"
+        )
         return f"{name}: bare {label}, kit {result.verdict.value} ({said[:160]})"
 
     def row(self, prover: str, baseline: str, backend: str) -> Row:
@@ -105,6 +113,7 @@ class Compared:
         refused = self.named(Agreement.DESIGN_REFUSAL)
         differ = self.named(Agreement.DISAGREE)
         more = self.named(Agreement.KIT_MORE)
+        crashed = self.named(Agreement.BOTH_CRASH)
         column = "local warm" if backend == "local" else "docker warm"
         walls = [r.provenance.wall_ms / 1000 for r in self.kit.values()]
         note = (
@@ -115,6 +124,7 @@ class Compared:
                 if more
                 else ""
             )
+            + (f", the tool crashes on {len(crashed)} bare and in the kit" if crashed else "")
             + "".join(f"; {self.explain(name)}" for name in differ)
         )
         return Row(
@@ -199,7 +209,14 @@ def compare(
         started = time.monotonic()
         compared.bare[name] = bare = label(name)
         compared.bare_total_s += time.monotonic() - started
-        RUN.journal("bare", name, accepted=bare.accepted, timed_out=bare.timed_out, s=bare.wall_s)
+        RUN.journal(
+            "bare",
+            name,
+            accepted=bare.accepted,
+            timed_out=bare.timed_out,
+            crashed=bare.crashed,
+            s=bare.wall_s,
+        )
 
     def checked(name: str, result: CheckResult) -> None:
         compared.kit[name] = result
@@ -483,7 +500,7 @@ def main() -> int:
         if isinstance(compared, str):
             print(f"{name}: {compared}", file=sys.stderr)
             continue
-        for kind in (Agreement.DESIGN_REFUSAL, Agreement.DISAGREE):
+        for kind in (Agreement.DESIGN_REFUSAL, Agreement.BOTH_CRASH, Agreement.DISAGREE):
             for item in compared.named(kind):
                 print(f"{kind.value}: {compared.explain(item)}")
         table.append(compared.row(prover, baseline, args.backend))

@@ -52,6 +52,8 @@ class Agreement(StrEnum):
     # The kit accepts what the bare tool could not do here for want of what the kit does not
     # need (Asymptote: a 3D example bare asy renders with OpenGL only, the kit as vectors).
     KIT_MORE = "kit accepts more"
+    # The tool itself raised on the file, bare and in the kit: no answer either way.
+    BOTH_CRASH = "the tool crashes either way"
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,15 @@ class Bare:
     wall_s: float
     said: str  # the last line it printed, to explain a disagreement
     timed_out: bool = False  # no label: the bare tool gave no answer within the timeout
+    crashed: bool = False  # no label: the bare tool raised (a traceback), never said whether
 
 
 def agreement(bare: Bare, result: CheckResult) -> Agreement:
     """Whether the kit's verdict is the bare tool's label."""
     if bare.timed_out:
         return Agreement.AGREE if result.verdict is Verdict.TIMEOUT else Agreement.DISAGREE
+    if bare.crashed and result.verdict is Verdict.CRASH:
+        return Agreement.BOTH_CRASH
     if bare.accepted and result.trust is Trust.KIT:
         return Agreement.DESIGN_REFUSAL
     kit_accepts = result.verdict in ACCEPTED
@@ -372,7 +377,12 @@ def _newclid_solved(returncode: int, said: str) -> tuple[bool, str]:
     `simtri` proofs: a KeyError in why_predicates, exit 1) does not unsolve the problem."""
     del returncode  # read from newclid's own words instead
     infos = [line for line in said.splitlines() if "Run infos:" in line]
+    if not infos and "Traceback (most recent call last)" in said:
+        return False, CRASHED + said.strip().splitlines()[-1][-120:]
     return "'success': True" in "".join(infos), (infos or [""])[-1][-120:]
+
+
+CRASHED = "crashed: "  # how _newclid_solved says newclid raised before it said anything
 
 
 def bare_newclid(problem: str, timeout_s: int) -> Bare:
@@ -387,4 +397,6 @@ def bare_newclid(problem: str, timeout_s: int) -> Bare:
         ]
         bare = run_bare(argv, Path(work), timeout_s + 30, judge=_newclid_solved)
     # newclid stops itself at its --timeout and says so: no label, as for any bare timeout
-    return replace(bare, timed_out=True) if "'timeout': True" in bare.said else bare
+    if "'timeout': True" in bare.said:
+        return replace(bare, timed_out=True)
+    return replace(bare, crashed=True) if bare.said.startswith(CRASHED) else bare
