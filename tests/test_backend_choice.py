@@ -19,7 +19,7 @@ class ImagesMissingHere(LockedImages):
     (a real one takes minutes) and then the locked image is there."""
 
     def __init__(self, missing: str):
-        super().__init__()
+        super().__init__(Settings())
         self.missing: set[str] = {missing}
         self.built: list[str] = []
 

@@ -366,9 +366,15 @@ FIRST_FIXED = {"PL-ROCQ-21839": (9, 3, 0), "PL-ROCQ-22387": (9, 2, 1)}
 def rocq_version_in(client, image_id: str) -> tuple[int, ...]:
     """The Rocq the image really holds, from its package database (`coqc --version` says only
     "9.2"), not from the lock."""
-    said = client.containers.run(
-        image_id, ["dpkg-query", "-W", "-f=${Version}", "coq"], network_disabled=True, remove=True
+    # Waited for, then read: a container this short-lived can lose its output to run(remove=True).
+    container = client.containers.run(
+        image_id, ["dpkg-query", "-W", "-f=${Version}", "coq"], network_disabled=True, detach=True
     )
+    try:
+        container.wait(timeout=120)
+        said = container.logs(stdout=True, stderr=True)
+    finally:
+        container.remove(force=True)
     found = re.match(rb"(?:\d+:)?(\d+)\.(\d+)\.(\d+)", said)
     assert found, said
     return tuple(int(part) for part in found.groups())
