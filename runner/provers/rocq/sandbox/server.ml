@@ -301,10 +301,10 @@ let fresh_minor_heap ?(enough = 0.) () =
 
 (* With the major GC off, a check's garbage is never freed: Nia.v's re-check grew to 4 GB that
    way, where coqchk with its GC on peaks at 745 MB. So once a child's heap has grown by half
-   of what its memory limit leaves, the GC is back at the parent's setting (a few percent more
-   CPU on such a file, and none on the usual small one). The limit is the
-   sandbox's cgroup limit or its address-space limit, whichever is lower. A CPU-time timer
-   looks; it ticks only while the child computes, so it never interrupts a blocking call. *)
+   of what its memory limit leaves, the GC is back at the parent's setting. A usual check never
+   grows that far, so it keeps the cheap fork. The limit is the sandbox's cgroup limit or its
+   address-space limit, whichever is lower. A CPU-time timer looks; it ticks only while the
+   child computes, so it never interrupts a blocking call. *)
 let first_line path =
   match open_in path with
   | exception Sys_error _ -> None
