@@ -13,6 +13,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.support.corpora import HOL_LIGHT_FAILED, Bare
@@ -50,9 +51,13 @@ List.iter bare_fork_label [
 """
 
 
-def bare_hol_light_forked(paths: dict[str, Path], timeout_s: int) -> tuple[dict[str, Bare], float]:
+def bare_hol_light_forked(
+    paths: dict[str, Path], timeout_s: int, *, timeouts: Mapping[str, int] | None = None
+) -> tuple[dict[str, Bare], float]:
     """Each file's bare label, and the boot's seconds: Debian's `hol-light` boots once, then
-    loads each file in a child forked from that toplevel, one at a time, `timeout_s` each."""
+    loads each file in a child forked from that toplevel, one at a time, `timeout_s` each
+    (`timeouts` names files with another)."""
+    limit = {name: (timeouts or {}).get(name, timeout_s) for name in paths}
     with tempfile.TemporaryDirectory(prefix="bare-hol-light-fork-") as work:
         root = Path(work)
         jobs, outs = [], {}
@@ -61,7 +66,7 @@ def bare_hol_light_forked(paths: dict[str, Path], timeout_s: int) -> tuple[dict[
             folder.mkdir()
             (folder / path.name).write_bytes(path.read_bytes())
             outs[name] = root / f"{index}.said"
-            jobs.append(f'  ("{folder}", "{folder / path.name}", "{outs[name]}", {timeout_s});')
+            jobs.append(f'  ("{folder}", "{folder / path.name}", "{outs[name]}", {limit[name]});')
         boot = root / "boot"
         boot.mkdir()
         driver = _DRIVER % {
@@ -81,13 +86,13 @@ def bare_hol_light_forked(paths: dict[str, Path], timeout_s: int) -> tuple[dict[
             env=env,
             input=driver.encode(),
             capture_output=True,
-            timeout=3600 + timeout_s * len(paths),
+            timeout=3600 + sum(limit.values()),
         )
         said = (done.stdout + done.stderr).decode(errors="replace")
         if not (root / "booted").is_file():
             raise RuntimeError(f"hol-light did not boot: {said[-2000:]}")
         boot_s = float((root / "booted").read_text()) - started
-        return {name: _label(out, timeout_s) for name, out in outs.items()}, boot_s
+        return {name: _label(out, limit[name]) for name, out in outs.items()}, boot_s
 
 
 def _label(out: Path, timeout_s: int) -> Bare:

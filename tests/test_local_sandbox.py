@@ -517,3 +517,79 @@ def test_the_environment_probes_say_each_fact_and_name_a_failing_command(backend
     broken = {**probe, "broken": ["sh", "-c", "echo gone >&2; exit 3"]}
     with pytest.raises(InfraFailure, match=r"`sh -c echo gone >&2; exit 3` exited 3: gone"):
         backend.environment("test", broken)
+
+
+# -- unsandboxed warm workers --------------------------------------------------------------------
+
+HOL_LIGHT_BOOT = pytest.mark.skipif(
+    os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
+    reason="a fresh local boot of HOL Light (minutes): set PROOFLOCK_HOL_LIGHT_FULL=1",
+)
+# Each file writes `{path}` in the host's /tmp while it is checked.
+UNSANDBOXED_WORKERS = [
+    pytest.param(
+        "rocq",
+        "a.v",
+        'Redirect "{path}" Print nat.\nLemma t : True. Proof. exact I. Qed.\n',
+        id="rocq",
+    ),
+    pytest.param(
+        "hol-light",
+        "a.ml",
+        'close_out (open_out "{path}.out");;\nlet t = ARITH_RULE `1 + 1 = 2`;;\n',
+        id="hol-light",
+        marks=HOL_LIGHT_BOOT,
+    ),
+]
+
+
+def _worker_ids(result) -> list[str]:
+    extra = result.provenance.extra
+    return [
+        server["worker_id"] for server in extra.get("servers", [extra]) if "worker_id" in server
+    ]
+
+
+def _shared_memory_ids() -> set[str]:
+    rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {row.split()[1] for row in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("prover", "name", "text"), UNSANDBOXED_WORKERS)
+def test_an_unsandboxed_warm_worker_leaves_the_hosts_tmp_and_shared_memory_alone(
+    prover, name, text, settings, monkeypatch
+):
+    """Unsandboxed, /tmp and System V IPC are the host's: a parallel check's work dir is there, and
+    other programs' files and segments. A warm worker empties only its own work dir between checks.
+
+    The file a check writes in /tmp stands in for one another program makes meanwhile; the segment
+    made between checks, for another program's shared memory.
+    """
+    import ctypes  # noqa: PLC0415
+
+    from runner import Checker  # noqa: PLC0415
+    from runner.core.models import CheckRequest  # noqa: PLC0415
+
+    monkeypatch.setenv("PROOFLOCK_LOCAL_SANDBOX", "off")
+    libc = ctypes.CDLL(None, use_errno=True)
+    path = Path(tempfile.gettempdir(), f"prooflock-host-{token()}")
+    written = Path(f"{path}.out")
+    request = CheckRequest(prover=prover, name=name, content=text.format(path=path))
+    segment = -1
+    try:
+        with Checker(settings.model_copy(update={"cache": False, "timeout": 300})) as checker:
+            first = checker.check_one(request)
+            assert first.verdict is Verdict.PASS, first.diagnostics
+            assert written.is_file()
+            segment = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+            assert segment >= 0, os.strerror(ctypes.get_errno())
+            second = checker.check_one(request)
+        assert second.verdict is Verdict.PASS, second.diagnostics
+        assert str(segment) in _shared_memory_ids()
+        # Host files changing beside it neither confuse nor retire it: the same worker checks on.
+        assert _worker_ids(first) == _worker_ids(second) != []
+    finally:
+        if segment >= 0:
+            libc.shmctl(segment, 0, None)  # IPC_RMID
+        written.unlink(missing_ok=True)

@@ -152,6 +152,9 @@ class BackendInfo:
     name: str
     isolation: str
     tools: dict[str, str] = field(default_factory=dict)
+    # Whether a sandbox's /tmp, /dev/shm, /dev/mqueue and IPC namespace are its own, so a warm
+    # server may empty them between checks. Unsandboxed they are the host's: never emptied.
+    private_scratch: bool = False
 
 
 class Backend(Protocol):

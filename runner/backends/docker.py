@@ -433,7 +433,9 @@ class DockerBackend:
             tools["sandbox_agent"] = (
                 f"sha256:{AGENT_DIGEST[:16]} (images with python3; else docker exec)"
             )
-        self.info = BackendInfo(name="docker", isolation=settings.isolation, tools=tools)
+        self.info = BackendInfo(
+            name="docker", isolation=settings.isolation, tools=tools, private_scratch=True
+        )
         self._warm: dict[Pool, list[DockerSandbox]] = {}
         self._spares: dict[Pool, Future[DockerSandbox]] = {}  # strict: made ahead, never used
         self._opened: set[Pool] = set()

@@ -547,7 +547,12 @@ class LocalBackend:
         }
         if confinement.wrapper is not None:
             tools["sandbox"] = confinement.wrapper.version
-        self.info = BackendInfo(name="local", isolation=confinement.isolation, tools=tools)
+        self.info = BackendInfo(
+            name="local",
+            isolation=confinement.isolation,
+            tools=tools,
+            private_scratch=confinement.wrapper is not None,
+        )
 
     def environment(self, image: str, probe: Mapping[str, Sequence[str]]) -> dict[str, object]:
         names = sorted(probe)

@@ -6,19 +6,22 @@ in a fresh toplevel). The corpus is those that need only HOL Light's core or its
 `hol-light` toplevel that `loadt`s it, as holtest does: loaded when the toplevel printed no
 error. The kit must pass what bare hol-light loads, its theorems replayed, and fail the rest.
 
-A bare boot takes minutes, so CI checks one small file on the local backend (its bare label is
-one boot; the kit's worker is the one the HOL Light modules share); `python -m benchmarks.corpora
-hol-light` runs the whole corpus beside bare hol-light.
+A bare boot takes minutes, so CI checks one small file on the local backend; `python -m
+benchmarks.corpora hol-light` runs the whole corpus beside bare hol-light. Both label as the bench
+does: Debian's hol-light boots once, with nothing of the kit, and each file is loaded in a child
+forked from that toplevel (benchmarks/hol_light_fork_labels.py). The probe files below hold that
+to a fresh boot's labels: a file sees nothing another defined, and errors and timeouts read alike.
+The kit's worker is the one the HOL Light modules share.
 """
 
 from __future__ import annotations
 
-import functools
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from benchmarks.corpora import HOL_LIGHT_BARE_TIMEOUT_S, HOL_LIGHT_TIMEOUT_S
+from benchmarks.hol_light_fork_labels import bare_hol_light_forked
 from runner.core.models import Trust
 from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
 from tests.support.corpora import (
@@ -26,7 +29,6 @@ from tests.support.corpora import (
     Agreement,
     Bare,
     agreement,
-    bare_hol_light,
     hol_light_examples,
 )
 
@@ -39,13 +41,28 @@ pytestmark = [
 ]
 
 
+# Loaded after the sample in the same boot, in this order, each with PROBE_TIMEOUT_S.
+PROBES = {
+    "defines.ml": "let defined_by_the_first_file = prove(`!n. n + 0 = n`, ARITH_TAC);;\n",
+    # Loaded after defines.ml: a fresh toplevel has no such name.
+    "uses_the_first.ml": "let again = defined_by_the_first_file;;\n",
+    "raises.ml": "let broken = prove(`!n. n + 1 = n`, ARITH_TAC);;\n",
+    "spins.ml": "let rec spin n = spin (n + 1);;\nspin 0;;\n",
+}
+PROBE_TIMEOUT_S = 20
+
+
 @pytest.fixture(scope="module")
-def labels() -> dict[str, Bare]:
-    """Bare hol-light's label for each file of the sample, the boots side by side."""
-    with ThreadPoolExecutor(len(HOL_LIGHT_CI_SAMPLE)) as pool:
-        label = functools.partial(bare_hol_light, timeout_s=HOL_LIGHT_BARE_TIMEOUT_S)
-        found = pool.map(label, (EXAMPLES[name] for name in HOL_LIGHT_CI_SAMPLE))
-        return dict(zip(HOL_LIGHT_CI_SAMPLE, found, strict=True))
+def labels(tmp_path_factory) -> dict[str, Bare]:
+    """Bare hol-light's label for each file of the sample and each probe, from one boot."""
+    folder = tmp_path_factory.mktemp("hol-light-probes")
+    paths = {name: EXAMPLES[name] for name in HOL_LIGHT_CI_SAMPLE}
+    for name, text in PROBES.items():
+        paths[name] = Path(folder / name)
+        paths[name].write_text(text)
+    timeouts = dict.fromkeys(PROBES, PROBE_TIMEOUT_S)
+    found, _ = bare_hol_light_forked(paths, HOL_LIGHT_BARE_TIMEOUT_S, timeouts=timeouts)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +79,25 @@ def test_an_example_gets_bare_hol_lights_verdict(labels, hol, name):
     if bare.accepted:
         assert result.trust in (Trust.REPLAYED, Trust.SELF_REPORTED), result.trust
         assert result.details["theorems"], "a pass says which theorems it replayed"
+
+
+# -- the bare labels themselves (no kit code) --------------------------------------------------
+
+
+def test_a_good_file_is_accepted(labels):
+    assert labels["defines.ml"].accepted, labels["defines.ml"]
+
+
+def test_a_file_sees_nothing_an_earlier_file_defined(labels):
+    label = labels["uses_the_first.ml"]
+    assert not label.accepted and not label.timed_out
+    assert "Unbound value defined_by_the_first_file" in label.said, label
+
+
+def test_a_failed_proof_is_rejected(labels):
+    label = labels["raises.ml"]
+    assert not label.accepted and not label.timed_out, label
+
+
+def test_a_file_that_never_ends_has_no_label(labels):
+    assert labels["spins.ml"].timed_out, labels["spins.ml"]

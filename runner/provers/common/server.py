@@ -134,6 +134,8 @@ class SandboxServer:
             boot_limits = replace(self.limits, cpus=self.spec.boot_cpus)
         # What the sandbox allows, for a server that sizes what it does to it.
         env = {**self.spec.env, "PROOFLOCK_MEMORY_MB": str(self.limits.memory_mb)}
+        if self.backend.info.private_scratch:  # else /tmp and IPC are the host's: never emptied
+            env["PROOFLOCK_PRIVATE_SCRATCH"] = "1"
         try:
             channel = self._from_snapshot(env, boot_limits)
             if channel is None:

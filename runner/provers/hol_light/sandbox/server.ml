@@ -378,8 +378,12 @@ end = struct
       [ "shm"; "sem"; "msg" ]
 
   (* The writable places a check can leave state in besides the work dir: the sandbox's /tmp,
-     its shared-memory and message-queue file systems (POSIX shm and mqueues, where mounted). *)
-  let scratch_dirs = [ "/tmp"; "/dev/shm"; "/dev/mqueue" ]
+     its shared-memory and message-queue file systems (POSIX shm and mqueues, where mounted).
+     They and the IPC namespace are the sandbox's own only where the kit says so
+     (PROOFLOCK_PRIVATE_SCRATCH=1: a container, bubblewrap). Unsandboxed they are the host's,
+     with other programs' files and shared memory in them: those are never touched. *)
+  let private_scratch = Sys.getenv_opt "PROOFLOCK_PRIVATE_SCRATCH" = Some "1"
+  let scratch_dirs = if private_scratch then [ "/tmp"; "/dev/shm"; "/dev/mqueue" ] else []
 
   (* Every check starts from the state the first one had: once its processes are gone, what it
      left goes, in the work dir (whose boot files the kit read before the first check: nothing
@@ -388,7 +392,7 @@ end = struct
   let restore_work_dir () =
     empty_dir ~keep:[ "proof.export" ] work_dir;
     List.iter empty_dir scratch_dirs;
-    remove_ipc_objects ()
+    if private_scratch then remove_ipc_objects ()
 
   (* The number after `key` on a line of `text` (e.g. "oom_kill 3", "VmPeak:  123 kB"). *)
   let field_after key text =

@@ -65,7 +65,11 @@ let rec remove_tree path =
    shared by every check of this worker). An entry that was there and changed (its contents,
    kind, or where a link points) cannot be put back: the reply then asks the kit to retire the
    worker, so no later check sees it. *)
-let scratch = ["."; "/tmp"; "/dev/shm"; "/dev/mqueue"]
+(* The places besides the work dir, and the IPC namespace, are the sandbox's own only where the
+   kit says so (PROOFLOCK_PRIVATE_SCRATCH=1: a container, bubblewrap). Unsandboxed they are the
+   host's, with other programs' files and shared memory in them: those are never touched. *)
+let private_scratch = Sys.getenv_opt "PROOFLOCK_PRIVATE_SCRATCH" = Some "1"
+let scratch = "." :: (if private_scratch then ["/tmp"; "/dev/shm"; "/dev/mqueue"] else [])
 (* Rewritten whole by the worker for every check (removed first: a check may leave a link). *)
 let rewritten = [Filename.concat "." artifact_v]
 
@@ -97,6 +101,7 @@ let kept : (string, stamp option) Hashtbl.t = Hashtbl.create 64
 
 (* System V IPC objects by kind (ipcrm's flag) and id, from /proc/sysvipc. *)
 let ipc_objects () =
+  if not private_scratch then [] else
   List.concat_map
     (fun (file, flag) ->
        match open_in ("/proc/sysvipc/" ^ file) with
