@@ -40,6 +40,7 @@ from benchmarks.table import Row, markdown, median_ms
 from runner.check.checker import Checker
 from runner.core.models import CheckRequest, CheckResult
 from runner.core.settings import Settings
+from runner.provers.alphageometry import definitions
 from tests.completeness.test_asymptote_gallery import MISSING, docker_skip_reason, gallery
 from tests.completeness.test_asymptote_gallery import TIMEOUT_S as ASY_TIMEOUT_S
 from tests.completeness.test_asymptote_gallery import request as gallery_request
@@ -61,6 +62,7 @@ from tests.support.corpora import (
     coq_suite_files,
     coq_test_suite,
     hol_light_examples,
+    newclid_could_not_read,
     newclid_skip_reason,
     stable_sample,
 )
@@ -317,9 +319,10 @@ def alphageometry_sets(quick: bool, backend: str = "local") -> Compared | str:
     corpus = f"AlphaGeometry JGEX-231 and IMO-30 ({'CI sample' if quick else 'whole'})"
     label = functools.partial(bare_newclid, timeout_s=AG_TIMEOUT_S)
     compared = compare(corpus, names, lambda n: label(problems[n]), request, backend, AG_TIMEOUT_S)
-    # No run infos: newclid stopped before solving, as its CLI does on AlphaGeometry's words
-    # (`s_angle a b c 60`, `eq_trapezoid`) that the kit's driver bridges (see AlphaGeometry).
-    compared.kit_may_accept_more = lambda bare: not bare.said
+    # newclid's CLI stops on AlphaGeometry's words (`s_angle a b c 60`, `eq_trapezoid`) that the
+    # kit's driver bridges (see AlphaGeometry).
+    constructions = set(definitions.load())
+    compared.kit_may_accept_more = lambda bare: newclid_could_not_read(bare, constructions)
     return compared
 
 

@@ -33,7 +33,15 @@ from runner.provers.common.lexing import ocaml_code
 from runner.provers.common.server import SandboxServer
 from runner.provers.hol_light import judging, protocol, source
 from runner.provers.hol_light import worker as hol_worker
-from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, artifact, resolved, session_checker
+from tests.helpers import (
+    FRESH_LOCAL_HOL_LIGHT_BOOTS,
+    HOL_LIGHT_BACKENDS,
+    SHARES_HOL_LIGHT_BOOTS,
+    HolLight,
+    artifact,
+    resolved,
+    session_checker,
+)
 from tests.support.hol_light_workers import forkserver_pids, idle_server, worker_of, workers_used
 
 pytestmark = SHARES_HOL_LIGHT_BOOTS
@@ -384,20 +392,8 @@ def test_a_preloaded_library_does_not_change_what_a_target_means(hol):
         assert warm.result_digest == alone.result_digest
 
 
-# A fresh local boot of HOL Light with its recording kernel costs minutes (~4.5 CPU-min): CI
-# runs these on docker, whose fresh servers are restored from the machine's snapshots.
-FULL_ONLY = pytest.mark.skipif(
-    os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
-    reason="a fresh local boot of HOL Light (minutes): CI runs the docker case",
-)
-BOTH = [
-    pytest.param("docker", marks=pytest.mark.docker),
-    pytest.param("local", marks=FULL_ONLY),
-]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BOTH)
+@pytest.mark.parametrize("backend", HOL_LIGHT_BACKENDS)
 def test_a_worker_killed_from_outside_between_checks_leaves_the_next_its_own_verdict(
     request, backend
 ):
@@ -423,7 +419,7 @@ def test_a_worker_killed_from_outside_between_checks_leaves_the_next_its_own_ver
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", [pytest.param("local", marks=FULL_ONLY)])
+@pytest.mark.parametrize("backend", [pytest.param("local", marks=FRESH_LOCAL_HOL_LIGHT_BOOTS)])
 def test_killed_worker_is_restarted_and_the_check_in_flight_retried(request, backend):
     hol = HolLight(session_checker(request, backend, TIMEOUT))
     before = worker_of(hol.check("pass_arith.ml"))["worker_id"]
@@ -449,7 +445,7 @@ def test_killed_worker_is_restarted_and_the_check_in_flight_retried(request, bac
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", BOTH)
+@pytest.mark.parametrize("backend", HOL_LIGHT_BACKENDS)
 def test_cold_check_gives_the_forkserver_result(request, backend):
     """A cold check (a canary's re-check): fresh servers of its own, no warm state."""
     hol = HolLight(session_checker(request, backend, TIMEOUT))
@@ -468,6 +464,7 @@ def test_cold_check_gives_the_forkserver_result(request, backend):
 
 
 @pytest.mark.slow
+@FRESH_LOCAL_HOL_LIGHT_BOOTS  # two
 def test_the_library_export_is_the_same_whoever_writes_its_chunks():
     # With room (the default 4 GB) children forked at each checkpoint write the library export's
     # chunks while HOL Light loads on; with less than 3 GB the worker writes them itself. The

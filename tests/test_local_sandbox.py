@@ -27,6 +27,7 @@ from runner.backends.local import LocalBackend
 from runner.core.errors import InfraFailure
 from runner.core.models import Limits, Verdict
 from runner.core.settings import Settings
+from tests.helpers import FRESH_LOCAL_HOL_LIGHT_BOOTS
 
 LIMITS = Limits(timeout_s=30, memory_mb=512)
 
@@ -521,10 +522,6 @@ def test_the_environment_probes_say_each_fact_and_name_a_failing_command(backend
 
 # -- unsandboxed warm workers --------------------------------------------------------------------
 
-HOL_LIGHT_BOOT = pytest.mark.skipif(
-    os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
-    reason="a fresh local boot of HOL Light (minutes): set PROOFLOCK_HOL_LIGHT_FULL=1",
-)
 # Each file writes `{path}` in the host's /tmp while it is checked.
 UNSANDBOXED_WORKERS = [
     pytest.param(
@@ -538,7 +535,7 @@ UNSANDBOXED_WORKERS = [
         "a.ml",
         'close_out (open_out "{path}.out");;\nlet t = ARITH_RULE `1 + 1 = 2`;;\n',
         id="hol-light",
-        marks=HOL_LIGHT_BOOT,
+        marks=FRESH_LOCAL_HOL_LIGHT_BOOTS,
     ),
 ]
 

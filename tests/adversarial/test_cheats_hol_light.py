@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from runner.core.models import CheckResult, Trust, Verdict
-from tests.helpers import SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
+from tests.helpers import HOL_LIGHT_BACKENDS, SHARES_HOL_LIGHT_BOOTS, HolLight, session_checker
 from tests.support.hol_light_cheats import CHEATS, CONFUSE, Cheat
 
 pytestmark = [pytest.mark.slow, SHARES_HOL_LIGHT_BOOTS]
@@ -87,7 +87,7 @@ def test_a_type_whose_name_has_a_space_is_reported_not_an_infra_error(hol):
     assert result.details["types"] == [{"name": "odd name", "arity": 0}]
 
 
-@pytest.mark.parametrize("backend", ["local"])
+@pytest.mark.parametrize("backend", HOL_LIGHT_BACKENDS)  # a kill costs a fresh boot
 def test_a_check_that_kills_its_worker_is_judged_by_a_control_check(request, backend):
     """The worker dies with the check: a control file on a fresh worker passes, so the verdict
     is the artifact's (crash), not an infra error retried until it sticks."""

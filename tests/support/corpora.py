@@ -17,7 +17,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -383,6 +383,22 @@ def _newclid_solved(returncode: int, said: str) -> tuple[bool, str]:
 
 
 CRASHED = "crashed: "  # how _newclid_solved says newclid raised before it said anything
+# How newclid's CLI stops on AlphaGeometry words it cannot read: a constant angle in degrees
+# (`s_angle a b c 30`), or a construction its own defs lack (`eq_trapezoid`, a KeyError).
+_DEGREES = "Could not interpret constant angle"
+_UNKNOWN_CONSTRUCTION = re.compile(r"KeyError: '([\w-]+)'")
+
+
+def newclid_could_not_read(bare: Bare, constructions: Collection[str]) -> bool:
+    """Whether bare newclid crashed reading AlphaGeometry's words, not on the problem itself.
+
+    `constructions` are AlphaGeometry's (defs.txt). The kit's driver reads those words as
+    AlphaGeometry does, so what it then solves is more than bare newclid could, not a disagreement.
+    """
+    if not bare.crashed:
+        return False
+    unknown = _UNKNOWN_CONSTRUCTION.search(bare.said)
+    return _DEGREES in bare.said or (unknown is not None and unknown.group(1) in constructions)
 
 
 def bare_newclid(problem: str, timeout_s: int) -> Bare:
