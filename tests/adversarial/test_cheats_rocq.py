@@ -39,13 +39,28 @@ def _settings(base: Path, backend: str) -> Settings:
     )
 
 
+@pytest.fixture(scope="module")
+def checkers(tmp_path_factory):
+    """One Checker per backend for the whole module: every cheat runs on the warm worker the
+    cheats before it ran on (pytest would otherwise make a Checker, and boot a worker, per test)."""
+    made: dict[str, Checker] = {}
+
+    def on(backend: str) -> Checker:
+        if backend not in made:
+            made[backend] = Checker(_settings(tmp_path_factory.mktemp("kit"), backend))
+        return made[backend]
+
+    yield on
+    for checker in made.values():
+        checker.close()
+
+
 @pytest.fixture(
     scope="module",
     params=["local", pytest.param("docker", marks=[pytest.mark.docker, pytest.mark.slow])],
 )
-def checker(request, tmp_path_factory):
-    with Checker(_settings(tmp_path_factory.mktemp("kit"), request.param)) as checker:
-        yield checker
+def checker(request, checkers):
+    return checkers(request.param)
 
 
 # (backend, cheat) → the other path's result: warm and cold must agree on every cheat too.
@@ -71,9 +86,10 @@ PATHS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("checker", "path"), PATHS, indirect=["checker"])
+@pytest.mark.parametrize(("backend", "path"), PATHS)
 @pytest.mark.parametrize("name", sorted(CHEATS))
-def test_no_cheat_passes_and_nothing_escapes(name, path, checker, outside):
+def test_no_cheat_passes_and_nothing_escapes(name, backend, path, checkers, outside):
+    checker = checkers(backend)
     text, verdicts, fields = CHEATS[name]
     line = OTHER_LINE if path == OTHER_LINE else None
     request = CheckRequest(
