@@ -29,7 +29,9 @@ from tests.support.corpora import (
 DATA = shared_data()
 PROBLEMS = alphageometry_problems(DATA) if DATA else {}
 CI_SAMPLE = alphageometry_ci_sample(PROBLEMS)
-TIMEOUT_S = 30
+# The bench's timeout. The sample's IMO problem (2000_p1) is solved in 20 to 25 s on a quiet
+# machine, bare and in the kit: at 30 s, CI's load could time out one and not the other.
+TIMEOUT_S = 60
 
 pytestmark = [
     pytest.mark.slow,
