@@ -111,11 +111,12 @@ _SESSION_CHECKERS: dict[str, Checker] = {}
 # `pytest -n` runs them all in one process, which boots each backend's worker once.
 SHARES_HOL_LIGHT_BOOTS = pytest.mark.xdist_group("hol-light")
 # A fresh local boot of HOL Light with its recording kernel costs minutes (~4.5 CPU-min): CI runs
-# tests that need more than the session's one local boot on docker, whose fresh servers are
-# restored from the machine's snapshots. PROOFLOCK_HOL_LIGHT_FULL=1 runs their local case too.
+# tests that need more than the session's one local boot on docker where they have a docker case
+# (fresh servers are restored from the machine's snapshots). PROOFLOCK_HOL_LIGHT_FULL=1 runs their
+# local case too.
 FRESH_LOCAL_HOL_LIGHT_BOOTS = pytest.mark.skipif(
     os.environ.get("PROOFLOCK_HOL_LIGHT_FULL") != "1",
-    reason="fresh local boots of HOL Light (minutes each): CI runs the docker case",
+    reason="fresh local boots of HOL Light (minutes each): set PROOFLOCK_HOL_LIGHT_FULL=1",
 )
 HOL_LIGHT_BACKENDS = [
     pytest.param("docker", marks=pytest.mark.docker),
