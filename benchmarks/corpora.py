@@ -15,8 +15,8 @@ refuses by design, and names each disagreement. `quick` takes the CI samples.
         verdict in OUT (LOG: a line per label and verdict as it comes); HOL Light's bare labels
         come from one boot with a child forked per file, or a boot per file (--bare-boot-each)
     python -m benchmarks.corpora --speed [--backend local|docker]
-        the kit end to end against bare coqc, and coqc + coqchk, per file on a fixed fifth of
-        Coq 8.16.1's suite, and where the kit's time went (its records' phases)
+        the kit end to end (`prooflock run`) against bare coqc, and coqc + coqchk, per file on
+        a fixed fifth of Coq 8.16.1's suite, and where the kit's time went (its records' phases)
 
 A report, not a test: nothing here asserts a speed.
 """
@@ -27,7 +27,9 @@ import argparse
 import functools
 import hashlib
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -331,10 +333,11 @@ WORKERS = (1, 2)  # the kit's runs in the speed comparison: checks at once
 
 
 def coq_speed(backend: str = "local") -> dict[str, object] | str:
-    """The kit end to end against bare coqc per file, and against coqc + coqchk per file (what
-    the kit does), on a fixed fifth of Coq 8.16.1's test-suite, one after another for the bare
-    tools; where the kit's time went, from its records' phases (compile, re-check: their wall
-    time summed over files, and the kit's total less both, its own work and boots)."""
+    """The kit end to end (`prooflock run`, with one worker and with two) against bare coqc per
+    file, and against coqc + coqchk per file (what the kit does), on a fixed fifth of Coq
+    8.16.1's test-suite, one after another for the bare tools; where the one-worker run's time
+    went, from its records' phases (compile, re-check: their wall time summed over files, and
+    the run's total less both, its own work and boots)."""
     root = coq_test_suite()
     if root is None:
         return "Coq's source package is not in the kit's store: `prooflock images build rocq`"
@@ -351,13 +354,7 @@ def coq_speed(backend: str = "local") -> dict[str, object] | str:
     both_s = time.monotonic() - started
     kit: dict[int, tuple[float, list[CheckResult]]] = {}
     for workers in WORKERS:  # the CLI's default (one check at a time), then one per core
-        settings = Settings(
-            backend=backend, cache=False, retries=0, timeout=COQ_TIMEOUT_S, workers=workers
-        )
-        started = time.monotonic()
-        with Checker(settings) as checker:
-            results = list(checker.map(_coq_request(files[n]) for n in names))
-        kit[workers] = (time.monotonic() - started, results)
+        kit[workers] = _prooflock_run([_coq_request(files[n]) for n in names], workers, backend)
     results = kit[1][1]
     phases: dict[str, float] = {"compile": 0.0, "recheck": 0.0}
     for result in results:
@@ -394,6 +391,30 @@ def coq_speed(backend: str = "local") -> dict[str, object] | str:
             if a.verdict is not b.verdict
         },
     }
+
+
+def _prooflock_run(
+    requests: list[CheckRequest], workers: int, backend: str
+) -> tuple[float, list[CheckResult]]:
+    """`prooflock run` as a user runs it, in a process of its own (its start, its order: longest
+    predicted first), cache off: its wall time, and its records in the requests' order."""
+    with tempfile.TemporaryDirectory(prefix="prooflock-speed-") as scratch:
+        given, log = Path(scratch, "requests.jsonl"), Path(scratch, "log.jsonl")
+        given.write_text("".join(r.model_dump_json() + "\n" for r in requests))
+        argv = [sys.executable, "-m", "runner", "run", str(given), "--checkpoint", str(log)]
+        argv += ["--backend", backend, "--workers", str(workers), "--no-cache"]
+        argv += ["--daemon", "off", "--second-opinion", "none"]
+        started = time.monotonic()
+        subprocess.run(argv, capture_output=True, check=False)
+        spent = time.monotonic() - started
+        found: dict[int, CheckResult] = {}
+        for line in log.read_text().splitlines():
+            entry = json.loads(line)
+            if entry.get("kind") == "result":
+                found[entry["body"]["index"]] = CheckResult.model_validate(entry["body"]["result"])
+    if len(found) != len(requests):
+        raise RuntimeError(f"prooflock run recorded {len(found)} of {len(requests)} requests")
+    return spent, [found[i] for i in range(len(requests))]
 
 
 def _coq_request(path: Path, line: str | None = None) -> CheckRequest:

@@ -64,6 +64,7 @@ class Evidence:
     # MATCH, MISSING, DIFFERS, ELABORATE, REQUIRES, INVALID, TIMEOUT, UNSAFE (cold.py)
     target: str | None = None
     cpu_ms: int = 0  # beyond the compile
+    recheck_processes: int = 1  # the re-check split over processes (the worker's, server.ml)
     # The cold path's second wall (the worker refuses on Coq's parse as the file runs). These are
     # the kit's refusals on each sentence as coqc read it, and whether that reading was cut short.
     refused: list[Refusal] = dataclasses.field(default_factory=list)
@@ -109,6 +110,8 @@ def phases_ms(evidence: Evidence) -> dict[str, JsonValue]:
     for name, done in (("compile", evidence.compiled), ("recheck", evidence.checked)):
         if done is not None:
             phases[name] = {"wall": done.wall_ms, "cpu": done.cpu_ms}
+    if evidence.checked is not None and evidence.recheck_processes > 1:
+        phases["recheck"] = {**phases["recheck"], "processes": evidence.recheck_processes}
     return phases
 
 

@@ -43,6 +43,11 @@ START = "start.sh"
 BUILD_FAILED = "the Rocq worker could not be built"
 # Building the worker takes seconds; loading a prefix such as mathcomp's, more.
 BOOT_TIMEOUT_S = 900
+# A compile that took this much CPU has its re-check split over the CPUs the worker's sandbox may use,
+# at most RECHECK_PROCESSES (server.ml, share_proofs): a re-check costs about what the compile's
+# kernel did, and one long file is often what a run waits for last.
+SPLIT_AFTER_MS = 2000
+RECHECK_PROCESSES = 4
 # The reply's way back, beyond the check's own limits. The compile and the audit each get the
 # timeout, and a sub-parent may first load the file's prefix.
 REPLY_SLACK_S = 90
@@ -231,7 +236,13 @@ class Reply:
 
 
 def request_fields(prefix: Prefix, content: str, mode: str) -> dict[str, str]:
-    return {"prefix": prefix.code, "body": prefix.body(content), "mode": mode}
+    return {
+        "prefix": prefix.code,
+        "body": prefix.body(content),
+        "mode": mode,
+        "split_after_ms": str(SPLIT_AFTER_MS),
+        "recheck_processes": str(RECHECK_PROCESSES),
+    }
 
 
 def exchange(
@@ -342,6 +353,7 @@ def evidence(reply: Reply, request: ResolvedRequest) -> Evidence:
     output = checked.stdout
     found.checked = checked
     found.cpu_ms = checked.cpu_ms or 0
+    found.recheck_processes = int(reply.text("CHECK_PROCESSES") or 1)
     lines = reply.text("CHECK_REPORT").splitlines()
     for line in lines:
         if line.startswith("TARGET ") and found.target is None:

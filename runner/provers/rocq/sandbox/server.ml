@@ -7,8 +7,10 @@
    - K1, the compile: coqc's loop (Vernac.load_vernac_core, with the kit's refusals checked on
      Coq's own parse of each sentence) over the file with its prefix blanked, so every
      location is the file's own; then coqc's end (pending proofs, Library.save_library_to);
-   - K2, the audit, once K1 has ended: coqchk's checking modules (checker/, vendored unchanged
-     from Coq 8.16.1, LGPL-2.1) validate and re-check Artifact.vo against the parent's libraries
+   - K2, the audit, once K1 has ended: coqchk's checking modules (checker/, from Coq 8.16.1,
+     LGPL-2.1, unchanged but for one hook start.sh adds: the opaque proofs a process leaves to
+     another when a long re-check is split over several, see [share_proofs]) validate and
+     re-check Artifact.vo against the parent's libraries
      and print coqchk's trace and context summary; the axioms the library's constants reach are
      collected by Print Assumptions' traversal (memoized per library object in P, which also
      takes what the kit learned from other workers and earlier runs, see [learn]); a target
@@ -277,8 +279,10 @@ let close_parent_fds () =
   List.iter (fun fd -> try Unix.close fd with Unix.Unix_error _ -> ()) !parent_fds;
   parent_fds := []
 
-(* What a forked child is told when its check starts: a compile, or an audit and its target. *)
-type go = Compile | Audit of (string * string list * string) option
+(* What a forked child is told when its check starts: a compile, or an audit (its target, and
+   which of the re-check's [shards] processes it is: 0 also reports, see [check_library]). *)
+type audit = { target : (string * string list * string) option; shard : int; shards : int }
+type go = Compile | Audit of audit
 
 (* A child forked ahead of its check: it waits, doing nothing, until [go] sends it the check.
    Forking is a large part of a check's cost; a parent forks its next children while the kit
@@ -327,22 +331,26 @@ let cgroup_limit () =
   in
   Option.bind limit (fun bytes -> if bytes < 2e18 then Some bytes else None)
 
-(* /proc/self/limits: "Max address space  <soft>  <hard>  bytes" ("unlimited" reads as None). *)
-let address_space_limit () =
-  match open_in "/proc/self/limits" with
+(* The first line of [path] that starts with [prefix]. *)
+let line_starting path prefix =
+  match open_in path with
   | exception Sys_error _ -> None
   | ic ->
     Fun.protect ~finally:(fun () -> close_in_noerr ic) (fun () ->
       let rec find () =
         match input_line ic with
         | exception End_of_file -> None
-        | line when String.starts_with ~prefix:"Max address space" line ->
-          (match List.filter (( <> ) "") (String.split_on_char ' ' line) with
-           | _ :: _ :: _ :: soft :: _ -> float_of_string_opt soft
-           | _ -> None)
+        | line when String.starts_with ~prefix line -> Some line
         | _ -> find ()
       in
       find ())
+
+(* /proc/self/limits: "Max address space  <soft>  <hard>  bytes" ("unlimited" reads as None). *)
+let address_space_limit () =
+  Option.bind (line_starting "/proc/self/limits" "Max address space") (fun line ->
+      match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+      | _ :: _ :: _ :: soft :: _ -> float_of_string_opt soft
+      | _ -> None)
 
 let heap_bytes () = float_of_int ((Gc.quick_stat ()).Gc.heap_words * (Sys.word_size / 8))
 
@@ -393,7 +401,9 @@ let fork_child ~out ~err (body : go -> Unix.file_descr -> unit) =
     in
     Unix.close start_r;
     mark "forked";
-    collect_again_past ~grown:(gc_off_budget ()) ~collecting;
+    (* The re-check's processes run at once: each has its share of the memory. *)
+    let sharing = match go with Audit a -> a.shards | Compile -> 1 in
+    collect_again_past ~grown:(gc_off_budget () /. float_of_int sharing) ~collecting;
     let fd_out = Unix.openfile out [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     let fd_err = Unix.openfile err [Unix.O_WRONLY; Unix.O_CREAT; Unix.O_TRUNC] 0o600 in
     Unix.dup2 fd_out Unix.stdout;
@@ -422,17 +432,22 @@ let waiting child =
   | _ -> discard child; false
   | exception Unix.Unix_error _ -> discard child; false
 
-(* Start [child] on its check and wait for its end. *)
-let run_forked ~deadline child go =
+type running = { child : forked; kills_before : int option; cpu_before : float; started : float }
+
+(* Start [child] on its check. *)
+let start_forked child go =
   reap_zombies ();
   let kills_before = oom_kills () in
   let cpu_before = children_cpu () and started = now_ms () in
-  let r = child.report in
-  parent_fds := List.filter (fun f -> f <> r) !parent_fds;
+  parent_fds := List.filter (fun f -> f <> child.report) !parent_fds;
   let message = Marshal.to_string (go : go) [] in
   (try write_fd child.start message with Unix.Unix_error _ -> ());
   release child.start;
-  let pid = child.pid in
+  { child; kills_before; cpu_before; started }
+
+(* Wait for a started child's end. *)
+let await_forked ~deadline { child; kills_before; cpu_before; started } =
+  let r = child.report and pid = child.pid in
   (
     let buf = Buffer.create 4096 and chunk = Bytes.create 65536 in
     let rec pump () =
@@ -491,6 +506,8 @@ let run_forked ~deadline child go =
       cpu_ms = int_of_float ((children_cpu () -. cpu_before) *. 1000.);
       wall_ms = int_of_float (now_ms () -. started);
     })
+
+let run_forked ~deadline child go = await_forked ~deadline (start_forked child go)
 
 (* ------------------------------------------------------------------------------------------ *)
 (* Sentences the kit refuses, read from Coq's own parse of each sentence just before it runs
@@ -1078,9 +1095,58 @@ let coqchk_anomaly exn =
   | e ->  (* coqchk has no printer for it (Modops.ModuleTypingError, say) *)
     Some ("Anomaly " ^ quoted ("Uncaught exception " ^ Printexc.to_string e ^ "."))
 
+(* The re-check split over [shards] processes. Each checks all that coqchk checks except the
+   bodies of the other shards' opaque proofs: the kernel never unfolds an opaque proof, so no
+   check depends on another's body, and together the shards check every body. Proofs go to
+   shards largest first, each to the least loaded (a proof's size: its term's nodes, counted up
+   to a cap), computed alike in every shard. The owner of each proof of the library's table. *)
+let proof_owners (table : seg_proofs) shards =
+  let cap = 1_000_000 in
+  let size c =
+    let n = ref 0 in
+    let rec walk c = if !n < cap then begin incr n; Constr.iter walk c end in
+    walk c;
+    !n
+  in
+  let sized = Array.mapi (fun i p -> (i, match p with Some (c, _) -> size c | None -> 0)) table in
+  Array.stable_sort (fun (_, a) (_, b) -> compare b a) sized;
+  let load = Array.make shards 0 and owner = Array.make (Array.length table) 0 in
+  Array.iter
+    (fun (i, n) ->
+       let least = ref 0 in
+       Array.iteri (fun k l -> if l < load.(!least) then least := k) load;
+       owner.(i) <- !least;
+       load.(!least) <- load.(!least) + n + 1)
+    sized;
+  owner
+
+(* Mod_checking's hook (the one line start.sh adds to coqchk's module): the bodies this shard
+   leaves to others. Proofs of other libraries (a functor the file includes) are shard 0's. *)
+let share_proofs lib ~shard ~shards =
+  if shards > 1 then begin
+    let owner = proof_owners lib.table shards in
+    Mod_checking.skip_body :=
+      (fun cb ->
+         match cb.Declarations.const_body with
+         | Declarations.OpaqueDef o ->
+           let _, _, dp, i = Opaqueproof.repr o in
+           let mine =
+             if Names.DirPath.equal dp lib.sd.md_name then
+               let i = Opaqueproof.repr_handle i in
+               i >= Array.length owner || owner.(i) = shard
+             else shard = 0
+           in
+           not mine
+         | _ -> false)
+  end
+
+(* A shard other than 0 checked its share: it reports nothing more. *)
+exception Share_checked
+
 (* The re-check of Artifact.vo; its report goes to [w]; the exit code it would have (coqchk's:
-   129 when the checker failed, with its anomaly in the report as CHECKER_ANOMALY). *)
-let check_library ~state ~target w =
+   129 when the checker failed, with its anomaly in the report as CHECKER_ANOMALY). Shard 0
+   reports; the others only check their share. *)
+let check_library ~state ~target ~shard ~shards w =
     try
       fresh_memo := [];
       mark "k2-start";
@@ -1089,8 +1155,10 @@ let check_library ~state ~target w =
       let ldir = lib.sd.md_name in
       if not (Names.DirPath.equal ldir (Names.DirPath.make [Names.Id.of_string "Artifact"])) then
         CErrors.user_err Pp.(str "The compiled file is not library Artifact.");
+      share_proofs lib ~shard ~shards;
       let state, target =
         match target with
+        | _ when shard > 0 -> (state, None)
         | None -> (state, None)
         | Some (name, requires, statement) ->
           (* The pristine session from here on: the file's prefix is not loaded in it. *)
@@ -1132,6 +1200,7 @@ let check_library ~state ~target w =
       Feedback.msg_notice Pp.(str "Checking library: " ++ Names.DirPath.print ldir);
       let opac = Mod_checking.check_module env Names.Cmap.empty mb.Declarations.mod_mp mb in
       mark "k2-checked";
+      if shard > 0 then raise_notrace Share_checked;
       Feedback.msg_notice Pp.(str "Modules were successfully checked");
       Check_stat.output_context := true;
       let env_full = Modops.add_module mb env in
@@ -1166,7 +1235,9 @@ let check_library ~state ~target w =
          let env = Modops.add_module mb (with_library (Global.env ())) in
          write_fd w ("TARGET " ^ compare_target ~ldir ~env name body ^ "\n"));
       0
-    with exn ->
+    with
+    | Share_checked -> 0
+    | exn ->
       flush_everything ();
       Topfmt.print_err_exn exn;
       flush_everything ();
@@ -1178,7 +1249,8 @@ let check_library ~state ~target w =
          with Unix.Unix_error _ -> ());
         129
 
-let checker_child ~state ~target w = child_exit w (check_library ~state ~target w)
+let checker_child ~state ~target ~shard ~shards w =
+  child_exit w (check_library ~state ~target ~shard ~shards w)
 
 (* ------------------------------------------------------------------------------------------ *)
 (* A check's two children, forked from the parent at the check's start or, ahead of it, once
@@ -1187,7 +1259,7 @@ let checker_child ~state ~target w = child_exit w (check_library ~state ~target 
 let compile_body ~state ~ldir _ w = compile_child ~state ~ldir w
 let audit_body ~state go w =
   match go with
-  | Audit target -> checker_child ~state ~target w
+  | Audit { target; shard; shards } -> checker_child ~state ~target ~shard ~shards w
   | Compile -> child_exit w 120
 
 let spare_compile : forked option ref = ref None
@@ -1209,9 +1281,82 @@ let compile ~state ~ldir ~deadline =
   run_spare spare_compile ~deadline Compile
     ~fresh:(fun () -> fork_child ~out:"k1.out" ~err:"k1.err" (compile_body ~state ~ldir))
 
-let check ~state ~deadline ~target =
-  run_spare spare_audit ~deadline (Audit target)
-    ~fresh:(fun () -> fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state))
+(* The CPUs this process may use at once: its affinity, within a CPU quota (docker's). *)
+let usable_cpus () =
+  let affinity =
+    (* "Cpus_allowed_list:\t0-3,6" *)
+    Option.map (fun line ->
+        let list = String.trim (String.sub line 18 (String.length line - 18)) in
+        let count range =
+          match String.split_on_char '-' range with
+          | [a; b] -> (try int_of_string b - int_of_string a + 1 with _ -> 1)
+          | _ -> 1
+        in
+        List.fold_left (fun n r -> n + count r) 0 (String.split_on_char ',' list))
+      (line_starting "/proc/self/status" "Cpus_allowed_list:")
+  in
+  let quota =
+    match Option.map (String.split_on_char ' ') (first_line "/sys/fs/cgroup/cpu.max") with
+    | Some [q; period] ->
+      (match float_of_string_opt q, float_of_string_opt (String.trim period) with
+       | Some q, Some p when p > 0. -> Some (int_of_float (Float.ceil (q /. p)))
+       | _ -> None)
+    | _ -> None
+  in
+  max 1 (List.fold_left min max_int (List.filter_map Fun.id [affinity; quota]))
+
+(* The audit: one process, or [shards] at once when the compile was long (the re-check costs
+   about what the compile's kernel did). Shard 0 is the spare, forked ahead. The end of the
+   first shard that failed (else shard 0's, with its report), the output that goes with it,
+   and how many processes checked; the CPU time is all shards'. Split, the processes each hold
+   the library: if one ran out of memory, one process checks again. *)
+let rec check ~state ~deadline ~target ~shards =
+  if shards <= 1 then begin
+    let ended =
+      run_spare spare_audit ~deadline (Audit { target; shard = 0; shards = 1 })
+        ~fresh:(fun () -> fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state))
+    in
+    (ended, read_all "k2.out" ^ read_all "k2.err", 1)
+  end else begin
+    let first =
+      match !spare_audit with
+      | Some child when waiting child -> spare_audit := None; child
+      | _ -> spare_audit := None; fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state)
+    in
+    let out k = if k = 0 then ("k2.out", "k2.err") else
+        (Printf.sprintf "k2-%d.out" k, Printf.sprintf "k2-%d.err" k) in
+    let children =
+      first :: List.init (shards - 1) (fun k ->
+          let o, e = out (k + 1) in
+          fork_child ~out:o ~err:e (audit_body ~state))
+    in
+    let running =
+      List.mapi (fun shard child -> start_forked child (Audit { target; shard; shards })) children
+    in
+    let rec await k acc = function
+      | [] -> List.rev acc
+      | r :: rest ->
+        let ended = await_forked ~deadline r in
+        if ended.ended = Exited 0 then await (k + 1) ((k, ended) :: acc) rest
+        else begin
+          List.iter (fun r -> discard r.child) rest;  (* the verdict is known: they go *)
+          List.rev ((k, ended) :: acc)
+        end
+    in
+    let ended = await 0 [] running in
+    let shown, child =
+      match List.find_opt (fun (_, c) -> c.ended <> Exited 0) ended with
+      | Some failed -> failed
+      | None -> List.hd ended
+    in
+    let cpu_ms = List.fold_left (fun n (_, c) -> n + c.cpu_ms) 0 ended in
+    let wall_ms = List.fold_left (fun n (_, c) -> max n c.wall_ms) 0 ended in
+    match child.ended with
+    | Memory | Signaled _ -> check ~state ~deadline ~target ~shards:1
+    | Exited _ | Timed_out ->
+      let o, e = out shown in
+      ({ child with cpu_ms; wall_ms }, read_all o ^ read_all e, shards)
+  end
 
 (* Between checks (the kit is reading the reply): the next check's children, forked now. *)
 let fork_spares ~state ~ldir =
@@ -1330,11 +1475,19 @@ let serve ~state ~ldir ~prefix_out ~prefix_err req =
       let deadline = now_ms () +. float_of_int req.timeout_ms in
       (* A fresh fork of this parent, which never ran a file's code, per audit: no library an
          earlier check loaded, and no state its audit left, reaches this one. *)
-      let k2 = check ~state ~deadline ~target in
+      (* A long compile's re-check is split over the CPUs the kit allows (request fields). *)
+      let number name = Option.bind (field req name) int_of_string_opt in
+      let shards =
+        match number "split_after_ms", number "recheck_processes" with
+        | Some after, Some most when k1.cpu_ms >= after -> max 1 (min most (usable_cpus ()))
+        | _ -> 1
+      in
+      let k2, output, shards = check ~state ~deadline ~target ~shards in
       let report, memo_lines = keep_memo ~trusted:(k2.ended = Exited 0) k2.report in
       replies := !replies @ [
           "CHECK", Printf.sprintf "%s %d %d" (ended_words k2.ended) k2.cpu_ms k2.wall_ms;
-          "CHECK_OUT", capped (read_all "k2.out" ^ read_all "k2.err");
+          "CHECK_PROCESSES", string_of_int shards;
+          "CHECK_OUT", capped output;
           "CHECK_REPORT", report;
           "MEMO", memo_lines;
         ]

@@ -10,7 +10,7 @@ MODULES="analyze values validate checkFlags checkTypes checkInductive mod_checki
 # What a shipped binary must have been built against: the same coq-core, compiler and libc.
 here=$( (ocamlfind ocamlopt -version; ldd --version | head -n 1;
          cat /usr/lib/ocaml/coq-core/kernel/kernel.cmxa /usr/lib/ocaml/coq-core/META \
-             "$CHECKER"/*.ml) 2>&1 | md5sum)
+             "$CHECKER"/*.ml "$0") 2>&1 | md5sum)
 # Builds the kit kept (srv/cand/N/): the one built against this sandbox's coq-core, if any.
 for cand in srv/cand/*; do
     if [ -s "$cand/prooflock-rocq-server" ] && [ "$(cat "$cand/build.id")" = "$here" ]; then
@@ -32,6 +32,18 @@ if [ ! -s "$BIN" ]; then
         fi
         sources="$sources $m.mli $m.ml"
     done
+    # One hook in coqchk's Mod_checking, the rest is coqchk's own: the opaque proofs whose
+    # bodies this process leaves to another of the re-check's processes (server.ml,
+    # share_proofs). Its line must be there exactly once, or the worker is not built.
+    if [ "$(grep -c '^    | Some bd ->$' srv/mod_checking.ml)" != 1 ]; then
+        echo "coqchk's Mod_checking has no single body check to hook" > srv/build.log
+        tail -n 1 srv/build.log
+        exit 1
+    fi
+    sed -i -e '/^    | Some bd ->$/i \    | Some _ when !skip_body cb -> ()' \
+        -e '/^let set_indirect_accessor /a let skip_body : (constant_body -> bool) ref = ref (fun _ -> false)' \
+        srv/mod_checking.ml
+    echo 'val skip_body : (Declarations.constant_body -> bool) ref' >> srv/mod_checking.mli
     if ! (cd srv && ocamlfind ocamlopt -rectypes -thread -w -a -package coq-core.toplevel \
             -linkpkg -linkall $sources server.ml -o prooflock-rocq-server) > srv/build.log 2>&1
     then
