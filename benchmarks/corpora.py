@@ -6,7 +6,8 @@ tests/support/corpora.py says; 8.20's on docker only, labelled by the coqc in it
 Light's own example files, AlphaGeometry's JGEX and IMO sets and Asymptote's gallery. Each file
 is labelled by the bare tool, one process per file, one after another; the kit checks the same
 files in one `Checker` with its default workers. A row says how many agree, how many the kit
-refuses by design, and names each disagreement. `quick` takes the CI samples.
+refuses by design, and names each disagreement. `quick` takes the CI samples. `notes(quick)`:
+the speed comparison below, in the full bench only.
 
     python -m benchmarks.corpora [--quick] [--backend local|docker] [--json OUT]
                                  [--progress LOG [--resume]] [--only PREFIX] [--interleave]
@@ -470,6 +471,31 @@ def rows(quick: bool, names: list[str] | None = None, backend: str = "local") ->
         else:
             made.append(compared.row(prover, baseline, backend))
     return made
+
+
+def notes(quick: bool) -> list[str]:
+    """The speed comparison on Coq's suite, side by side with the bare tools (the full bench
+    only: it takes minutes)."""
+    if quick:
+        return []
+    speed = coq_speed()
+    if isinstance(speed, str):
+        return [f"Coq suite speed: {speed}"]
+    where = speed["kit_1_worker_where"]
+    assert isinstance(where, dict)
+    kit = "; ".join(
+        f"prooflock run --workers {w}: {speed[f'kit_{w}_workers_s']} s "
+        f"({speed[f'kit_{w}_workers_vs_coqc']}x bare coqc, "
+        f"{speed[f'kit_{w}_workers_vs_coqc_coqchk']}x coqc + coqchk)"
+        for w in WORKERS
+    )
+    return [
+        f"Coq 8.16.1 suite, a fixed fifth ({speed['files']} files), end to end, local: bare coqc "
+        f"per file {speed['bare_coqc_s']} s, coqc + coqchk per file {speed['bare_coqc_coqchk_s']}"
+        f" s; {kit}. The 1-worker run's time: compiles {where['compile_wall_s']} s, re-checks "
+        f"{where['recheck_wall_s']} s, the kit's own work and boots "
+        f"{where['kit_own_and_boots_s']} s. Same verdicts in both runs: {speed['same_verdicts']}"
+    ]
 
 
 def main() -> int:
