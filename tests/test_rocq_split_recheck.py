@@ -67,7 +67,7 @@ def test_a_bad_proof_left_to_the_second_process_still_fails_the_file(checker, sp
     request = CheckRequest(prover="rocq", name="split.v", content=SPLIT_CHEAT)
     result = checker.check_one(request)
     assert result.provenance.extra["rocq_path"].startswith("worker:")
-    assert _processes(result) == 2
+    assert _processes(result) >= 2  # as many as the machine's CPUs, up to RECHECK_PROCESSES
     assert result.verdict is Verdict.FAIL, result.diagnostics
     assert judging.REJECTED in result.diagnostics[-1].message
 
@@ -77,6 +77,6 @@ def test_a_split_re_check_records_what_one_process_records(checker, monkeypatch)
     whole = checker.check_one(request)
     monkeypatch.setattr(worker, "SPLIT_AFTER_MS", 0)
     split = checker.check_one(request)
-    assert (_processes(whole), _processes(split)) == (1, 2)
+    assert _processes(whole) == 1 and _processes(split) >= 2
     assert split.verdict is Verdict.PASS, split.diagnostics
     assert split.result_digest == whole.result_digest
