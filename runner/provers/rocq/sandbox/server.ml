@@ -1267,15 +1267,18 @@ let spare_audit : forked option ref = ref None
 
 let forget_spares () = spare_compile := None; spare_audit := None
 
-let run_spare spare ~deadline ~fresh go =
+(* The spare, if it still waits (it is taken either way), else a [fresh] fork. *)
+let spare_or spare ~fresh =
   let waiting_spare =
     match !spare with
     | Some child -> spare := None; if waiting child then Some child else None
     | None -> None
   in
   match waiting_spare with
-  | Some child -> run_forked ~deadline child go
-  | None -> run_forked ~deadline (fresh ()) go
+  | Some child -> child
+  | None -> fresh ()
+
+let run_spare spare ~deadline ~fresh go = run_forked ~deadline (spare_or spare ~fresh) go
 
 let compile ~state ~ldir ~deadline =
   run_spare spare_compile ~deadline Compile
@@ -1319,9 +1322,8 @@ let rec check ~state ~deadline ~target ~shards =
     (ended, read_all "k2.out" ^ read_all "k2.err", 1)
   end else begin
     let first =
-      match !spare_audit with
-      | Some child when waiting child -> spare_audit := None; child
-      | _ -> spare_audit := None; fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state)
+      spare_or spare_audit
+        ~fresh:(fun () -> fork_child ~out:"k2.out" ~err:"k2.err" (audit_body ~state))
     in
     let out k = if k = 0 then ("k2.out", "k2.err") else
         (Printf.sprintf "k2-%d.out" k, Printf.sprintf "k2-%d.err" k) in
