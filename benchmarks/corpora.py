@@ -406,8 +406,10 @@ def _prooflock_run(
         argv += ["--backend", backend, "--workers", str(workers), "--no-cache"]
         argv += ["--daemon", "off", "--second-opinion", "none"]
         started = time.monotonic()
-        subprocess.run(argv, capture_output=True, check=False)
+        ran = subprocess.run(argv, capture_output=True, text=True, check=False)
         spent = time.monotonic() - started
+        if not log.is_file():
+            raise RuntimeError(f"prooflock run wrote no log: {ran.stderr.strip()[-600:]}")
         found: dict[int, CheckResult] = {}
         for line in log.read_text().splitlines():
             entry = json.loads(line)

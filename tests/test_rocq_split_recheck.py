@@ -80,3 +80,17 @@ def test_a_split_re_check_records_what_one_process_records(checker, monkeypatch)
     assert _processes(whole) == 1 and _processes(split) >= 2
     assert split.verdict is Verdict.PASS, split.diagnostics
     assert split.result_digest == whole.result_digest
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_check_held_to_one_cpu_is_not_split(tmp_path, split_every_check):
+    """Docker holds a check to `--cpus` (a CPU quota, on cgroup v1 or v2): one CPU, one process."""
+    settings = Settings(
+        backend="docker", cache=False, retries=0, timeout=120, cpus=1, cache_dir=tmp_path
+    )
+    request = CheckRequest(prover="rocq", name="split.v", content=LARGE + HONEST)
+    with Checker(settings) as checker:
+        result = checker.check_one(request)
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert _processes(result) == 1

@@ -1298,13 +1298,20 @@ let usable_cpus () =
         List.fold_left (fun n r -> n + count r) 0 (String.split_on_char ',' list))
       (line_starting "/proc/self/status" "Cpus_allowed_list:")
   in
+  (* cgroup v2's cpu.max ("max 100000": none), else v1's cfs quota and period (-1: none). *)
+  let cpus q p =
+    match float_of_string_opt (String.trim q), float_of_string_opt (String.trim p) with
+    | Some q, Some p when q > 0. && p > 0. -> Some (int_of_float (Float.ceil (q /. p)))
+    | _ -> None
+  in
   let quota =
     match Option.map (String.split_on_char ' ') (first_line "/sys/fs/cgroup/cpu.max") with
-    | Some [q; period] ->
-      (match float_of_string_opt q, float_of_string_opt (String.trim period) with
-       | Some q, Some p when p > 0. -> Some (int_of_float (Float.ceil (q /. p)))
+    | Some [q; p] -> cpus q p
+    | _ ->
+      (match first_line "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+             first_line "/sys/fs/cgroup/cpu/cpu.cfs_period_us" with
+       | Some q, Some p -> cpus q p
        | _ -> None)
-    | _ -> None
   in
   max 1 (List.fold_left min max_int (List.filter_map Fun.id [affinity; quota]))
 
