@@ -193,6 +193,19 @@ def test_infinite_loop_times_out_at_its_phrase_and_the_worker_lives_on(hol):
 
 
 @pytest.mark.slow
+@pytest.mark.docker
+def test_a_long_derivation_of_large_statements_passes_in_the_memory_hol_light_needs(request):
+    # 18,000 steps, each a new 4,000-node statement (1.7 GB in all): HOL Light frees each once
+    # the next is made. Under 1.5 GB the check fits only if the recorded proof keeps no step's
+    # statement (it did: `memory`), and the replay only if it lets each step go after its last
+    # use (it kept every one). Docker: a server at another memory limit is restored, not booted.
+    hol = HolLight(session_checker(request, "docker", TIMEOUT))
+    result = hol.check("long_derivation.ml", memory_mb=1536)
+    assert result.verdict is Verdict.PASS, result.diagnostics
+    assert [t["name"] for t in result.details["theorems"]] == ["LONG_DERIVATION"]
+
+
+@pytest.mark.slow
 def test_a_theorem_only_the_newer_line_has_fails_on_this_one_naming_it(hol):
     """The default line's side of a drift: 3.0.0 added DIV_ADD_EQ (tests/test_hol_light_lines.py
     passes this file there); 20230128 has no such name."""
@@ -513,6 +526,21 @@ def test_hol_light_that_does_not_load_is_an_infra_error_that_says_why(
     message = result.diagnostics[0].message
     assert message.startswith("HOL Light did not load")
     assert "libnum-ocaml-dev" in message
+
+
+def test_a_boot_that_stopped_without_an_error_is_not_blamed_on_a_missing_package():
+    # A worker killed for memory while loading (seen under --memory 1536 before its proofs named
+    # proofs) left HOL Light's progress dots; every boot's log mentions nums.cma.
+    log = '#load "nums.cma";;\n0..0..1..2..6..12..28..48..72..100..147..195..316..458....19757\n'
+    stopped = hol_worker.boot_failure(log)
+    assert "libnum" not in stopped
+    assert stopped.startswith("HOL Light stopped while loading, with no error")
+    assert stopped.endswith("458....19757")
+    missing = hol_worker.boot_failure(log + "Error: Unbound module Num\n")
+    assert missing.startswith("HOL Light did not load: Error: Unbound module Num")
+    assert missing.endswith(
+        "(HOL Light needs the OCaml num library: Debian package libnum-ocaml-dev)"
+    )
 
 
 # -- what the text says (no prover) ---------------------------------------------------------

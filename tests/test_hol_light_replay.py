@@ -226,6 +226,41 @@ def test_an_axiom_is_reported_under_the_theorem_that_uses_it(replayer):
     assert result["theorems"][0]["axioms"] == ["|- p"]
 
 
+def test_a_theorem_let_go_still_counts_under_what_cites_it_and_cannot_be_cited_again(replayer):
+    # The worker lets the replayer drop each step after its last use ('F'), so a long
+    # computation's replay holds what the kernel needs. What rests on a dropped step still says so.
+    e = Export()
+    p = e.var("p", e.bool())
+    axiom = e.thm("X", p)
+    refl = e.thm("r", p)
+    proved = e.thm("q", refl, axiom)  # EQ_MP: p = p, p |- p
+    e._record("F", axiom)
+    e._record("F", refl)
+    e.root("P", proved)
+    result = replayer(e)
+    assert result["ok"] is True, result
+    [theorem] = result["theorems"]
+    assert (theorem["statement"], theorem["axioms"]) == ("|- p", ["|- p"])
+
+    for late in ("cite", "name", "again"):
+        e = Export()
+        refl = e.thm("r", e.var("x", e.bool()))
+        e._record("F", refl)
+        if late == "cite":
+            e.thm("x", refl, refl)
+        elif late == "name":
+            e.root("GONE", refl)
+        else:
+            e._record("F", refl)
+        assert "was let go" in replayer(e)["error"], late
+    # a named theorem let go after its name is no theorem either (not the replayer's placeholder)
+    e = Export()
+    refl = e.thm("r", e.var("x", e.bool()))
+    e.root("R", refl)
+    e._record("F", refl)
+    assert "was let go" in replayer(e)["error"]
+
+
 def test_assumptions_stay_hypotheses(replayer):
     e = Export()
     th = e.thm("a", e.var("p", e.bool()))

@@ -210,9 +210,12 @@ def boot_failure(log: str) -> str:
     HOL Light prints its errors and still exits 0 when loading fails.
     """
     errors = [match[0] for match in BOOT_ERROR.finditer(log)]
-    first = errors[0] if errors else (log.strip().splitlines() or ["(no output)"])[-1]
-    message = f"HOL Light did not load: {first[:300]}"
-    if "nums" in log or any("Num" in error for error in errors):
+    if not errors:  # killed, or it stopped without a word: say where, and guess no cause
+        last = (log.strip().splitlines() or ["(no output)"])[-1]
+        return f"HOL Light stopped while loading, with no error; its last output: {last[-300:]}"
+    message = f"HOL Light did not load: {errors[0][:300]}"
+    # Every boot loads nums.cma: only an error that names it points at the missing package.
+    if any("Num" in error or "nums" in error for error in errors):
         message += " (HOL Light needs the OCaml num library: Debian package libnum-ocaml-dev)"
     return message
 

@@ -30,6 +30,8 @@ module Prooflock_export = struct
     consed : (int * int * int, int) Hashtbl.t;     (* (tag, a, b) -> term id *)
     thms : (int, int) Hashtbl.t;                   (* proof serial -> theorem id *)
     tydefs : (int, int) Hashtbl.t;                 (* type definition serial -> abs theorem id *)
+    uses : (int, int) Hashtbl.t;   (* check export: proof serial -> inferences yet to cite it *)
+    kept : (int, unit) Hashtbl.t;  (* check export: proofs a later record names (never let go) *)
     mutable n_strings : int;
     mutable n_types : int;
     mutable n_terms : int;
@@ -39,7 +41,7 @@ module Prooflock_export = struct
   let new_writer () = {
     out = Buffer.create 65536; strings = Hashtbl.create 1024; types = Hashtbl.create 1024;
     terms = Terms.create 65536; consed = Hashtbl.create 65536; thms = Hashtbl.create 65536;
-    tydefs = Hashtbl.create 64; n_strings = 0; n_types = 0; n_terms = 0; n_thms = 0 }
+    tydefs = Hashtbl.create 64; uses = Hashtbl.create 16; kept = Hashtbl.create 16; n_strings = 0; n_types = 0; n_terms = 0; n_thms = 0 }
 
   let magic = "PLHP1\n"
 
@@ -115,17 +117,18 @@ module Prooflock_export = struct
   (* Library numbers of the type definitions' two theorems: tyserial -> number of abs. *)
   let library_tydefs : (int, int) Hashtbl.t = Hashtbl.create 256
 
-  let premises th =
-    match rule_of (proof_of th) with
+  (* A proof's premises, as proofs (an inference names no theorem: recording_fusion.ml). *)
+  let premises p =
+    match rule_of p with
       Ptrans (a, b) | Pmkcomb (a, b) | Peqmp (a, b) | Pdeduct (a, b) -> [a; b]
     | Pabs (_, a) | Pinst (_, a) | Pinstt (_, a) -> [a]
     | Ptyabs d | Ptyrep d ->
-        if Hashtbl.mem library_tydefs d.tyserial then [] else [d.premise]
+        if Hashtbl.mem library_tydefs d.tyserial then [] else [proof_of d.premise]
     | Prefl _ | Pbeta _ | Passume _ | Paxiom _ | Pdef _ | Plibrary _ -> []
 
-  let written w th = Hashtbl.mem w.thms (serial_of (proof_of th))
+  let written w p = Hashtbl.mem w.thms (serial_of p)
 
-  let id w th = Hashtbl.find w.thms (serial_of (proof_of th))
+  let id w p = Hashtbl.find w.thms (serial_of p)
 
   let reference w serial k = tag w 'L'; int w k; ignore (new_thm w serial)
 
@@ -140,15 +143,15 @@ module Prooflock_export = struct
            Some k ->
              tag w 'L'; int w k; tag w 'L'; int w (k + 1)
          | None ->
-             let p = id w d.premise in
+             let p = id w (proof_of d.premise) in
              let a = str w d.tyname and b = str w d.absname and c = str w d.repname in
              tag w 'Y'; int w a; int w b; int w c; int w p);
         w.n_thms <- i + 2; Hashtbl.add w.tydefs d.tyserial i; i
 
-  let write_one w th =
-    let serial = serial_of (proof_of th) in
+  let write_one w p =
+    let serial = serial_of p in
     let done_ () = ignore (new_thm w serial) in
-    match rule_of (proof_of th) with
+    match rule_of p with
       Plibrary k -> reference w serial k
     | Prefl t -> let a = tm w t in tag w 'r'; int w a; done_ ()
     | Pbeta t -> let a = tm w t in tag w 'e'; int w a; done_ ()
@@ -173,18 +176,62 @@ module Prooflock_export = struct
     | Ptyabs d -> Hashtbl.replace w.thms serial (write_tydef w d)
     | Ptyrep d -> Hashtbl.replace w.thms serial (write_tydef w d + 1)
 
+  (* The premises an inference record cites, once per citation. *)
+  let cited p =
+    match rule_of p with
+      Ptrans (a, b) | Pmkcomb (a, b) | Peqmp (a, b) | Pdeduct (a, b) -> [a; b]
+    | Pabs (_, a) | Pinst (_, a) | Pinstt (_, a) -> [a]
+    | _ -> []
+
+  (* A check export lets the replayer drop each theorem after the last record that cites it
+     ('F'), so that a replay holds about what the kernel needs, not every step of every proof
+     (miller_rabin.ml's replay held 2.7 GB). Before anything is written, every proof under
+     `roots` (all that the export will write) is counted once, with how often it is cited. *)
+  let count_uses w roots =
+    let stack = Stack.create () in
+    let visit p =
+      let s = serial_of p in
+      if not (Hashtbl.mem w.uses s) then (Hashtbl.replace w.uses s 0; Stack.push p stack) in
+    List.iter (fun th -> let p = proof_of th in visit p; Hashtbl.replace w.kept (serial_of p) ())
+      roots;
+    while not (Stack.is_empty stack) do
+      let p = Stack.pop stack in
+      List.iter visit (premises p);
+      List.iter
+        (fun q -> let s = serial_of q in Hashtbl.replace w.uses s (Hashtbl.find w.uses s + 1))
+        (cited p);
+      (* a type definition's record cites its premise, outside any inference: kept *)
+      match rule_of p with
+        Ptyabs d | Ptyrep d -> Hashtbl.replace w.kept (serial_of (proof_of d.premise)) ()
+      | _ -> ()
+    done
+
+  (* After p's record: each premise it cited for the last time is let go, unless kept. *)
+  let release w p =
+    List.iter
+      (fun q ->
+        let s = serial_of q in
+        match Hashtbl.find_opt w.uses s with
+          Some 1 ->
+            Hashtbl.remove w.uses s;
+            if not (Hashtbl.mem w.kept s) then (tag w 'F'; int w (id w q))
+        | Some n -> Hashtbl.replace w.uses s (n - 1)
+        | None -> ())
+      (cited p)
+
   (* Post-order over the proof DAG, without recursion (derivations are deep). *)
-  let write_thm w root =
+  let write_thm w th =
+    let root = proof_of th in
     let stack = Stack.create () in
     if not (written w root) then Stack.push (root, false) stack;
     while not (Stack.is_empty stack) do
-      let th, expanded = Stack.pop stack in
-      if not (written w th) then
-        if expanded then write_one w th
+      let p, expanded = Stack.pop stack in
+      if not (written w p) then
+        if expanded then (write_one w p; if Hashtbl.length w.uses > 0 then release w p)
         else begin
-          Stack.push (th, true) stack;
-          List.iter (fun p -> if not (written w p) then Stack.push (p, false) stack)
-            (List.rev (premises th))
+          Stack.push (p, true) stack;
+          List.iter (fun q -> if not (written w q) then Stack.push (q, false) stack)
+            (List.rev (premises p))
         end
     done;
     id w root
@@ -204,6 +251,17 @@ module Prooflock_export = struct
       List.map (fun (n, origin) -> (origin_serial origin, Const_event (n, origin))) (const_origins ()) in
     List.sort (fun (a, _) (b, _) -> compare a b)
       (List.filter (fun (s, _) -> s >= from) (types @ consts))
+
+  (* The theorems write_signature writes. *)
+  let signature_roots from =
+    List.filter_map
+      (fun (_, event) ->
+        match event with
+          Const_event (_, Defined th) | Type_event (_, Defined th) -> Some th
+        | Type_event (_, Type_defined d) | Const_event (_, Type_defined d)
+          when not (Hashtbl.mem library_tydefs d.tyserial) -> Some d.premise
+        | _ -> None)
+      (signature_since from)
 
   let write_signature w from =
     List.iter
@@ -298,7 +356,7 @@ module Prooflock_export = struct
       (fun th ->
         match rule_of (proof_of th) with
           Plibrary _ -> ()
-        | _ -> let i = id w th in tag w 'S'; int w i; ignore (number th))
+        | _ -> let i = id w (proof_of th) in tag w 'S'; int w i; ignore (number th))
       kept;
     tag w 'Z';
     w.out
@@ -377,10 +435,19 @@ module Prooflock_export = struct
   (* -- a check ------------------------------------------------------------------------------ *)
 
   (* What was declared and defined from serial from on, every axiom made since, then the named
-     theorems (R records) and which axioms a placeholder made (P). *)
+     theorems (R records) and which axioms a placeholder made (P); each other theorem is let go
+     after the last record that cites it (F). *)
   let check_export ~from ~named ~axioms ~placeholders =
     let w = new_writer () in
     Buffer.add_string w.out magic;
+    let placeholders =
+      List.filter
+        (fun th ->
+          match rule_of (proof_of th) with
+            Paxiom _ -> serial_of (proof_of th) >= from
+          | _ -> false)
+        placeholders in
+    count_uses w (signature_roots from @ axioms @ List.map snd named @ placeholders);
     write_signature w from;
     List.iter (fun th -> ignore (write_thm w th)) axioms;
     List.iter
@@ -389,13 +456,7 @@ module Prooflock_export = struct
         let s = str w name in
         tag w 'R'; int w s; int w i)
       named;
-    List.iter
-      (fun th ->
-        match rule_of (proof_of th) with
-          Paxiom _ when serial_of (proof_of th) >= from ->
-            let i = write_thm w th in tag w 'P'; int w i
-        | _ -> ())
-      placeholders;
+    List.iter (fun th -> let i = write_thm w th in tag w 'P'; int w i) placeholders;
     Buffer.contents w.out
 
   (* A target statement, as parsed in a session no checked file ran in. *)

@@ -30,6 +30,7 @@
      'S' th       (library export only) keep this theorem as the library's next
      'Z'          (library export only) the end of a chunk: what it did not keep is forgotten
      'R' s th     a named theorem of the checked file      'P' th   an axiom made by a placeholder
+     'F' th       (check export) no later record cites this theorem: the replayer lets it go
      'G' tm       (target export only) the target statement
 *)
 
@@ -162,6 +163,15 @@ let kernel what f = try f () with Failure msg -> replay_fail "%s: %s" what msg
 
 let add_thm st th origin = push st.thms th; push st.origins origin
 
+(* A theorem the export let go is gone: citing it again fails the replay. *)
+let get_thm st i =
+  let th = get st.thms i in
+  if th == st.thms.dummy then replay_fail "theorem %d was let go" i;
+  th
+
+(* Only the theorem goes: what it rests on (its origin) stays for the report. *)
+let let_go st i = ignore (get_thm st i); st.thms.items.(i) <- st.thms.dummy
+
 let library_bits st id =
   match get st.origins id with From_library bits -> bits | _ -> -1
 
@@ -178,8 +188,8 @@ let replay_record st ~library_mode inp =
   let str () = get st.strings (varint inp) in
   let ty () = get st.types (varint inp) in
   let tm () = get st.terms (varint inp) in
-  let thid () = let i = varint inp in ignore (get st.thms i); i in
-  let th i = get st.thms i in
+  let thid () = let i = varint inp in ignore (get_thm st i); i in
+  let th i = get_thm st i in
   let step what ids f = add_thm st (kernel what f) (inference st ~library_mode ids) in
   match byte inp with
     's' -> let n = varint inp in push st.strings (bytes_of inp n)
@@ -275,6 +285,9 @@ let replay_record st ~library_mode inp =
       if not library_mode then replay_fail "a library theorem outside the library";
       push library (th a, library_bits st a)
   | 'R' -> let s = str () in let a = thid () in st.roots <- (s, a) :: st.roots
+  | 'F' ->
+      if library_mode then replay_fail "a theorem let go in the library";
+      let_go st (varint inp)
   | 'P' ->
       let a = thid () in
       (match get st.origins a with
@@ -612,7 +625,7 @@ let report st records =
   let definitions = Array.of_list (List.rev st.definitions_made) in
   let library_axioms = Array.of_list !library_axioms in
   let theorem (name, id) =
-    let th = get st.thms id in
+    let th = get_thm st id in
     let ax, defs, bits = dependencies st id in
     let library =
       List.filter_map (fun i -> if bits land (1 lsl i) <> 0 then Some i else None)
