@@ -18,7 +18,7 @@ from runner.backends.docker import DockerBackend
 from runner.core.models import Limits, Verdict
 from runner.core.settings import Settings
 from runner.images.resolver import LockedImages
-from runner.provers.common.server import SandboxServer, ServerSpec
+from runner.provers.common.server import SandboxServer, ServerFailed, ServerSpec
 from tests.helpers import ARTIFACTS, artifact
 from tests.helpers import ROCQ_EXPECTED as EXPECTED
 
@@ -262,3 +262,29 @@ def test_a_stopped_daemon_is_an_infra_error_and_the_run_resumes_when_it_is_back(
         if r["kind"] == "result"
     }
     assert final == {0: "pass", 1: "fail"}
+
+
+def test_a_server_killed_for_memory_while_it_boots_says_so():
+    # Its log would say only where it stopped (HOL Light's worker left progress dots, read once
+    # as a missing library): the container's own OOM count names the cause.
+    backend = DockerBackend(Settings(backend="docker"), LockedImages(Settings()))
+    spec = ServerSpec(
+        name="hungry server",
+        argv=["sh", "-c", 'x=$(head -c 400000000 /dev/zero | tr "\\0" a); echo "READY"; exec cat'],
+        ready=b"READY",
+        boot_timeout_s=60,
+        explain_failure=lambda sandbox: "a log that blames something else",
+    )
+    server = SandboxServer(
+        backend, "rocq", Limits(timeout_s=20, memory_mb=128), spec, lambda _: None
+    )
+    try:
+        with pytest.raises(ServerFailed) as failed:
+            server.start()
+    finally:
+        server.close()
+        backend.close()
+    assert str(failed.value) == (
+        "the hungry server was killed for memory while starting (limit 128 MB): "
+        "give it more with --memory"
+    )

@@ -25,7 +25,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -115,8 +115,15 @@ def _raw(sock: Any) -> socket.socket:
 class DockerChannel:
     """A long-lived process in a container, spoken to over the exec's stdin and stdout."""
 
-    def __init__(self, api: docker.APIClient, exec_id: str, sock: Any):
+    def __init__(
+        self,
+        api: docker.APIClient,
+        exec_id: str,
+        sock: Any,
+        oom_kills: Callable[[], int | None] | None = None,
+    ):
         self._api, self._exec_id, self._sock = api, exec_id, sock
+        self._oom_kills = oom_kills
         self._buffer = StreamBuffer()
         _demux(_raw(sock), self._buffer, None)
 
@@ -136,8 +143,11 @@ class DockerChannel:
             return False
 
     def oom_kills(self) -> int | None:
-        """Not read from here: a server reads its container's count inside (read-only there)."""
-        return None
+        """The container's OOM kills since this process started, or None where not counted.
+
+        Read from the container's cgroup files (read-only there) by an exec of the kit's own.
+        """
+        return self._oom_kills() if self._oom_kills is not None else None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -289,7 +299,13 @@ class DockerSandbox:
                 workdir=WORKDIR,
                 environment={**BASE_ENV, **(env or {})},
             )["Id"]
-            return DockerChannel(self.api, exec_id, self.api.exec_start(exec_id, socket=True))
+            before = self._oom_kills
+            return DockerChannel(
+                self.api,
+                exec_id,
+                self.api.exec_start(exec_id, socket=True),
+                lambda: self._read_oom_kills() - before,
+            )
         except DAEMON_ERRORS as exc:
             raise BackendUnavailable(f"docker exec failed: {exc}") from exc
 

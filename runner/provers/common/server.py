@@ -136,6 +136,7 @@ class SandboxServer:
         env = {**self.spec.env, "PROOFLOCK_MEMORY_MB": str(self.limits.memory_mb)}
         if self.backend.info.private_scratch:  # else /tmp and IPC are the host's: never emptied
             env["PROOFLOCK_PRIVATE_SCRATCH"] = "1"
+        channel = None
         try:
             channel = self._from_snapshot(env, boot_limits)
             if channel is None:
@@ -150,13 +151,13 @@ class SandboxServer:
             assert self.sandbox is not None
             self.sandbox.limit_cpus(self.limits.cpus)
         except TimeoutError:
-            why = self._explain_failure()
+            why = self._killed_for_memory(channel) or self._explain_failure()
             self.close()
             raise ServerFailed(
                 why or f"the {self.spec.name} did not start within {self.spec.boot_timeout_s:.0f} s"
             ) from None
         except EOFError as exc:
-            why = self._explain_failure()
+            why = self._killed_for_memory(channel) or self._explain_failure()
             self.close()
             raise ServerFailed(
                 why or f"the {self.spec.name} exited while starting: {exc}"
@@ -237,7 +238,7 @@ class SandboxServer:
                 self._wait_until_ready(channel, clock)
                 line = channel.read_until(b"\n", 30)
             except (TimeoutError, EOFError) as exc:
-                why = self._explain_failure(sandbox)
+                why = self._killed_for_memory(channel) or self._explain_failure(sandbox)
                 raise ServerFailed(why or f"the {self.spec.name} did not start: {exc}") from None
             if not self.spec.snapshot(sandbox, line.rstrip(b"\n")):
                 raise SnapshotFailed("its boot is not one to keep")
@@ -270,6 +271,22 @@ class SandboxServer:
                 self._notify(
                     f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)"
                 )
+
+    def _killed_for_memory(self, channel: Channel | None) -> str | None:
+        """Why a boot ended, when the kernel killed one of its processes for memory.
+
+        That comes first: what a killed boot left in its log (a half-printed line) is a symptom.
+        """
+        try:
+            kills = channel.oom_kills() if channel is not None else None
+        except Exception:  # noqa: BLE001 - an unreadable count must not hide the failure
+            kills = None
+        if not kills:
+            return None
+        return (
+            f"the {self.spec.name} was killed for memory while starting "
+            f"(limit {self.limits.memory_mb} MB): give it more with --memory"
+        )
 
     def _explain_failure(self, sandbox: Sandbox | None = None) -> str | None:
         sandbox = sandbox or self.sandbox
