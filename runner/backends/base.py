@@ -66,7 +66,8 @@ class Channel(Protocol):
     def oom_kills(self) -> int | None:
         """How many of the server's processes the kernel killed for memory.
 
-        The kit reads this itself, from outside the sandbox. None where the kit cannot read it.
+        The kit reads this itself: locally from the host's cgroup, on docker by an exec of its
+        own that reads the container's cgroup files (read-only there). None where it cannot.
         """
         ...
 
