@@ -117,14 +117,20 @@ module Prooflock_export = struct
   (* Library numbers of the type definitions' two theorems: tyserial -> number of abs. *)
   let library_tydefs : (int, int) Hashtbl.t = Hashtbl.create 256
 
-  (* A proof's premises, as proofs (an inference names no theorem: recording_fusion.ml). *)
-  let premises p =
+  (* The premises an inference record cites, once per citation, as proofs (an inference names
+     no theorem: recording_fusion.ml). *)
+  let cited p =
     match rule_of p with
       Ptrans (a, b) | Pmkcomb (a, b) | Peqmp (a, b) | Pdeduct (a, b) -> [a; b]
     | Pabs (_, a) | Pinst (_, a) | Pinstt (_, a) -> [a]
-    | Ptyabs d | Ptyrep d ->
+    | _ -> []
+
+  (* What must be written before p: what it cites, or a type definition's premise. *)
+  let premises p =
+    match rule_of p with
+      Ptyabs d | Ptyrep d ->
         if Hashtbl.mem library_tydefs d.tyserial then [] else [proof_of d.premise]
-    | Prefl _ | Pbeta _ | Passume _ | Paxiom _ | Pdef _ | Plibrary _ -> []
+    | _ -> cited p
 
   let written w p = Hashtbl.mem w.thms (serial_of p)
 
@@ -175,13 +181,6 @@ module Prooflock_export = struct
         int w (id w a); done_ ()
     | Ptyabs d -> Hashtbl.replace w.thms serial (write_tydef w d)
     | Ptyrep d -> Hashtbl.replace w.thms serial (write_tydef w d + 1)
-
-  (* The premises an inference record cites, once per citation. *)
-  let cited p =
-    match rule_of p with
-      Ptrans (a, b) | Pmkcomb (a, b) | Peqmp (a, b) | Pdeduct (a, b) -> [a; b]
-    | Pabs (_, a) | Pinst (_, a) | Pinstt (_, a) -> [a]
-    | _ -> []
 
   (* A check export lets the replayer drop each theorem after the last record that cites it
      ('F'), so that a replay holds about what the kernel needs, not every step of every proof
