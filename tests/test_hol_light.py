@@ -657,8 +657,38 @@ def test_a_file_that_ran_is_judged_by_the_replay_alone():
     refused = _outcome(raw, {"ok": False, "error": "record 7: TRANS"})
     assert refused.verdict is Verdict.FAIL and "TRANS" in refused.diagnostics[0].message
     assert _outcome(raw, {"ok": False, "timeout": True}).verdict is Verdict.TIMEOUT
+    # a replay out of memory re-derived nothing either way: not the kernel's refusal
+    short = _outcome(raw, {"ok": False, "memory": True, "error": "the replay ran out of memory"})
+    assert short.verdict is Verdict.MEMORY
+    assert short.diagnostics[0].message == (
+        "the replay of the file's proofs ran out of memory (limit 4096 MB)"
+    )
     # the child's RESULT with nothing exported is no proof of anything
     assert _outcome(_reply("exited 0", RAN, export=0)).verdict is Verdict.FAIL
+
+
+class _KilledReplayer:
+    """A double of the replayer's SandboxServer: its reply is a replay child killed by a signal,
+    as replay_server.ml words it, and its sandbox's OOM count rose by `kills`."""
+
+    def __init__(self, kills: int | None):
+        self.kills = kills
+
+    def exchange(self, data: bytes, marker: bytes, timeout_s: float) -> bytes:
+        return b'{"ok":false,"signal":9,"error":"the replay died of a signal"}\n'
+
+    def new_oom_kills(self) -> int | None:
+        return self.kills
+
+
+@pytest.mark.parametrize(("kills", "memory"), [(1, True), (0, False), (None, False)])
+def test_a_replay_killed_while_its_sandbox_ran_out_of_memory_is_memory(monkeypatch, kills, memory):
+    monkeypatch.setattr(hol_worker, "read_replayer", lambda server: None)
+    raw = _reply("exited 0", RAN)
+    reply, request = protocol.parse_reply(raw, "n"), _request()
+    answer = hol_worker.replay(_KilledReplayer(kills), b"PLHP1\n", reply, request)  # type: ignore[arg-type]
+    verdict = judging.replayed_outcome(reply, answer, request).verdict
+    assert verdict is (Verdict.MEMORY if memory else Verdict.FAIL)
 
 
 def test_a_record_names_the_claims_that_rest_on_the_childs_word():

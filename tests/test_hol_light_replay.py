@@ -9,6 +9,7 @@ sends. Nothing boots HOL Light, so this runs in seconds.
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -123,7 +124,7 @@ def library_export() -> bytes:
     return bytes(first.data) + bytes(second.data[len(b"PLHP1\n") :])
 
 
-def start_replayer(work: Path, library: bytes):
+def start_replayer(work: Path, library: bytes, address_space: int | None = None):
     for name, data in hol_worker.sandbox_files(hol_worker.REPLAYER_FILES).items():
         (work / name).write_bytes(data)
     build = subprocess.run(
@@ -131,11 +132,17 @@ def start_replayer(work: Path, library: bytes):
     )
     assert build.returncode == 0, build.stdout + build.stderr
     (work / "library.export").write_bytes(library)
+
+    def limit() -> None:  # the local backend's memory limit: the address space
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     proc = subprocess.Popen(
         [str(work / "replay"), "library.export"],
         cwd=work,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        preexec_fn=limit,
     )
     assert proc.stdout is not None and proc.stdin is not None
     ready = proc.stdout.readline().split()
@@ -259,6 +266,32 @@ def test_a_theorem_let_go_still_counts_under_what_cites_it_and_cannot_be_cited_a
     e.root("R", refl)
     e._record("F", refl)
     assert "was let go" in replayer(e)["error"]
+
+
+def test_a_replay_out_of_memory_says_so_and_the_replayer_serves_on(tmp_path):
+    # 12,000 named theorems, each a fresh copy of a 4,000-node statement (INST x -> y, then back):
+    # about 1.2 GB kept, under an address space of 768 MB.
+    proc, ready, replay = start_replayer(tmp_path, Export().data, address_space=768 << 20)
+    try:
+        assert ready[0] == b"READY", ready
+        e = Export()
+        x, y = e.var("x", e.bool()), e.var("y", e.bool())
+        f = e.var("f", e.tyapp("fun", e.bool(), e.tyapp("fun", e.bool(), e.bool())))
+        big = x
+        for _ in range(1000):
+            big = e.comb(e.comb(f, big), x)
+        th = e.thm("r", big)
+        for step in range(12000):
+            new, old = (y, x) if step % 2 == 0 else (x, y)
+            th = e.thm("i", 1, new, old, th)
+            e.root("T", th)
+        result = replay(e)
+        assert (result["ok"], result.get("memory")) == (False, True), result
+        again, _ = reflexive()
+        assert replay(again)["ok"] is True  # the check ran in a child: the server lives on
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_assumptions_stay_hypotheses(replayer):

@@ -86,6 +86,7 @@ class SandboxServer:
         self.worker_id = f"{spec.name.split()[0].lower()}-{next(self._ids)}-{secrets.token_hex(2)}"
         self._stack = contextlib.ExitStack()
         self._channel: Channel | None = None
+        self._oom_kills_seen = 0  # what new_oom_kills last read
         self.sandbox: Sandbox | None = None
         self.ready_line = b""
         self.boot_ms: int | None = None
@@ -166,6 +167,7 @@ class SandboxServer:
             self.close()
             raise
         self._channel = channel
+        self._oom_kills_seen = 0
         self.boot_ms = int((time.monotonic() - clock) * 1000)
         how = "restored from its snapshot" if self.snapshot else "ready"
         self._notify(f"{self.spec.name} {how} in {self.boot_ms / 1000:.1f} s")
@@ -271,6 +273,23 @@ class SandboxServer:
                 self._notify(
                     f"still starting the {self.spec.name} ({time.monotonic() - clock:.0f} s)"
                 )
+
+    def new_oom_kills(self) -> int | None:
+        """How many of its processes the kernel killed for memory since the last call (or since it
+        started), read by the kit; None where the backend cannot say.
+
+        Read only when asked: on docker it costs an exec.
+        """
+        if self._channel is None:
+            return None
+        try:
+            kills = self._channel.oom_kills()
+        except Exception:  # noqa: BLE001 - an unreadable count says nothing
+            return None
+        if kills is None:
+            return None
+        new, self._oom_kills_seen = kills - self._oom_kills_seen, kills
+        return new
 
     def _killed_for_memory(self, channel: Channel | None) -> str | None:
         """Why a boot ended, when the kernel killed one of its processes for memory.

@@ -136,6 +136,14 @@ def replayed_outcome(reply: Reply, replay: dict[str, Any], request: ResolvedRequ
             return Outcome(
                 verdict=Verdict.TIMEOUT, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
             )
+        if replay.get("memory"):  # said by the replayer, or its OOM count (worker.replay)
+            message = (
+                f"the replay of the file's proofs ran out of memory "
+                f"(limit {request.limits.memory_mb} MB)"
+            )
+            return Outcome(
+                verdict=Verdict.MEMORY, diagnostics=[Diagnostic(message=message)], cpu_ms=cpu
+            )
         message = f"HOL Light's kernel could not re-derive the file's theorems: {error}"
         if replay.get("too_large"):  # derived, but its report is more than the kit reads
             message = f"the replay's report on the file is refused: {error}"

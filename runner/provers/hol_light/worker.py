@@ -320,6 +320,10 @@ def replay(
     if not isinstance(answer, dict):
         server.retire()
         raise ServerFailed("the HOL Light replayer sent a bad reply")
+    # A replay child killed by a signal: memory when the kernel killed something in the
+    # replayer's sandbox meanwhile (the kit's count; the replay runs no artifact code).
+    if answer.get("signal") is not None and (server.new_oom_kills() or 0) > 0:
+        answer["memory"] = True
     return answer
 
 

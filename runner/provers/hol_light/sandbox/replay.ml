@@ -697,7 +697,7 @@ let check ~export ~target =
       Printf.sprintf "{\"ok\":false,\"too_large\":true,\"error\":%s}" (json_string why)
     else text
   with Replay_error msg -> failure_report msg
-     | Out_of_memory -> failure_report "the replay ran out of memory"
+     | Out_of_memory -> "{\"ok\":false,\"memory\":true,\"error\":\"the replay ran out of memory\"}"
 
 let library_size () = library.count
 

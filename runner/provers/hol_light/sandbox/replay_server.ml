@@ -21,11 +21,47 @@ let reply s = write_all Unix.stdout (s ^ "\n") 0
 (* A child's result comes back on a pipe; past the deadline the child is killed. *)
 type ending = Timed_out | Finished
 
+(* The lines of a /proc file (whose length reads as 0). *)
+let proc_lines path =
+  match open_in path with
+    exception Sys_error _ -> []
+  | ic ->
+      let rec take acc = match input_line ic with
+          line -> take (line :: acc)
+        | exception End_of_file -> close_in ic; List.rev acc in
+      take []
+
+let field prefix path =
+  List.find_map
+    (fun line ->
+      if String.starts_with ~prefix line then
+        match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+          _ :: words -> List.find_map int_of_string_opt words
+        | [] -> None
+      else None)
+    (proc_lines path)
+
+(* Under an address-space limit (the local backend) a replay out of memory aborts ("Fatal error:
+   out of memory") more often than it raises Out_of_memory: the child's peak, read here while it
+   runs, says whether it came near the limit. On docker the kit reads the cgroup's OOM count. *)
+let address_space_limit () =
+  List.find_map
+    (fun line ->
+      if String.starts_with ~prefix:"Max address space" line then
+        match List.filter (( <> ) "") (String.split_on_char ' ' line) with
+          _ :: _ :: _ :: soft :: _ -> int_of_string_opt soft
+        | _ -> None
+      else None)
+    (proc_lines "/proc/self/limits")
+
 let run_child ~timeout_ms f =
   let r, w = Unix.pipe () in
   match Unix.fork () with
     0 ->
       Unix.close r;
+      (* What the runtime says as it dies must not reach the kit's channel (stderr is stdout). *)
+      (try Unix.dup2 (Unix.openfile "/dev/null" [ Unix.O_WRONLY ] 0) Unix.stderr
+       with Unix.Unix_error _ -> ());
       let result = try f () with e -> failure_report (Printexc.to_string e) in
       write_all w result 0;
       Unix._exit 0
@@ -33,10 +69,16 @@ let run_child ~timeout_ms f =
       Unix.close w;
       let deadline = Unix.gettimeofday () +. float_of_int timeout_ms /. 1000. in
       let buf = Buffer.create 65536 and chunk = Bytes.create 65536 in
+      let peak_kb = ref 0 in
+      let observe () =
+        match field "VmPeak:" (Printf.sprintf "/proc/%d/status" pid) with
+          Some kb -> peak_kb := max !peak_kb kb
+        | None -> () in
       let rec pump () =
+        observe ();
         let left = deadline -. Unix.gettimeofday () in
         if left <= 0. then Timed_out else
-        match Unix.select [r] [] [] left with
+        match Unix.select [r] [] [] (Float.min left 0.25) with
           [], _, _ -> pump ()
         | _ ->
             let n = Unix.read r chunk 0 65536 in
@@ -51,7 +93,15 @@ let run_child ~timeout_ms f =
       | Finished, Unix.WEXITED 0 when Buffer.length buf > 0 -> Buffer.contents buf
       | _, Unix.WEXITED c -> failure_report (Printf.sprintf "the replay exited %d" c)
       | _, (Unix.WSIGNALED s | Unix.WSTOPPED s) ->
-          Printf.sprintf "{\"ok\":false,\"signal\":%d,\"error\":\"the replay died of a signal\"}" s
+          let near_limit =
+            match address_space_limit () with
+              Some limit -> !peak_kb * 1024 >= limit / 4 * 3
+            | None -> false in
+          if near_limit then
+            Printf.sprintf
+              "{\"ok\":false,\"memory\":true,\"signal\":%d,\"error\":\"the replay ran out of memory\"}" s
+          else
+            Printf.sprintf "{\"ok\":false,\"signal\":%d,\"error\":\"the replay died of a signal\"}" s
 
 let serve () =
   let library_file = Sys.argv.(1) in
