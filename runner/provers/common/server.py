@@ -73,6 +73,14 @@ class ServerSpec:
     rechecks: bool = False
 
 
+def _oom_kills(channel: Channel | None) -> int | None:
+    """The channel's OOM-kill count; None when there is no channel or it cannot be read."""
+    try:
+        return channel.oom_kills() if channel is not None else None
+    except Exception:  # noqa: BLE001 - an unreadable count says nothing, and hides no failure
+        return None
+
+
 class SandboxServer:
     """One server in one sandbox. Not thread-safe: the pool hands it to one check at a time."""
 
@@ -280,12 +288,7 @@ class SandboxServer:
 
         Read only when asked: on docker it costs an exec.
         """
-        if self._channel is None:
-            return None
-        try:
-            kills = self._channel.oom_kills()
-        except Exception:  # noqa: BLE001 - an unreadable count says nothing
-            return None
+        kills = _oom_kills(self._channel)
         if kills is None:
             return None
         new, self._oom_kills_seen = kills - self._oom_kills_seen, kills
@@ -296,11 +299,7 @@ class SandboxServer:
 
         That comes first: what a killed boot left in its log (a half-printed line) is a symptom.
         """
-        try:
-            kills = channel.oom_kills() if channel is not None else None
-        except Exception:  # noqa: BLE001 - an unreadable count must not hide the failure
-            kills = None
-        if not kills:
+        if not _oom_kills(channel):
             return None
         return (
             f"the {self.spec.name} was killed for memory while starting "
