@@ -31,6 +31,8 @@ let proc_lines path =
         | exception End_of_file -> close_in ic; List.rev acc in
       take []
 
+(* The first number after `prefix` on its line of a /proc file ("VmPeak:  123 kB", "Max address
+   space  805306368  805306368  bytes"); None if absent or unlimited. *)
 let field prefix path =
   List.find_map
     (fun line ->
@@ -44,15 +46,7 @@ let field prefix path =
 (* Under an address-space limit (the local backend) a replay out of memory aborts ("Fatal error:
    out of memory") more often than it raises Out_of_memory: the child's peak, read here while it
    runs, says whether it came near the limit. On docker the kit reads the cgroup's OOM count. *)
-let address_space_limit () =
-  List.find_map
-    (fun line ->
-      if String.starts_with ~prefix:"Max address space" line then
-        match List.filter (( <> ) "") (String.split_on_char ' ' line) with
-          _ :: _ :: _ :: soft :: _ -> int_of_string_opt soft
-        | _ -> None
-      else None)
-    (proc_lines "/proc/self/limits")
+let address_space_limit () = field "Max address space" "/proc/self/limits"
 
 let run_child ~timeout_ms f =
   let r, w = Unix.pipe () in
